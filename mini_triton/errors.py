@@ -1,0 +1,70 @@
+"""The errors mini_triton raises, and where in the kernel they happened.
+
+On a GPU most kernel bugs are silent: an out-of-bounds load reads whatever
+lies past the tensor, two programs writing one address leave whichever value
+lands last. The simulator turns each of these into an exception that says
+*which kernel, which program, which source line, which argument, which
+offsets* -- the facts you need to fix it.
+"""
+from __future__ import annotations
+
+import sys
+
+
+class MiniTritonError(Exception):
+    """Base class of every error a kernel can trigger in the simulator."""
+
+
+class CompilationError(MiniTritonError):
+    """Something real Triton would reject when it compiles the kernel."""
+
+
+class OutOfBoundsError(MiniTritonError, IndexError):
+    """An active lane of a load, store or atomic fell outside its tensor."""
+
+
+class DataRaceError(MiniTritonError):
+    """Two programs of one launch touched the same address, at least one storing."""
+
+
+class DataRaceWarning(UserWarning):
+    """The warning form of :class:`DataRaceError` (``set_race_mode("warn")``)."""
+
+
+class BlockTruthError(MiniTritonError, TypeError):
+    """Python ``if``/``and``/``while`` on a block with more than one element."""
+
+
+class DeviceAssertionError(MiniTritonError, AssertionError):
+    """A ``tl.device_assert`` failed in some program."""
+
+
+class Int32OverflowError(MiniTritonError, OverflowError):
+    """An int32 computation left the int32 range (it would wrap on a GPU)."""
+
+
+def describe_program(pid_tuple, grid) -> str:
+    if len(grid) == 1:
+        return f"program {pid_tuple[0]}"
+    return "program (" + ", ".join(str(p) for p in pid_tuple[:len(grid)]) + ")"
+
+
+def kernel_location(codes):
+    """(function name, line) of the innermost frame running kernel code, or ('', 0)."""
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code in codes:
+            return f.f_code.co_name, f.f_lineno
+        f = f.f_back
+    return "", 0
+
+
+def format_offsets(values) -> str:
+    """Short text for a sorted list of offending offsets: '100–127' or '3, 9, 40'."""
+    values = sorted(set(int(v) for v in values))
+    if not values:
+        return ""
+    if values[-1] - values[0] + 1 == len(values) and len(values) > 2:
+        return f"{values[0]}–{values[-1]}"
+    shown = ", ".join(str(v) for v in values[:8])
+    return shown + (f", … ({len(values)} in all)" if len(values) > 8 else "")

@@ -1,0 +1,208 @@
+"""The launcher: ``@triton.jit`` and ``kernel[grid](*args)``.
+
+A launch runs the kernel function once per *program*; ``tl.program_id``
+tells each program which piece of the work is its own. The simulator runs
+programs in chunks (see runtime.py): one Python execution of the kernel body
+computes a whole chunk, every block carrying a leading program dimension.
+Chunks are sized so that their blocks stay around a megabyte, small enough
+to live in cache.
+
+After the last chunk the launcher checks the launch for data races
+(races.py) and adds its traffic to the statistics (stats.py).
+"""
+from __future__ import annotations
+
+import inspect
+import os
+
+import torch
+
+from . import dtypes as D
+from . import memory, races, runtime, stats
+from .blocks import scalar, tensor
+from .errors import CompilationError
+
+# Launch options that real Triton accepts and that mean nothing on a CPU.
+LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
+                  "launch_cooperative_grid", "launch_pdl", "debug", "sanitize_overflow", "stream",
+                  "warmup", "grid", "enable_warp_specialization", "num_buffers_warp_spec",
+                  "num_consumer_groups", "reg_dec_producer", "reg_inc_consumer"}
+
+TARGET_LANES = int(os.environ.get("MINI_TRITON_CHUNK_LANES", 1 << 18))
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+_KERNEL_CODES: set = set()
+
+
+class Launch:
+    """One ``kernel[grid](...)`` call."""
+
+    def __init__(self, fn, grid, buffers):
+        self.name = fn.__name__
+        self.code = fn.__code__
+        self.grid = grid
+        self.programs = grid[0] * grid[1] * grid[2]
+        self.buffers = buffers
+
+    def pid_tuple(self, linear: int):
+        g0, g1, _ = self.grid
+        return (linear % g0, (linear // g0) % g1, linear // (g0 * g1))
+
+
+def _is_constexpr_annotation(ann) -> bool:
+    from .language.core import constexpr
+    if ann is constexpr:
+        return True
+    return isinstance(ann, str) and ann.replace(" ", "").endswith("constexpr")
+
+
+class JITFunction:
+    """A kernel: call it as ``kernel[grid](*args, **constexprs)``."""
+
+    def __init__(self, fn, **options):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+        self.signature = inspect.signature(fn)
+        self.arg_names = list(self.signature.parameters)
+        self.constexprs = {n for n, p in self.signature.parameters.items()
+                           if _is_constexpr_annotation(p.annotation)}
+        self.src = None
+        _KERNEL_CODES.add(fn.__code__)
+        self._chunk_hint = {}
+
+    def __repr__(self):
+        return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        if runtime.CURRENT is not None:          # a @jit helper called from a kernel
+            return self.fn(*args, **kwargs)
+        raise CompilationError(f"{self.__name__} is a kernel: launch it as {self.__name__}[grid](...), "
+                               f"with grid a tuple such as (n_rows,)")
+
+    # ------------------------------------------------------------------
+    def bind(self, args, kwargs):
+        kwargs = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS or k in self.arg_names}
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}: {e}") from None
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def run(self, *args, grid, **kwargs):
+        values = self.bind(args, kwargs)
+        grid = _normalize_grid(grid, values, self.__name__)
+        buffers, kargs = [], []
+        for name, v in values.items():
+            kargs.append(self._convert_arg(name, v, buffers))
+        launch = Launch(self.fn, grid, buffers)
+        if launch.programs == 0:
+            return None
+        guard = _disable_dispatch_modes() if stats.recording() else _nullcontext()
+        with guard:
+            records = self._execute(launch, kargs, values)
+            races.check(launch, records)
+            stats.commit_launch(launch, records)
+        return None
+
+    def _convert_arg(self, name, v, buffers):
+        from .language.core import constexpr
+        if isinstance(v, constexpr):
+            v = v.value
+        if name in self.constexprs:
+            return v
+        if isinstance(v, torch.Tensor):
+            buf = memory.check_pointer_arg(v, name)
+            buffers.append(buf)
+            return tensor(torch.zeros(1, dtype=torch.int64), D.pointer_type(buf.elem), (), buf=buf)
+        if v is None:
+            return None
+        if isinstance(v, (bool, int, float)):
+            return scalar(v)
+        if isinstance(v, D.dtype):
+            return v
+        raise TypeError(f"{self.__name__}: argument {name} has unsupported type {type(v).__name__}; "
+                        f"kernels take tensors, Python numbers and tl.constexpr values")
+
+    def _execute(self, launch, kargs, values):
+        key = tuple(repr(values[n]) for n in sorted(self.constexprs))
+        size = self._chunk_hint.get(key, 16)
+        committed, start = [], 0
+        while start < launch.programs:
+            stop = min(start + size, launch.programs)
+            max_numel = self._run_group(launch, kargs, torch.arange(start, stop), committed)
+            start = stop
+            size = max(1, min(4096, TARGET_LANES // max(1, max_numel)))
+        self._chunk_hint[key] = size
+        return committed
+
+    def _run_group(self, launch, kargs, pids, committed) -> int:
+        """Run programs ``pids`` together; split them if they take different paths."""
+        chunk = runtime.Chunk(launch, pids)
+        outer, runtime.CURRENT = runtime.CURRENT, chunk
+        try:
+            self.fn(*kargs)
+        except runtime.Divergence as d:
+            memory.undo(chunk)
+            runtime.CURRENT = outer
+            keys = d.values.expand(pids.numel()) if d.values.numel() == 1 else d.values
+            _, inverse = torch.unique(keys, return_inverse=True)
+            first_pid = {}
+            for g, p in zip(inverse.tolist(), pids.tolist()):
+                first_pid.setdefault(g, p)
+            for g in sorted(first_pid, key=first_pid.get):   # groups in program order
+                self._run_group(launch, kargs, pids[inverse == g], committed)
+            return chunk.max_numel
+        except BaseException:
+            if chunk.undo is not None:
+                memory.undo(chunk)
+            raise
+        finally:
+            runtime.CURRENT = outer
+        committed.extend(chunk.records)
+        return chunk.max_numel
+
+    # real Triton's JITFunction attributes that some code touches
+    def warmup(self, *args, grid, **kwargs):
+        return None
+
+
+def _normalize_grid(grid, values, name):
+    if callable(grid):
+        grid = grid(dict(values))
+    if isinstance(grid, int):
+        grid = (grid,)
+    grid = tuple(int(g) for g in grid)
+    if not 1 <= len(grid) <= 3:
+        raise ValueError(f"{name}: the grid must have 1 to 3 dimensions, got {grid}")
+    grid = grid + (1,) * (3 - len(grid))
+    for axis, (g, limit) in enumerate(zip(grid, MAX_GRID)):
+        if g < 0 or g > limit:
+            raise ValueError(f"{name}: grid dimension {axis} is {g}; it must be between 0 and {limit}")
+    return grid
+
+
+class _nullcontext:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *a):
+        return False
+
+
+def _disable_dispatch_modes():
+    from torch.utils._python_dispatch import _disable_current_modes
+    return _disable_current_modes()
+
+
+def jit(fn=None, **options):
+    """``@triton.jit``: turn a Python function into a kernel."""
+    if fn is None:
+        return lambda f: JITFunction(f, **options)
+    return JITFunction(fn, **options)

@@ -1,0 +1,15 @@
+"""``triton.language`` for the simulator: ``tl = mini_triton.language``."""
+from . import core, math
+from .core import *  # noqa: F401,F403
+from .core import (abs, cast_ as cast, constexpr, dtype, max, min, pointer_type, range, sum)  # noqa: F401
+from ..blocks import tensor  # noqa: F401
+from ..dtypes import (bfloat16, float16, float32, float64, int1, int8, int16, int32, int64,  # noqa: F401
+                      uint8, uint16, uint32, uint64)
+
+block_type = tensor
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise core.unsupported(name)

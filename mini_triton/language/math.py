@@ -1,0 +1,9 @@
+"""``tl.math``: the same element-wise functions under their math-library names."""
+from .core import (abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, maximum as max,  # noqa: F401
+                   minimum as min, rsqrt, sigmoid, sin, sqrt, sqrt_rn, tanh, unsupported, cdiv)
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise unsupported(f"math.{name}")

@@ -1,0 +1,403 @@
+"""Global memory: loads, stores and atomics, with bounds checks and access records.
+
+A kernel argument that is a tensor becomes a :class:`Buffer`: the flat memory
+its view spans, from its first element to its last. Every active lane of a
+load, store or atomic must address an element of that span; anything else is
+the out-of-bounds access that on a GPU silently reads garbage or corrupts a
+neighbouring tensor. Masked-off lanes touch no memory and are never checked.
+
+Each access leaves an :class:`Access` record: which programs touched which
+offsets. The launcher uses the records to count traffic (stats.py) and to
+find data races (races.py).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import dtypes as D
+from . import runtime
+from .blocks import Affine, as_block, broadcast_shape, cast, full_handle, offsets_of, tensor
+from .errors import CompilationError, OutOfBoundsError, describe_program, format_offsets
+
+
+class Buffer:
+    """The memory behind one tensor argument of a launch."""
+
+    def __init__(self, name: str, t: torch.Tensor):
+        self.name = name
+        self.tensor = t
+        self.elem = D.from_torch(t.dtype)
+        self.span = 0 if t.numel() == 0 else 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+        self.flat = t.as_strided((self.span,), (1,), t.storage_offset())
+        # accesses of two arguments that share storage must be compared with each other
+        self.storage_key = (t.untyped_storage().data_ptr(), t.dtype)
+        self.storage_offset = t.storage_offset()
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.elem!r}, {self.span} elements)"
+
+    def index_of(self, offset: int) -> str:
+        """Show a flat offset as an index of the argument tensor where possible."""
+        t = self.tensor
+        if t.is_contiguous() and t.dim() > 1:
+            idx, rem = [], offset
+            for n in reversed(t.shape):
+                idx.append(rem % n)
+                rem //= n
+            return f"{self.name}[{', '.join(str(i) for i in reversed(idx))}]"
+        return f"{self.name}[{offset}]"
+
+
+class Access:
+    """One load, store or atomic executed by the programs of a chunk.
+
+    ``lo``/``hi`` (one entry per program, or one shared entry) bound the
+    offsets of each program's active lanes; ``count`` is the number of
+    active lanes per program; ``dense`` says each program's offsets form one
+    contiguous range, so that counting distinct elements needs no scan.
+    """
+
+    __slots__ = ("kind", "buf", "shape", "ptr", "mask_h", "lead", "aff", "lo", "hi", "count",
+                 "dense", "pids", "line", "_offs")
+
+    def __init__(self, kind, ptr: tensor, mask_h, shape, pids):
+        self.kind, self.buf, self.shape, self.ptr, self.mask_h = kind, ptr.buf, shape, ptr, mask_h
+        self.pids = pids
+        self.lead = max(ptr.lead, 1 if mask_h is None else mask_h.shape[0])
+        aff = ptr.affine()
+        self.aff = Affine(aff.base, (0,) * (len(shape) - len(ptr.shape)) + tuple(
+            s if n != 1 else 0 for s, n in zip(aff.strides, ptr.shape))) if aff is not None else None
+        self._offs = None
+        self.line = ""
+        if self.aff is not None and (mask_h is None or mask_h.shape[0] == 1):
+            self._analyse_affine()
+        else:
+            self._analyse_general()
+
+    # -- analysis -----------------------------------------------------------
+    def _analyse_affine(self):
+        n = math.prod(self.shape)
+        if self.mask_h is None:
+            llo, lhi = self.aff.lane_range(self.shape)
+            self.count = torch.tensor([n])
+            self.dense = _dense_box(self.aff.strides, self.shape)
+        else:
+            lanes = Affine(torch.zeros(1, dtype=torch.int64), self.aff.strides).materialize(self.shape)
+            active = lanes[self.mask_h.expand_as(lanes)]
+            self.count = torch.tensor([active.numel()])
+            if active.numel() == 0:
+                llo, lhi = 0, -1
+                self.dense = True
+            else:
+                llo, lhi = (int(v) for v in torch.aminmax(active))
+                self.dense = lhi - llo + 1 == torch.unique(active).numel()
+        self.lo = self.aff.base + llo
+        self.hi = self.aff.base + lhi
+        if int(self.count[0]) == 0:
+            self.hi = self.lo - 1
+
+    def _analyse_general(self):
+        offs = self.offsets()
+        flat = offs.reshape(offs.shape[0], -1)
+        if self.mask_h is None:
+            self.count = torch.full((offs.shape[0],), flat.shape[1])
+            self.lo, self.hi = flat.amin(1), flat.amax(1)
+        else:
+            m = self.mask_h.expand(offs.shape[0], *self.shape).reshape(offs.shape[0], -1)
+            self.count = m.sum(1)
+            big = torch.iinfo(torch.int64).max
+            self.lo = torch.where(m, flat, big).amin(1)
+            self.hi = torch.where(m, flat, -big).amax(1)
+        self.dense = False
+
+    def offsets(self) -> torch.Tensor:
+        """All offsets, (lead, *shape) int64 (masked-off lanes included)."""
+        if self._offs is None:
+            h = full_handle(offsets_of(self.ptr), self.shape)
+            self._offs = h.expand(self.lead, *self.shape) if h.shape[0] != self.lead else h
+        return self._offs
+
+    def active_offsets(self):
+        """(offsets, program ids) of every active lane, flattened in program order."""
+        P = int(self.pids.numel())
+        offs = self.offsets().expand(P, *self.shape) if self.lead != P else self.offsets()
+        pid = self.pids.view(P, *([1] * len(self.shape))).expand(P, *self.shape)
+        if self.mask_h is None:
+            return offs.reshape(-1), pid.reshape(-1)
+        m = self.mask_h.expand(P, *self.shape)
+        return offs[m], pid[m]
+
+    def total(self) -> int:
+        """Active lanes summed over the chunk's programs."""
+        c = int(self.count.sum())
+        return c * int(self.pids.numel()) if self.count.numel() == 1 else c
+
+    # -- checks -------------------------------------------------------------
+    def check_bounds(self, op: str):
+        has = self.count > 0
+        if not bool(has.any()):
+            return
+        lo = self.lo[has] if self.lo.numel() == has.numel() else self.lo
+        hi = self.hi[has] if self.hi.numel() == has.numel() else self.hi
+        if int(lo.min()) >= 0 and int(hi.max()) < self.buf.span:
+            return
+        self._report_out_of_bounds(op)
+
+    def _report_out_of_bounds(self, op):
+        offs = self.offsets()
+        P = int(self.pids.numel())
+        offs = offs.expand(P, *self.shape) if offs.shape[0] != P else offs
+        m = torch.ones_like(offs, dtype=torch.bool) if self.mask_h is None else self.mask_h.expand(P, *self.shape)
+        bad = m & ((offs < 0) | (offs >= self.buf.span))
+        prog = int(bad.reshape(P, -1).any(1).nonzero()[0])
+        values = offs[prog][bad[prog]].tolist()
+        launch = runtime.current().launch
+        pid = int(self.pids[prog])
+        where = "before the start" if min(values) < 0 else "past the end"
+        raise OutOfBoundsError(
+            f"out-of-bounds {op} in {runtime.location()}, {describe_program(launch.pid_tuple(pid), launch.grid)}: "
+            f"offsets {format_offsets(values)} are {where} of {self.buf.describe()}; "
+            f"valid offsets are 0–{self.buf.span - 1}. Mask the lanes past the end "
+            f"(mask=offs < n) or fix the offset arithmetic.")
+
+    # -- fast path: a strided view of the buffer ------------------------------
+    def view(self, for_store: bool):
+        """The accessed elements as a strided view of the buffer, or None."""
+        if self.aff is None or (self.mask_h is not None and self.mask_h.shape[0] != 1):
+            return None
+        strides = self.aff.strides
+        if any(s < 0 for s in strides):
+            return None
+        base = self.aff.base
+        lead = int(base.numel())
+        step = int(base[1] - base[0]) if lead > 1 else 0
+        if lead > 1 and (step < 0 or not bool((base == base[0] + step * torch.arange(lead)).all())):
+            return None
+        blo, bhi = self.aff.lane_range(self.shape)
+        first, last = int(base[0]) + blo, int(base[-1]) + bhi
+        if first < 0 or last >= self.buf.span:
+            return None                        # masked-off lanes stick out: gather instead
+        if for_store and not _no_self_overlap([(lead, step)] + list(zip(self.shape, strides))):
+            return None
+        flat = self.buf.flat
+        return flat.as_strided((lead, *self.shape), (step, *strides), flat.storage_offset() + int(base[0]))
+
+
+def _dense_box(strides, shape) -> bool:
+    """Do the offsets sum_d s_d*i_d cover a contiguous range (no holes)?"""
+    dims = sorted((s, n) for s, n in zip(strides, shape) if s != 0 and n > 1)
+    expect = 1
+    for s, n in dims:
+        if s != expect:
+            return False
+        expect = s * n
+    return True
+
+
+def _no_self_overlap(dims) -> bool:
+    """Sufficient test that a (size, stride) layout never maps two indices to one element."""
+    extent = 1
+    for n, s in sorted(((n, s) for n, s in dims if n > 1), key=lambda d: d[1]):
+        if s < extent:
+            return False
+        extent = s * (n - 1) + extent
+    return True
+
+
+# ---------------------------------------------------------------------------
+def _prepare(op, pointer, mask, *extra):
+    ch = runtime.current()
+    ptr = as_block(pointer)
+    if not ptr.dtype.is_ptr():
+        raise TypeError(f"{runtime.location()}: tl.{op} expects a pointer (a tensor argument plus "
+                        f"offsets), got a {ptr.dtype!r} block")
+    if ptr.buf is None:
+        raise TypeError(f"{runtime.location()}: tl.{op} through a None pointer")
+    shape = ptr.shape
+    mask_blk = None
+    if mask is not None:
+        mask_blk = as_block(mask)
+        if not mask_blk.dtype.is_bool():
+            mask_blk = mask_blk != 0
+        shape = broadcast_shape(shape, mask_blk.shape)
+    for e in extra:
+        if e is not None:
+            shape = broadcast_shape(shape, as_block(e).shape)
+    if shape != ptr.shape:
+        ptr = tensor(None if ptr.aff is not None else full_handle(ptr, shape), ptr.dtype, shape,
+                     aff=_broadcast_aff(ptr, shape), buf=ptr.buf)
+    mask_h = None if mask_blk is None else full_handle(mask_blk, shape)
+    if mask_h is not None and bool(mask_h.all()):
+        mask_h = None                           # every lane active: the fast, unmasked case
+    ch.max_numel = max(ch.max_numel, math.prod(shape))
+    acc = Access(op, ptr, mask_h, shape, ch.pids)
+    acc.line = runtime.location()
+    return ch, acc
+
+
+def _broadcast_aff(ptr, shape):
+    a = ptr.affine()
+    if a is None:
+        return None
+    pad = len(shape) - len(ptr.shape)
+    return Affine(a.base, (0,) * pad + tuple(s if n != 1 else 0 for s, n in zip(a.strides, ptr.shape)))
+
+
+def _poison(elem: D.dtype):
+    """What a masked-off lane holds when the load gives no ``other``: garbage on a GPU."""
+    if elem.is_floating():
+        return float("nan")
+    if elem.is_bool():
+        return False
+    return D.int_range(elem)[1]
+
+
+def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
+         eviction_policy="", volatile=False):
+    if boundary_check or padding_option:
+        raise NotImplementedError("tl.load with boundary_check/padding_option (block pointers) is not "
+                                  "supported by mini_triton")
+    ch, acc = _prepare("load", pointer, mask, other)
+    acc.check_bounds("load")
+    elem = acc.buf.elem
+    fill = cast(as_block(other), elem) if other is not None else None
+    view = acc.view(for_store=False)
+    if view is not None:
+        vals = view
+    else:
+        offs = acc.offsets()
+        if acc.mask_h is not None:
+            offs = torch.where(acc.mask_h, offs, 0) if acc.buf.span > 0 else torch.zeros_like(offs)
+        vals = acc.buf.flat[offs] if acc.buf.span > 0 else torch.zeros(offs.shape, dtype=elem.torch)
+    store_ty = D.storage_dtype(elem)
+    if acc.mask_h is None:
+        out = vals.to(store_ty, copy=True)
+    else:
+        f = full_handle(fill, acc.shape) if fill is not None else torch.tensor(_poison(elem), dtype=store_ty)
+        out = torch.where(acc.mask_h, vals.to(store_ty), f.to(store_ty))
+    ch.records.append(acc)
+    return tensor(out, elem, acc.shape)
+
+
+def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    if boundary_check:
+        raise NotImplementedError("tl.store with boundary_check (block pointers) is not supported by mini_triton")
+    ch, acc = _prepare("store", pointer, mask, value)
+    acc.check_bounds("store")                       # a rejected store writes nothing
+    val = cast(as_block(value), acc.buf.elem)
+    vh = full_handle(val, acc.shape).to(acc.buf.elem.torch)
+    view = acc.view(for_store=True)
+    if view is not None and (view.shape[0] == ch.P or vh.shape[0] == 1):
+        if ch.undo is not None:
+            ch.undo.append((view, view.clone()))
+        if acc.mask_h is None:
+            view.copy_(vh.expand(view.shape) if vh.shape != view.shape else vh)
+        else:
+            view.copy_(torch.where(acc.mask_h, vh, view))
+    else:
+        lead = max(acc.lead, vh.shape[0])
+        offs = acc.offsets().expand(lead, *acc.shape)
+        vh = vh.expand(lead, *acc.shape)
+        if acc.mask_h is not None:
+            m = acc.mask_h.expand(lead, *acc.shape)
+            offs, vh = offs[m], vh[m]
+        else:
+            offs, vh = offs.reshape(-1), vh.reshape(-1)
+        if ch.undo is not None:
+            ch.undo.append((offs, acc.buf.flat[offs].clone(), acc.buf.flat))
+        acc.buf.flat[offs] = vh
+    ch.records.append(acc)
+
+
+def undo(chunk):
+    """Put back every element the chunk's stores and atomics changed, newest first."""
+    for entry in reversed(chunk.undo or []):
+        if len(entry) == 2:
+            entry[0].copy_(entry[1])
+        else:
+            idx, old, flat = entry
+            flat[idx] = old
+    chunk.undo = [] if chunk.undo is not None else None
+
+
+# ---------------------------------------------------------------------------
+# atomics: read-modify-write that other programs cannot interleave with
+# ---------------------------------------------------------------------------
+_ATOMIC_OPS = {
+    "add": lambda old, v: old + v,
+    "max": torch.maximum,
+    "min": torch.minimum,
+    "xchg": lambda old, v: v,
+    "and": torch.bitwise_and,
+    "or": torch.bitwise_or,
+    "xor": torch.bitwise_xor,
+}
+
+
+def atomic(op, pointer, val, mask=None, cmp=None):
+    ch, acc = _prepare(f"atomic_{op}", pointer, mask, val, cmp)
+    acc.check_bounds(f"atomic_{op}")
+    elem = acc.buf.elem
+    if op in ("and", "or", "xor") and not elem.is_int():
+        raise TypeError(f"{runtime.location()}: atomic_{op} needs an integer tensor, got {elem!r}")
+    P = ch.P
+    offs = acc.offsets().expand(P, *acc.shape)
+    v = full_handle(cast(as_block(val), elem), acc.shape).to(elem.torch).expand(P, *acc.shape)
+    c = full_handle(cast(as_block(cmp), elem), acc.shape).to(elem.torch).expand(P, *acc.shape) \
+        if cmp is not None else None
+    m = acc.mask_h.expand(P, *acc.shape) if acc.mask_h is not None else torch.ones_like(offs, dtype=torch.bool)
+    a, vv = offs[m], v[m]
+    cc = c[m] if c is not None else None
+    flat = acc.buf.flat
+    if ch.undo is not None:
+        ch.undo.append((a, flat[a].clone(), flat))
+    old = _atomic_apply(op, flat, a, vv, cc)
+    out = torch.full((P, *acc.shape), _poison(elem), dtype=D.storage_dtype(elem))
+    out[m] = old.to(out.dtype)
+    ch.records.append(acc)
+    return tensor(out, elem, acc.shape)
+
+
+def _atomic_apply(op, flat, a, v, cmp):
+    """Apply in program order; returns the value each lane saw before its update."""
+    if a.numel() == 0:
+        return flat[a]
+    uniq = torch.unique(a).numel() == a.numel()
+    if op == "add" and not uniq:
+        order = torch.sort(a, stable=True).indices
+        sa, sv = a[order], v[order].to(torch.float64 if v.is_floating_point() else torch.int64)
+        csum = torch.cumsum(sv, 0)
+        first = torch.ones_like(sa, dtype=torch.bool)
+        first[1:] = sa[1:] != sa[:-1]
+        seg_start = torch.cummax(torch.where(first, torch.arange(sa.numel()), 0), 0).values
+        before = csum - sv - (csum[seg_start] - sv[seg_start])
+        old_sorted = flat[sa].to(before.dtype) + before
+        old = torch.empty_like(old_sorted)
+        old[order] = old_sorted
+        flat.index_put_((a,), v, accumulate=True)
+        return old.to(flat.dtype)
+    if uniq:
+        old = flat[a].clone()
+        if op == "cas":
+            flat[a] = torch.where(old == cmp, v, old)
+        else:
+            flat[a] = _ATOMIC_OPS[op](old, v).to(flat.dtype)
+        return old
+    old = torch.empty_like(v)
+    for i in range(a.numel()):                     # repeated addresses: one lane at a time
+        o = flat[a[i]].clone()
+        old[i] = o
+        flat[a[i]] = (v[i] if o == cmp[i] else o) if op == "cas" else _ATOMIC_OPS[op](o, v[i])
+    return old
+
+
+def check_pointer_arg(t, name):
+    if t.device.type != "cpu":
+        raise ValueError(f"argument {name} is on {t.device}; mini_triton runs kernels on CPU tensors "
+                         f"(use real Triton for CUDA tensors)")
+    return Buffer(name, t)
+
+
+__all__ = ["Buffer", "Access", "load", "store", "atomic", "undo", "CompilationError"]

@@ -1,0 +1,140 @@
+"""Data-race detection within one launch.
+
+The programs of a launch run concurrently and in no fixed order. If program
+p stores an element that program q (q ≠ p) also stores, or loads, the result
+depends on timing: a data race. Atomics are exempt -- that is what they are for.
+
+Checking is two-staged so that correct kernels pay almost nothing:
+
+1. *Intervals.* Each access record bounds each program's offsets by [lo, hi].
+   Sorting these intervals and merging the overlapping ones gives clusters;
+   if no cluster holds a store plus a second program, no race is possible.
+2. *Exact.* Otherwise an owner array records which program stored each
+   element, and every store and load is compared against it.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+import torch
+
+from .errors import DataRaceError, DataRaceWarning, describe_program
+
+_MODE = os.environ.get("MINI_TRITON_RACES", "error")
+
+
+def set_race_mode(mode: str):
+    """'error' (default): raise DataRaceError; 'warn': warn; 'off': skip the check."""
+    global _MODE
+    if mode not in ("error", "warn", "off"):
+        raise ValueError("race mode must be 'error', 'warn' or 'off'")
+    _MODE = mode
+
+
+def get_race_mode() -> str:
+    return _MODE
+
+
+def _intervals(recs):
+    lo, hi, pid, st = [], [], [], []
+    for r in recs:
+        P = r.pids.numel()
+        rlo = r.lo.expand(P) if r.lo.numel() == 1 else r.lo
+        rhi = r.hi.expand(P) if r.hi.numel() == 1 else r.hi
+        cnt = r.count.expand(P) if r.count.numel() == 1 else r.count
+        keep = cnt > 0
+        off = r.buf.storage_offset
+        lo.append(rlo[keep] + off)
+        hi.append(rhi[keep] + off)
+        pid.append(r.pids[keep])
+        st.append(torch.full((int(keep.sum()),), r.kind == "store"))
+    return torch.cat(lo), torch.cat(hi), torch.cat(pid), torch.cat(st)
+
+
+def _may_race(recs) -> bool:
+    lo, hi, pid, st = _intervals(recs)
+    if lo.numel() < 2:
+        return False
+    order = torch.argsort(lo)
+    lo, hi, pid, st = lo[order], hi[order], pid[order], st[order]
+    reach = torch.cummax(hi, 0).values
+    new_cluster = torch.ones_like(lo, dtype=torch.bool)
+    new_cluster[1:] = lo[1:] > reach[:-1]
+    cid = torch.cumsum(new_cluster.long(), 0) - 1
+    n = int(cid[-1]) + 1
+    pmin = torch.full((n,), torch.iinfo(torch.int64).max).scatter_reduce(0, cid, pid, "amin")
+    pmax = torch.full((n,), -1, dtype=torch.int64).scatter_reduce(0, cid, pid, "amax")
+    has_store = torch.zeros(n, dtype=torch.bool).scatter_reduce(0, cid, st, "amax")
+    return bool(((pmin != pmax) & has_store).any())
+
+
+def check(launch, records):
+    """Raise (or warn about) the first data race among ``records`` of one launch."""
+    if _MODE == "off":
+        return
+    by_storage = {}
+    for r in records:
+        if r.kind in ("load", "store"):
+            by_storage.setdefault(r.buf.storage_key, []).append(r)
+    for recs in by_storage.values():
+        if not any(r.kind == "store" for r in recs):
+            continue
+        if not _may_race(recs):
+            continue
+        msg = _exact(launch, recs)
+        if msg is None:
+            continue
+        if _MODE == "warn":
+            warnings.warn(msg, DataRaceWarning, stacklevel=4)
+        else:
+            raise DataRaceError(msg)
+
+
+def _exact(launch, recs):
+    lo = min(int(r.lo.min()) + r.buf.storage_offset for r in recs)
+    hi = max(int(r.hi.max()) + r.buf.storage_offset for r in recs)
+    owner = torch.full((hi - lo + 1,), -1, dtype=torch.int64)
+    stores = [r for r in recs if r.kind == "store"]
+    lanes = {}
+    for r in recs:
+        a, p = r.active_offsets()
+        lanes[id(r)] = (a + (r.buf.storage_offset - lo), p)
+    for r in stores:
+        a, p = lanes[id(r)]
+        owner[a] = p
+    for r in stores:
+        a, p = lanes[id(r)]
+        bad = (owner[a] != p).nonzero()
+        if bad.numel():
+            i = int(bad[0])
+            other = int(owner[a[i]])
+            return _message(launch, r, None, int(a[i]) + lo, int(p[i]), other, "store")
+    for r in recs:
+        if r.kind != "load":
+            continue
+        a, p = lanes[id(r)]
+        o = owner[a]
+        bad = ((o >= 0) & (o != p)).nonzero()
+        if bad.numel():
+            i = int(bad[0])
+            writer = int(o[i])
+            w = next(s for s in stores if bool((lanes[id(s)][1] == writer).any()))
+            return _message(launch, r, w, int(a[i]) + lo, int(p[i]), writer, "load")
+    return None
+
+
+def _message(launch, rec, writer_rec, storage_addr, p, q, what):
+    off = storage_addr - rec.buf.storage_offset
+    where = rec.buf.index_of(off)
+    a, b = sorted((p, q)) if what == "store" else (p, q)
+    pa = describe_program(launch.pid_tuple(a), launch.grid)
+    pb = describe_program(launch.pid_tuple(b), launch.grid).replace("program ", "")
+    if what == "store":
+        return (f"data race in {launch.name}: {pa.replace('program', 'programs')} and {pb} both write "
+                f"{where} ({rec.line}) without an atomic. Programs of one launch run concurrently, so the "
+                f"result depends on timing: give each program its own output slot (e.g. a partial "
+                f"buffer summed afterwards) or use tl.atomic_add.")
+    return (f"data race in {launch.name}: {pa} reads {where} ({rec.line}) while program {pb} writes it "
+            f"({writer_rec.line}). Programs of one launch run concurrently, so the value read depends "
+            f"on timing.")

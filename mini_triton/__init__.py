@@ -18,11 +18,11 @@ branches on blocks and non-constexpr shapes raise errors that name the
 kernel, program, line and offsets; ``get_stats()`` / ``record()`` report
 how many elements each kernel loaded and stored.
 """
-from . import language, testing
+from . import _malloc, language, testing
 from .autotune import Config, autotune, heuristics
 from .errors import (BlockTruthError, CompilationError, DataRaceError, DataRaceWarning, DeviceAssertionError,
                      Int32OverflowError, MiniTritonError, OutOfBoundsError)
-from .jit import JITFunction, jit
+from .launcher import JITFunction, jit
 from .races import get_race_mode, set_race_mode
 from .stats import get_stats, record, reset_stats
 

@@ -238,11 +238,15 @@ def check_int_range(blk: tensor):
             f"int64, e.g. row.to(tl.int64) * stride.")
 
 
+class _ConstexprSlot:
+    """Filled in by language.core (which imports this module) with its constexpr class."""
+    cls = type(None)
+
+
 def as_block(v) -> tensor:
     if isinstance(v, tensor):
         return v
-    from .language.core import constexpr
-    if isinstance(v, constexpr):
+    if isinstance(v, _ConstexprSlot.cls):
         v = v.value
     if isinstance(v, (bool, int, float)):
         return scalar(v)
@@ -313,8 +317,7 @@ def convert_handle(h: torch.Tensor, src, dst) -> torch.Tensor:
 
 
 def cast(blk, dtype, bitcast=False) -> tensor:
-    from .language.core import constexpr
-    if isinstance(dtype, constexpr):
+    if isinstance(dtype, _ConstexprSlot.cls):
         dtype = dtype.value
     blk = as_block(blk)
     if blk.dtype.is_ptr() or (isinstance(dtype, D.dtype) and dtype.is_ptr()):
@@ -356,8 +359,7 @@ _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//",
 
 
 def _is_literal(v):
-    from .language.core import constexpr
-    return not isinstance(v, tensor) or isinstance(v, constexpr)
+    return not isinstance(v, tensor)
 
 
 def binary(a, b, op) -> tensor:

@@ -62,7 +62,7 @@ def current() -> Chunk:
 def location() -> str:
     """'kernel_name line N' for error messages."""
     from .errors import kernel_location
-    from .jit import _KERNEL_CODES
+    from .launcher import _KERNEL_CODES
     if CURRENT is None:
         return ""
     name, line = kernel_location(_KERNEL_CODES)

@@ -73,6 +73,10 @@ for _n in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", 
     setattr(constexpr, _n, _binop(_n))
 
 
+from .. import blocks as _blocks  # noqa: E402
+_blocks._ConstexprSlot.cls = constexpr
+
+
 def _unwrap(v):
     return v.value if isinstance(v, constexpr) else v
 

@@ -28,7 +28,7 @@ LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
                   "warmup", "grid", "enable_warp_specialization", "num_buffers_warp_spec",
                   "num_consumer_groups", "reg_dec_producer", "reg_inc_consumer"}
 
-TARGET_LANES = int(os.environ.get("MINI_TRITON_CHUNK_LANES", 1 << 18))
+TARGET_LANES = int(os.environ.get("MINI_TRITON_CHUNK_LANES", 1 << 20))
 MAX_GRID = (2**31 - 1, 65535, 65535)
 
 _KERNEL_CODES: set = set()

@@ -20,7 +20,7 @@ import torch
 from . import dtypes as D
 from . import memory, races, runtime, stats
 from .blocks import scalar, tensor
-from .errors import CompilationError
+from .errors import CompilationError, describe_program
 
 # Launch options that real Triton accepts and that mean nothing on a CPU.
 LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
@@ -37,16 +37,20 @@ _KERNEL_CODES: set = set()
 class Launch:
     """One ``kernel[grid](...)`` call."""
 
-    def __init__(self, fn, grid, buffers):
+    def __init__(self, fn, grid, buffers, rank=3):
         self.name = fn.__name__
         self.code = fn.__code__
         self.grid = grid
+        self.rank = rank                       # how many grid dims the caller gave
         self.programs = grid[0] * grid[1] * grid[2]
         self.buffers = buffers
 
     def pid_tuple(self, linear: int):
         g0, g1, _ = self.grid
-        return (linear % g0, (linear // g0) % g1, linear // (g0 * g1))
+        return (linear % g0, (linear // g0) % g1, linear // (g0 * g1))[:self.rank]
+
+    def describe(self, linear: int) -> str:
+        return describe_program(self.pid_tuple(linear), self.grid[:self.rank])
 
 
 def _is_constexpr_annotation(ann) -> bool:
@@ -97,11 +101,11 @@ class JITFunction:
 
     def run(self, *args, grid, **kwargs):
         values = self.bind(args, kwargs)
-        grid = _normalize_grid(grid, values, self.__name__)
+        grid, rank = _normalize_grid(grid, values, self.__name__)
         buffers, kargs = [], []
         for name, v in values.items():
             kargs.append(self._convert_arg(name, v, buffers))
-        launch = Launch(self.fn, grid, buffers)
+        launch = Launch(self.fn, grid, buffers, rank)
         if launch.programs == 0:
             return None
         guard = _disable_dispatch_modes() if stats.recording() else _nullcontext()
@@ -179,13 +183,14 @@ def _normalize_grid(grid, values, name):
     if isinstance(grid, int):
         grid = (grid,)
     grid = tuple(int(g) for g in grid)
-    if not 1 <= len(grid) <= 3:
+    rank = len(grid)
+    if not 1 <= rank <= 3:
         raise ValueError(f"{name}: the grid must have 1 to 3 dimensions, got {grid}")
-    grid = grid + (1,) * (3 - len(grid))
+    grid = grid + (1,) * (3 - rank)
     for axis, (g, limit) in enumerate(zip(grid, MAX_GRID)):
         if g < 0 or g > limit:
             raise ValueError(f"{name}: grid dimension {axis} is {g}; it must be between 0 and {limit}")
-    return grid
+    return grid, rank
 
 
 class _nullcontext:

@@ -155,12 +155,14 @@ class Access:
         values = offs[prog][bad[prog]].tolist()
         launch = runtime.current().launch
         pid = int(self.pids[prog])
-        where = "before the start" if min(values) < 0 else "past the end"
+        if min(values) < 0:
+            where, hint = "before the start", "Check the offset arithmetic (or mask those lanes)."
+        else:
+            where, hint = "past the end", "Mask the lanes past the end (mask=offs < n) or fix the offset arithmetic."
         raise OutOfBoundsError(
-            f"out-of-bounds {op} in {runtime.location()}, {describe_program(launch.pid_tuple(pid), launch.grid)}: "
+            f"out-of-bounds {op} in {runtime.location()}, {launch.describe(pid)}: "
             f"offsets {format_offsets(values)} are {where} of {self.buf.describe()}; "
-            f"valid offsets are 0–{self.buf.span - 1}. Mask the lanes past the end "
-            f"(mask=offs < n) or fix the offset arithmetic.")
+            f"valid offsets are 0–{self.buf.span - 1}. {hint}")
 
     # -- fast path: a strided view of the buffer ------------------------------
     def view(self, for_store: bool):

@@ -107,9 +107,10 @@ def _exact(launch, recs):
         a, p = lanes[id(r)]
         bad = (owner[a] != p).nonzero()
         if bad.numel():
-            i = int(bad[0])
-            other = int(owner[a[i]])
-            return _message(launch, r, None, int(a[i]) + lo, int(p[i]), other, "store")
+            addr = int(a[int(bad[0])])
+            # name the first two programs (in launch order) that write this element
+            writers = torch.unique(torch.cat([lanes[id(s)][1][lanes[id(s)][0] == addr] for s in stores]))
+            return _message(launch, r, None, addr + lo, int(writers[0]), int(writers[1]), "store")
     for r in recs:
         if r.kind != "load":
             continue
@@ -128,8 +129,8 @@ def _message(launch, rec, writer_rec, storage_addr, p, q, what):
     off = storage_addr - rec.buf.storage_offset
     where = rec.buf.index_of(off)
     a, b = sorted((p, q)) if what == "store" else (p, q)
-    pa = describe_program(launch.pid_tuple(a), launch.grid)
-    pb = describe_program(launch.pid_tuple(b), launch.grid).replace("program ", "")
+    pa = launch.describe(a)
+    pb = launch.describe(b).replace("program ", "")
     if what == "store":
         return (f"data race in {launch.name}: {pa.replace('program', 'programs')} and {pb} both write "
                 f"{where} ({rec.line}) without an atomic. Programs of one launch run concurrently, so the "

@@ -606,7 +606,7 @@ def device_assert(cond, msg="", mask=None):
     lane = bad[prog].nonzero()[0].tolist() if shape else []
     pid = int(ch.pids[prog])
     raise DeviceAssertionError(f"device_assert failed in {runtime.location()}, "
-                               f"{describe_program(ch.launch.pid_tuple(pid), ch.launch.grid)}"
+                               f"{ch.launch.describe(pid)}"
                                + (f", lane {lane}" if lane else "") + (f": {msg}" if msg else ""))
 
 

@@ -1,0 +1,143 @@
+"""Teaching kernels run under both mini_triton and Triton's interpreter.
+
+The module is imported twice (tests/backends.py): with BACKEND = "mini" it
+uses mini_triton, with BACKEND = "interpret" real Triton with
+TRITON_INTERPRET=1. The kernels are identical, so any difference in their
+results is a difference between the two simulators.
+"""
+BACKEND = globals().get("BACKEND", "mini")
+if BACKEND == "mini":
+    import mini_triton as triton
+    tl = triton.language
+else:
+    import triton
+    import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + y, mask=mask)
+
+
+@triton.jit
+def row_rmsnorm_fwd(x_ptr, g_ptr, y_ptr, r_ptr, n_cols, row_stride, eps, BLOCK: tl.constexpr):
+    """One program per row: r = 1/sqrt(mean(x^2) + eps), y = x * r * g."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    r = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(y_ptr + row * row_stride + cols, x * r * g, mask=mask)
+    tl.store(r_ptr + row, r)
+
+
+@triton.jit
+def row_rmsnorm_bwd(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_cols, row_stride,
+                    BLOCK: tl.constexpr):
+    """One program per row; each row writes its own row of partial dg."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + row * row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    r = tl.load(r_ptr + row)
+    dyg = dy * g
+    c = tl.sum(dyg * x, axis=0) * r * r * r / n_cols
+    tl.store(dx_ptr + row * row_stride + cols, dyg * r - x * c, mask=mask)
+    tl.store(dg_partial_ptr + row * n_cols + cols, dy * x * r, mask=mask)
+
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    tl.store(out_ptr + row * out_stride + cols, num / tl.sum(num, axis=0), mask=mask)
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C = A @ B on a 2-D grid of (BM, BN) tiles, accumulating in fp32."""
+    pm = tl.program_id(0)
+    pn = tl.program_id(1)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * sam + (k + rk)[None, :] * sak,
+                    mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + (k + rk)[:, None] * sbk + rn[None, :] * sbn,
+                    mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def atomic_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Every program adds its block's sum into out[0]."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    tl.atomic_add(out_ptr, tl.sum(x, axis=0))
+
+
+@triton.jit
+def grid2d_kernel(x_ptr, out_ptr, n_rows, n_cols, BR: tl.constexpr, BC: tl.constexpr):
+    """out = 2 * x + the program's (row, col) tile coordinates, on a 2-D grid."""
+    pr = tl.program_id(0)
+    pc = tl.program_id(1)
+    r = pr * BR + tl.arange(0, BR)
+    c = pc * BC + tl.arange(0, BC)
+    mask = (r[:, None] < n_rows) & (c[None, :] < n_cols)
+    offs = r[:, None] * n_cols + c[None, :]
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, 2 * x + pr * 1000 + pc, mask=mask)
+
+
+@triton.jit
+def cast_store_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Store fp32 values into a tensor of another dtype (the store converts)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def persistent_rows_kernel(x_ptr, out_ptr, n_rows, n_cols, BLOCK: tl.constexpr):
+    """Each program strides over rows (a loop whose trip count differs between programs)."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    for row in range(pid, n_rows, tl.num_programs(0)):
+        x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+        tl.store(out_ptr + row, tl.sum(x, axis=0) + pid * 0.0)
+
+
+@triton.jit
+def first_program_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Program 0 also writes a flag: a branch on the program id."""
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+    if pid == 0:
+        tl.store(out_ptr + n, 42.0)
+
+
+@triton.jit
+def cumsum_argmax_kernel(x_ptr, cs_ptr, am_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0)
+    tl.store(cs_ptr + row * n + cols, tl.cumsum(x, axis=0), mask=cols < n)
+    xm = tl.where(cols < n, x, -float("inf"))
+    tl.store(am_ptr + row, tl.argmax(xm, axis=0))

@@ -1,0 +1,234 @@
+"""Every GPU-bug check fires on a buggy kernel, with a message that locates the bug,
+and stays silent on correct kernels."""
+import warnings
+
+import pytest
+import torch
+
+import mini_triton as triton
+from backends import kernels
+
+tl = triton.language
+K = kernels("mini")
+
+
+@triton.jit
+def copy_unmasked(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))          # no mask: the tail is out of bounds
+
+
+@triton.jit
+def load_before_start(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK) - 2
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + offs, mask=offs < 100, other=0.0))
+
+
+@triton.jit
+def store_past_end(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.zeros((BLOCK,), tl.float32) + 7.0, mask=offs < n)
+
+
+# -- bounds ---------------------------------------------------------------------
+def test_unmasked_tail_load_is_out_of_bounds_with_full_location():
+    x, out = torch.randn(100), torch.empty(100)
+    with pytest.raises(triton.OutOfBoundsError) as e:
+        copy_unmasked[(1,)](x, out, 100, BLOCK=128)
+    msg = str(e.value)
+    assert "out-of-bounds load" in msg and "copy_unmasked" in msg and "program 0" in msg
+    assert "line" in msg and "x_ptr" in msg and "100–127" in msg and "past the end" in msg
+
+
+def test_out_of_bounds_names_the_offending_program_of_many():
+    x, out = torch.randn(300), torch.empty(300)
+    with pytest.raises(triton.OutOfBoundsError, match=r"program 2: offsets 300–383"):
+        copy_unmasked[(3,)](x, out, 300, BLOCK=128)
+
+
+def test_negative_offsets_are_errors():
+    x, out = torch.randn(100), torch.empty(128)
+    with pytest.raises(triton.OutOfBoundsError, match=r"offsets -2, -1 are before the start of x_ptr"):
+        load_before_start[(1,)](x, out, BLOCK=128)
+
+
+def test_rejected_store_modifies_no_memory():
+    out = torch.zeros(64)
+    neighbour = torch.zeros(200)
+    with pytest.raises(triton.OutOfBoundsError, match="out-of-bounds store"):
+        store_past_end[(1,)](out, 100, BLOCK=128)
+    assert torch.equal(out, torch.zeros(64)) and torch.equal(neighbour, torch.zeros(200))
+
+
+def test_bounds_cover_only_the_view_not_the_whole_storage():
+    base = torch.randn(300)
+    x = base[100:200]                     # a view: offsets 100.. belong to someone else
+    out = torch.empty(100)
+    with pytest.raises(triton.OutOfBoundsError, match="x_ptr"):
+        copy_unmasked[(1,)](x, out, 100, BLOCK=128)
+
+
+def test_masked_lanes_are_never_checked():
+    x, y, out = torch.randn(100), torch.randn(100), torch.empty(100)
+    K.add_kernel[(1,)](x, y, out, 100, BLOCK=128)
+    torch.testing.assert_close(out, x + y)
+
+
+def test_masked_load_without_other_is_poisoned_not_zero():
+    @triton.jit
+    def sum_without_other(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n), axis=0))
+    out = torch.zeros(1)
+    sum_without_other[(1,)](torch.ones(100), out, 100, BLOCK=128)
+    assert torch.isnan(out).all(), "masked-off lanes must not silently read as 0"
+
+
+# -- shapes and control flow -------------------------------------------------------
+def test_arange_must_have_power_of_two_length():
+    @triton.jit
+    def k(out_ptr, BLOCK: tl.constexpr):
+        tl.store(out_ptr + tl.arange(0, BLOCK), 1.0)
+    with pytest.raises(triton.CompilationError, match=r"100 elements.*power of 2"):
+        k[(1,)](torch.empty(100), BLOCK=100)
+
+
+def test_runtime_argument_cannot_set_a_shape():
+    @triton.jit
+    def k(out_ptr, n):
+        tl.store(out_ptr + tl.arange(0, n), 1.0)
+    with pytest.raises(triton.CompilationError, match="tl.constexpr"):
+        k[(1,)](torch.empty(128), 128)
+
+
+def test_python_if_on_a_block_is_an_error():
+    @triton.jit
+    def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        x = tl.load(x_ptr + tl.arange(0, BLOCK))
+        if x > 0:
+            tl.store(out_ptr + tl.arange(0, BLOCK), x)
+    with pytest.raises(triton.BlockTruthError, match=r"shape \[16\].*tl.where"):
+        k[(1,)](torch.randn(16), torch.empty(16), BLOCK=16)
+
+
+def test_if_on_a_scalar_is_fine():
+    out = torch.zeros(1001)
+    x = torch.randn(1000)
+    K.first_program_kernel[(8,)](x, out, 1000, BLOCK=128)
+    torch.testing.assert_close(out[:1000], x + 1)
+    assert float(out[1000]) == 42.0
+
+
+# -- races ------------------------------------------------------------------------
+@triton.jit
+def racy_column_sum(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    """Accumulates into out with a plain load + store: every program hits the same addresses."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    acc = tl.load(out_ptr + cols, mask=mask, other=0.0)
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
+    tl.store(out_ptr + cols, acc + x, mask=mask)
+
+
+def test_store_store_race_names_tensor_index_and_both_programs():
+    x, out = torch.randn(4, 10), torch.zeros(10)
+    with pytest.raises(triton.DataRaceError) as e:
+        racy_column_sum[(4,)](x, out, 10, BLOCK=16)
+    msg = str(e.value)
+    assert "racy_column_sum" in msg and "programs 0 and 1" in msg and "out_ptr[0]" in msg
+    assert "tl.atomic_add" in msg
+
+
+def test_load_of_another_programs_store_is_a_race():
+    @triton.jit
+    def shift(x_ptr, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + offs + 1, mask=offs + 1 < 4 * BLOCK, other=0.0)   # reads the next block's first
+        tl.store(x_ptr + offs, v)
+    with pytest.raises(triton.DataRaceError, match=r"program 0 reads x_ptr\[16\].*program 1 writes it"):
+        shift[(4,)](torch.randn(64), BLOCK=16)
+
+
+def test_atomics_are_exempt_from_race_checks():
+    x, out = torch.randint(0, 9, (1000,), dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    K.atomic_sum_kernel[(8,)](x, out, 1000, BLOCK=128)
+    assert int(out) == int(x.sum())
+
+
+def test_race_mode_warn_reports_without_raising():
+    x, out = torch.randn(4, 10), torch.zeros(10)
+    triton.set_race_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            racy_column_sum[(4,)](x, out, 10, BLOCK=16)
+        assert any(issubclass(i.category, triton.DataRaceWarning) for i in w)
+    finally:
+        triton.set_race_mode("error")
+
+
+def test_same_program_load_then_store_is_not_a_race():
+    @triton.jit
+    def inplace_double(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2, mask=m)
+    x = torch.randn(1000)
+    ref = x * 2
+    inplace_double[(8,)](x, 1000, BLOCK=128)
+    torch.testing.assert_close(x, ref)
+
+
+@pytest.mark.parametrize("M,N", [(37, 100), (64, 64)])
+def test_correct_kernels_raise_no_false_alarm(M, N):
+    x, g, dy = torch.randn(M, N), torch.randn(N), torch.randn(M, N)
+    y, r = torch.empty(M, N), torch.empty(M)
+    K.row_rmsnorm_fwd[(M,)](x, g, y, r, N, x.stride(0), 1e-5, BLOCK=triton.next_power_of_2(N))
+    dx, dgp = torch.empty(M, N), torch.empty(M, N)
+    K.row_rmsnorm_bwd[(M,)](x, g, dy, r, dx, dgp, N, x.stride(0), BLOCK=triton.next_power_of_2(N))
+    out = torch.empty(M)
+    K.persistent_rows_kernel[(5,)](x, out, M, N, BLOCK=triton.next_power_of_2(N))
+
+
+# -- device_assert, overflow, unsupported features ----------------------------------
+def test_device_assert_is_enforced_and_names_the_program():
+    @triton.jit
+    def k(x_ptr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.device_assert(tl.load(x_ptr + offs) >= 0, "x must be non-negative")
+    x = torch.ones(64)
+    k[(4,)](x, BLOCK=16)
+    x[37] = -1
+    with pytest.raises(triton.DeviceAssertionError, match=r"program 2, lane \[5\]: x must be non-negative"):
+        k[(4,)](x, BLOCK=16)
+
+
+def test_int32_offset_overflow_is_caught():
+    @triton.jit
+    def k(x_ptr, stride, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        tl.load(x_ptr + pid * stride + tl.arange(0, BLOCK))
+    with pytest.raises(triton.Int32OverflowError, match="int32.*overflow.*int64"):
+        k[(3,)](torch.empty(16), 2**30, BLOCK=16)
+
+
+def test_unsupported_features_name_themselves():
+    with pytest.raises(NotImplementedError, match="tl.make_block_ptr"):
+        tl.make_block_ptr
+    with pytest.raises(NotImplementedError, match=r"\*\*"):
+        @triton.jit
+        def k(x_ptr, BLOCK: tl.constexpr):
+            tl.load(x_ptr + tl.arange(0, BLOCK)) ** 2
+        k[(1,)](torch.ones(16), BLOCK=16)
+
+
+def test_calling_a_kernel_without_a_grid_explains_the_launch_syntax():
+    with pytest.raises(triton.CompilationError, match=r"add_kernel\[grid\]"):
+        K.add_kernel(torch.ones(4), torch.ones(4), torch.ones(4), 4, BLOCK=4)
+
+
+def test_cuda_or_non_tensor_arguments_are_rejected_clearly():
+    with pytest.raises(TypeError, match="argument x_ptr has unsupported type list"):
+        K.add_kernel[(1,)]([1.0], torch.ones(4), torch.ones(4), 4, BLOCK=4)

@@ -1,0 +1,171 @@
+"""mini_triton and Triton's own interpreter run the same kernels and must agree."""
+import pytest
+import torch
+
+from backends import kernels, triton_available
+
+pytestmark = pytest.mark.skipif(not triton_available(), reason="triton (with numpy) is not installed")
+BACKENDS = ["mini", "interpret"]
+
+
+def run_both(fn):
+    """Run fn(kernels_module) on both backends with the same inputs; return both outputs."""
+    out = {}
+    for b in BACKENDS:
+        torch.manual_seed(0)
+        out[b] = fn(kernels(b))
+    return out["mini"], out["interpret"]
+
+
+def assert_same(a, b, **tol):
+    if isinstance(a, (tuple, list)):
+        for x, y in zip(a, b):
+            assert_same(x, y, **tol)
+        return
+    torch.testing.assert_close(a, b, **(tol or {"rtol": 0, "atol": 0}))
+
+
+@pytest.mark.parametrize("n", [1, 127, 1000, 4096])
+def test_vector_add_agrees(n):
+    def f(K):
+        x, y = torch.randn(n), torch.randn(n)
+        out = torch.empty(n)
+        K.add_kernel[(triton_cdiv(n, 128),)](x, y, out, n, BLOCK=128)
+        return out
+    a, b = run_both(f)
+    assert_same(a, b)
+
+
+def triton_cdiv(a, b):
+    return (a + b - 1) // b
+
+
+@pytest.mark.parametrize("M,N", [(1, 1), (37, 100), (4, 513), (16, 1024)])
+def test_rmsnorm_forward_agrees(M, N):
+    def f(K):
+        x, g = torch.randn(M, N), torch.randn(N)
+        y, r = torch.empty(M, N), torch.empty(M)
+        K.row_rmsnorm_fwd[(M,)](x, g, y, r, N, x.stride(0), 1e-5, BLOCK=next_pow2(N))
+        return y, r
+    a, b = run_both(f)
+    assert_same(a, b, rtol=1e-6, atol=1e-6)
+
+
+def next_pow2(n):
+    return 1 << (n - 1).bit_length() if n > 1 else 1
+
+
+@pytest.mark.parametrize("M,N", [(37, 100), (8, 256)])
+def test_rmsnorm_backward_agrees(M, N):
+    def f(K):
+        x, g, dy = torch.randn(M, N), torch.randn(N), torch.randn(M, N)
+        r = torch.rsqrt(x.pow(2).mean(-1) + 1e-5)
+        dx, dgp = torch.empty(M, N), torch.empty(M, N)
+        K.row_rmsnorm_bwd[(M,)](x, g, dy, r, dx, dgp, N, x.stride(0), BLOCK=next_pow2(N))
+        return dx, dgp
+    a, b = run_both(f)
+    assert_same(a, b, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("M,N", [(5, 7), (64, 300)])
+def test_softmax_agrees(M, N):
+    def f(K):
+        x = torch.randn(M, N)
+        out = torch.empty(M, N)
+        K.softmax_kernel[(M,)](out, x, x.stride(0), out.stride(0), N, BLOCK=next_pow2(N))
+        return out, x
+    (a, x), (b, _) = run_both(f)
+    assert_same(a, b, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(a, torch.softmax(x, dim=1))
+
+
+@pytest.mark.parametrize("M,N,K_", [(32, 32, 32), (70, 50, 40)])
+def test_matmul_with_dot_agrees(M, N, K_):
+    def f(K):
+        a = torch.randn(M, K_, dtype=torch.float16)
+        b = torch.randn(K_, N, dtype=torch.float16)
+        c = torch.empty(M, N)
+        K.matmul_kernel[(triton_cdiv(M, 16), triton_cdiv(N, 32))](
+            a, b, c, M, N, K_, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+            BM=16, BN=32, BK=16)
+        return c, a, b
+    (c1, a, b), (c2, _, _) = run_both(f)
+    torch.testing.assert_close(c1, c2, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(c1, a.float() @ b.float(), rtol=1e-5, atol=1e-4)
+
+
+def test_atomic_reduction_agrees():
+    def f(K):
+        x = torch.randint(-100, 100, (1000,), dtype=torch.int32)
+        out = torch.zeros(1, dtype=torch.int32)
+        K.atomic_sum_kernel[(8,)](x, out, 1000, BLOCK=128)
+        return out, x
+    (o1, x), (o2, _) = run_both(f)
+    assert_same(o1, o2)
+    assert int(o1) == int(x.sum())
+
+
+def test_2d_grid_agrees():
+    def f(K):
+        x = torch.randn(50, 70)
+        out = torch.empty(50, 70)
+        K.grid2d_kernel[(triton_cdiv(50, 16), triton_cdiv(70, 32))](x, out, 50, 70, BR=16, BC=32)
+        return out
+    a, b = run_both(f)
+    assert_same(a, b)
+
+
+def test_bf16_store_rounds_to_nearest_even_unlike_the_interpreter():
+    """mini_triton converts like a GPU (and torch): round to nearest, ties to even."""
+    def f(K):
+        x = torch.randn(4096)
+        out = torch.empty(4096, dtype=torch.bfloat16)
+        K.cast_store_kernel[(4,)](x, out, 4096, BLOCK=1024)
+        return out, x
+    (mini, x), (interp, _) = run_both(f)
+    assert torch.equal(mini, x.to(torch.bfloat16))
+    # the interpreter truncates instead: it differs by at most one bf16 step
+    step = (x.abs() * 2.0 ** -7)
+    assert bool(((interp.float() - x).abs() <= step).all())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.int32])
+def test_other_store_conversions_agree(dtype):
+    def f(K):
+        x = torch.randn(1000) * 100
+        out = torch.empty(1000, dtype=dtype)
+        K.cast_store_kernel[(1,)](x, out, 1000, BLOCK=1024)
+        return out
+    a, b = run_both(f)
+    assert_same(a, b)
+
+
+def test_program_dependent_loops_agree():
+    def f(K):
+        x = torch.randn(37, 100)
+        out = torch.empty(37)
+        K.persistent_rows_kernel[(5,)](x, out, 37, 100, BLOCK=128)
+        return out
+    a, b = run_both(f)
+    assert_same(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_branch_on_program_id_agrees():
+    def f(K):
+        x = torch.randn(1000)
+        out = torch.zeros(1001)
+        K.first_program_kernel[(8,)](x, out, 1000, BLOCK=128)
+        return out
+    a, b = run_both(f)
+    assert_same(a, b)
+    assert float(a[-1]) == 42.0
+
+
+def test_cumsum_and_argmax_agree():
+    def f(K):
+        x = torch.randn(6, 100)
+        cs, am = torch.empty(6, 100), torch.empty(6, dtype=torch.int32)
+        K.cumsum_argmax_kernel[(6,)](x, cs, am, 100, BLOCK=128)
+        return cs, am
+    a, b = run_both(f)
+    assert_same(a, b, rtol=1e-5, atol=1e-5)

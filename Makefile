@@ -1,0 +1,35 @@
+# RMSNorm assignment: see README.md.
+# Every target sets up .venv/ (pinned, see requirements.txt) on first use.
+
+PYTHON   ?= python3
+VENV     := .venv
+PY       := $(VENV)/bin/python
+IMPL     ?= starter
+SHAPES   ?=
+
+.PHONY: help setup check test bench bench-sim clean
+
+help:
+	@echo "make grade        grade the reference solution (sets up .venv/ first)"
+	@echo "make check        run the project's full test suite"
+	@echo "make test         public tests against starter/ (IMPL=solution or IMPL=path/to/rmsnorm.py)"
+	@echo "make bench        time the implementation against PyTorch"
+	@echo "make bench-sim    mini_triton against Triton's interpreter, side by side"
+	@echo "make clean        remove build outputs"
+
+setup: $(VENV)/.ready
+
+$(VENV)/.ready: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+check: setup
+	$(PY) -m pytest -q tests
+
+bench-sim: setup
+	$(PY) tests/bench_simulator.py $(SHAPES)
+
+clean:
+	rm -rf build dist .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

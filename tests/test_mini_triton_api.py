@@ -1,0 +1,264 @@
+"""The drop-in API: launches, language ops, dtypes, autotuning and timing."""
+import pytest
+import torch
+
+import mini_triton as triton
+
+tl = triton.language
+
+
+def test_cdiv_and_next_power_of_2():
+    assert [triton.cdiv(n, 128) for n in (1, 128, 129)] == [1, 1, 2]
+    assert [triton.next_power_of_2(n) for n in (0, 1, 2, 3, 100, 1024, 1025)] == [1, 1, 2, 4, 128, 1024, 2048]
+
+
+@triton.jit
+def ids_kernel(out_ptr, BLOCK: tl.constexpr):
+    p0, p1, p2 = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    lin = (p2 * tl.num_programs(1) + p1) * tl.num_programs(0) + p0
+    tl.store(out_ptr + lin * 3 + tl.arange(0, 4), tl.where(tl.arange(0, 4) == 0, p0,
+             tl.where(tl.arange(0, 4) == 1, p1, p2)), mask=tl.arange(0, 4) < 3)
+
+
+@pytest.mark.parametrize("grid", [(4,), (3, 2), (2, 3, 2), lambda meta: (meta["BLOCK"] // 2, 2)])
+def test_grids_of_one_to_three_dims_and_lambdas(grid):
+    dims = grid({"BLOCK": 4}) if callable(grid) else grid
+    dims = tuple(dims) + (1,) * (3 - len(dims))
+    n = dims[0] * dims[1] * dims[2]
+    out = torch.full((n * 3,), -1, dtype=torch.int32)
+    ids_kernel[grid](out, BLOCK=4, num_warps=8, num_stages=3)
+    expect = [(a, b, c) for c in range(dims[2]) for b in range(dims[1]) for a in range(dims[0])]
+    assert out.view(n, 3).tolist() == [list(e) for e in expect]
+
+
+def test_zero_size_grid_runs_nothing():
+    out = torch.zeros(3, dtype=torch.int32)
+    ids_kernel[(0,)](out, BLOCK=4)
+    assert out.tolist() == [0, 0, 0]
+
+
+@triton.jit
+def _square(x):
+    return x * x
+
+
+@triton.jit
+def helper_and_scalar_pointer_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    ptr = x_ptr + tl.program_id(0) * BLOCK
+    ptr += tl.arange(0, BLOCK)                         # ptr += k
+    acc = tl.zeros((BLOCK,), dtype=out_ptr.dtype.element_ty)
+    for i in tl.static_range(3):
+        acc += _square(tl.load(ptr, mask=tl.arange(0, BLOCK) < n, other=0.0)) * i
+    tl.store(out_ptr + tl.program_id(0), tl.sum(acc, axis=0))
+
+
+def test_helpers_pointer_increment_element_ty_and_static_range():
+    x = torch.randn(2, 8)
+    out = torch.empty(2)
+    helper_and_scalar_pointer_kernel[(2,)](x, out, 8, BLOCK=8)
+    torch.testing.assert_close(out, (x * x).sum(1) * 3)
+
+
+@triton.jit
+def math_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    a = tl.abs(x) + 1.0
+    outs = (tl.exp(x), tl.exp2(x), tl.log(a), tl.log2(a), tl.sqrt(a), tl.rsqrt(a), tl.sigmoid(x),
+            tl.maximum(x, 0.0), tl.minimum(x, 0.0), tl.math.exp(x), tl.math.rsqrt(a), tl.where(x > 0, x, -x))
+    for i in tl.static_range(12):
+        tl.store(out_ptr + i * BLOCK + offs, outs[i])
+
+
+def test_elementwise_math_matches_torch():
+    x = torch.randn(16)
+    out = torch.empty(12, 16)
+    math_kernel[(1,)](x, out, BLOCK=16)
+    a = x.abs() + 1
+    ref = [x.exp(), x.exp2(), a.log(), a.log2(), a.sqrt(), a.rsqrt(), x.sigmoid(), x.clamp(min=0),
+           x.clamp(max=0), x.exp(), a.rsqrt(), x.abs()]
+    for i, r in enumerate(ref):
+        torch.testing.assert_close(out[i], r, msg=f"op {i}")
+
+
+@triton.jit
+def reduce2d_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + tl.arange(0, C), tl.sum(x, axis=0))
+    tl.store(out_ptr + C + tl.arange(0, R), tl.max(x, axis=1))
+    tl.store(out_ptr + C + R + tl.arange(0, R), tl.min(x, axis=1))
+    tl.store(out_ptr + C + 2 * R + tl.arange(0, C), tl.argmin(x, axis=0).to(tl.float32))
+    tl.store(out_ptr + 2 * C + 2 * R, tl.sum(x))
+    t = tl.trans(x)                                       # (C, R)
+    tl.store(out_ptr + 2 * C + 2 * R + 1 + tl.arange(0, R), tl.sum(t, axis=0))
+    tl.store(out_ptr + 2 * C + 3 * R + 1 + tl.arange(0, R * C), tl.reshape(x, (R * C,)))
+    e = tl.expand_dims(tl.arange(0, C), 0)
+    tl.store(out_ptr + 2 * C + 3 * R + 1 + R * C + tl.arange(0, R)[:, None] * C + e,
+             tl.broadcast_to(e, (R, C)).to(tl.float32))
+
+
+def test_reductions_and_shape_ops():
+    R, C = 4, 8
+    x = torch.randn(R, C)
+    out = torch.empty(2 * C + 3 * R + 1 + 2 * R * C)
+    reduce2d_kernel[(1,)](x, out, R=R, C=C)
+    torch.testing.assert_close(out[:C], x.sum(0))
+    torch.testing.assert_close(out[C:C + R], x.amax(1))
+    torch.testing.assert_close(out[C + R:C + 2 * R], x.amin(1))
+    torch.testing.assert_close(out[C + 2 * R:2 * C + 2 * R], x.argmin(0).float())
+    torch.testing.assert_close(out[2 * C + 2 * R], x.sum())
+    torch.testing.assert_close(out[2 * C + 2 * R + 1:2 * C + 3 * R + 1], x.sum(1))
+    torch.testing.assert_close(out[2 * C + 3 * R + 1:2 * C + 3 * R + 1 + R * C], x.reshape(-1))
+    torch.testing.assert_close(out[-R * C:].view(R, C), torch.arange(C).float().expand(R, C))
+
+
+@triton.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, PREC: tl.constexpr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(a_ptr + r[:, None] * N + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * N + r[None, :])
+    acc = tl.full((N, N), 1.0, tl.float32)
+    tl.store(c_ptr + r[:, None] * N + r[None, :], tl.dot(a, b, acc, input_precision=PREC))
+
+
+def test_dot_accumulates_and_uses_tf32_for_fp32_by_default():
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    c_ieee, c_tf32 = torch.empty(16, 16), torch.empty(16, 16)
+    dot_kernel[(1,)](a, b, c_ieee, PREC="ieee", N=16)
+    dot_kernel[(1,)](a, b, c_tf32, PREC="tf32", N=16)
+    torch.testing.assert_close(c_ieee, a @ b + 1)
+    assert not torch.equal(c_tf32, c_ieee)
+    torch.testing.assert_close(c_tf32, a @ b + 1, rtol=1e-2, atol=1e-2)
+
+
+def test_dot_rejects_blocks_smaller_than_16():
+    with pytest.raises(triton.CompilationError, match="≥ 16"):
+        dot_kernel[(1,)](torch.randn(8, 8), torch.randn(8, 8), torch.empty(8, 8), PREC="ieee", N=8)
+
+
+@pytest.mark.parametrize("a,b,lit_b,expect", [
+    (tl.bfloat16, tl.float32, True, tl.bfloat16),     # a float literal does not widen bf16
+    (tl.bfloat16, tl.bfloat16, False, tl.bfloat16),
+    (tl.bfloat16, tl.float16, False, tl.float16),
+    (tl.float16, tl.float32, False, tl.float32),
+    (tl.int32, tl.float32, True, tl.float32),         # int block * 2.0 is fp32
+    (tl.int32, tl.int64, False, tl.int64),
+    (tl.int32, tl.uint32, False, tl.uint32),
+    (tl.int1, tl.int32, False, tl.int32),
+])
+def test_promotion_rules(a, b, lit_b, expect):
+    from mini_triton.dtypes import binary_result_type
+    assert binary_result_type(a, False, b, lit_b) is expect
+
+
+@triton.jit
+def convert_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, (x.to(tl.int32) + (x > 0).to(tl.int32) * 100).to(tl.float32))
+
+
+def test_conversions_truncate_toward_zero_and_bool_to_int():
+    x = torch.tensor([-1.7, -0.5, 0.5, 2.9] * 4)
+    out = torch.empty(16)
+    convert_kernel[(1,)](x, out, BLOCK=16)
+    assert out[:4].tolist() == [-1.0, 0.0, 100.0, 102.0]
+
+
+@triton.jit
+def divmod_kernel(out_ptr, BLOCK: tl.constexpr):
+    a = tl.arange(0, BLOCK) - 4
+    tl.store(out_ptr + tl.arange(0, BLOCK), a // 3)
+    tl.store(out_ptr + BLOCK + tl.arange(0, BLOCK), a % 3)
+
+
+def test_integer_division_is_c_style():
+    out = torch.empty(16, dtype=torch.int32)
+    divmod_kernel[(1,)](out, BLOCK=8)
+    a = torch.arange(8) - 4
+    assert out[:8].tolist() == torch.div(a, 3, rounding_mode="trunc").tolist()
+    assert out[8:].tolist() == torch.fmod(a, 3).tolist()
+
+
+@triton.jit
+def atomics_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.atomic_max(out_ptr, tl.max(x, axis=0))
+    tl.atomic_min(out_ptr + 1, tl.min(x, axis=0))
+    tl.atomic_xchg(out_ptr + 2 + tl.program_id(0), tl.sum(x, axis=0))
+    tl.atomic_cas(out_ptr + 10 + tl.program_id(0), 0.0, 5.0)
+
+
+def test_atomic_max_min_xchg_cas():
+    x = torch.randn(64)
+    out = torch.zeros(20)
+    out[1] = 100
+    atomics_kernel[(4,)](x, out, BLOCK=16)
+    assert float(out[0]) == max(0.0, float(x.max())) and float(out[1]) == float(x.min())
+    torch.testing.assert_close(out[2:6], x.view(4, 16).sum(1))
+    assert out[10:14].tolist() == [5.0] * 4
+
+
+@triton.jit
+def atomic_old_kernel(out_ptr, old_ptr):
+    old = tl.atomic_add(out_ptr, 1)
+    tl.store(old_ptr + tl.program_id(0), old)
+
+
+def test_atomic_add_returns_the_old_value_in_program_order():
+    out, old = torch.zeros(1, dtype=torch.int32), torch.empty(6, dtype=torch.int32)
+    atomic_old_kernel[(6,)](out, old)
+    assert int(out) == 6 and old.tolist() == [0, 1, 2, 3, 4, 5]
+
+
+def test_store_before_a_divergent_branch_is_not_applied_twice():
+    @triton.jit
+    def k(x_ptr, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)     # in place, before the branch
+        if pid % 2 == 1:
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 10)
+    x = torch.zeros(64)
+    k[(4,)](x, BLOCK=16)
+    assert x.view(4, 16)[:, 0].tolist() == [1.0, 10.0, 1.0, 10.0]
+
+
+def test_autotune_picks_the_first_config_deterministically_and_heuristics_fill_constexprs():
+    seen = []
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 32}, num_warps=4), triton.Config({"BLOCK": 64})],
+                     key=["n"])
+    @triton.heuristics({"EVEN": lambda a: a["n"] % a["BLOCK"] == 0})
+    @triton.jit
+    def k(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.full((BLOCK,), BLOCK + EVEN, tl.float32), mask=offs < n)
+
+    x = torch.zeros(100)
+    k[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, 100)
+    seen.append(float(x[0]))
+    assert seen == [32.0] and k.best_config.kwargs == {"BLOCK": 32}
+
+
+def test_do_bench_modes():
+    calls = []
+    f = lambda: calls.append(1)  # noqa: E731
+    assert isinstance(triton.testing.do_bench(f, warmup=1, rep=2), float)
+    assert len(triton.testing.do_bench(f, warmup=1, rep=2, return_mode="all")) >= 1
+    q = triton.testing.do_bench(f, warmup=1, rep=2, quantiles=[0.2, 0.5, 0.8])
+    assert len(q) == 3 and q[0] <= q[1] <= q[2]
+    with pytest.raises(ValueError):
+        triton.testing.do_bench(f, return_mode="fastest")
+
+
+def test_device_print_prints_each_program(capsys):
+    @triton.jit
+    def k(x_ptr):
+        tl.device_print("v", tl.load(x_ptr + tl.program_id(0)))
+        tl.debug_barrier()
+    k[(2,)](torch.tensor([3.0, 4.0]))
+    out = capsys.readouterr().out
+    assert "pid (0,) v 3.0" in out and "pid (1,) v 4.0" in out

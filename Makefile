@@ -6,8 +6,9 @@ VENV     := .venv
 PY       := $(VENV)/bin/python
 IMPL     ?= starter
 SHAPES   ?=
+impl_path = $(if $(filter starter solution,$(1)),$(1)/rmsnorm.py,$(1))
 
-.PHONY: help setup check test bench bench-sim clean
+.PHONY: help setup check test bench bench-sim grade starter student clean
 
 help:
 	@echo "make grade        grade the reference solution (sets up .venv/ first)"
@@ -15,6 +16,8 @@ help:
 	@echo "make test         public tests against starter/ (IMPL=solution or IMPL=path/to/rmsnorm.py)"
 	@echo "make bench        time the implementation against PyTorch"
 	@echo "make bench-sim    mini_triton against Triton's interpreter, side by side"
+	@echo "make student      build dist/rmsnorm-student.zip, the student bundle"
+	@echo "make starter      regenerate starter/rmsnorm.py from solution/rmsnorm.py"
 	@echo "make clean        remove build outputs"
 
 setup: $(VENV)/.ready
@@ -26,6 +29,21 @@ $(VENV)/.ready: requirements.txt
 
 check: setup
 	$(PY) -m pytest -q tests
+
+test: setup
+	RMSNORM_IMPL=$(call impl_path,$(IMPL)) $(PY) -m pytest -q starter/tests
+
+bench: setup
+	RMSNORM_IMPL=$(call impl_path,$(IMPL)) $(PY) starter/bench.py
+
+grade: setup
+	RMSNORM_IMPL=$(call impl_path,solution) $(PY) -m pytest -q starter/tests
+
+starter:
+	$(PYTHON) starter/generate.py
+
+student: setup
+	$(PY) starter/build_bundle.py
 
 bench-sim: setup
 	$(PY) tests/bench_simulator.py $(SHAPES)

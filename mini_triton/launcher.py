@@ -100,6 +100,11 @@ class JITFunction:
         return dict(bound.arguments)
 
     def run(self, *args, grid, **kwargs):
+        # torch ops inside a launch are the kernel's own work, not host-side ops
+        with _disable_dispatch_modes() if stats.recording() else _nullcontext():
+            self._run(args, kwargs, grid)
+
+    def _run(self, args, kwargs, grid):
         values = self.bind(args, kwargs)
         grid, rank = _normalize_grid(grid, values, self.__name__)
         buffers, kargs = [], []
@@ -107,13 +112,10 @@ class JITFunction:
             kargs.append(self._convert_arg(name, v, buffers))
         launch = Launch(self.fn, grid, buffers, rank)
         if launch.programs == 0:
-            return None
-        guard = _disable_dispatch_modes() if stats.recording() else _nullcontext()
-        with guard:
-            records = self._execute(launch, kargs, values)
-            races.check(launch, records)
-            stats.commit_launch(launch, records)
-        return None
+            return
+        records = self._execute(launch, kargs, values)
+        races.check(launch, records)
+        stats.commit_launch(launch, records)
 
     def _convert_arg(self, name, v, buffers):
         from .language.core import constexpr

@@ -44,6 +44,7 @@ class ArgStats:
     name: str
     dtype: str
     numel: int
+    data_ptr: int = 0             # identifies the tensor passed (views share it with their base)
     loaded: int = 0
     stored: int = 0
     atomics: int = 0
@@ -98,10 +99,19 @@ class LaunchStats:
 
 @dataclasses.dataclass
 class HostOp:
-    """A torch operation run on the host (outside kernels) during a record()."""
+    """A torch operation run on the host (outside kernels) during a record().
+
+    ``is_view`` ops (view, reshape of a contiguous tensor, transpose...) move no data.
+    """
     name: str
     max_input_numel: int
     output_numel: int
+    is_view: bool = False
+
+    @property
+    def reads(self) -> int:
+        """Elements of its largest input the op reads (0 for views)."""
+        return 0 if self.is_view else self.max_input_numel
 
 
 class Recording:
@@ -154,7 +164,7 @@ def commit_launch(launch, records):
     """Add one finished launch's accesses to the global counters and any recorders."""
     args = {}
     for b in launch.buffers:
-        args[b.name] = ArgStats(b.name, repr(b.elem), b.tensor.numel())
+        args[b.name] = ArgStats(b.name, repr(b.elem), b.tensor.numel(), b.tensor.data_ptr())
     for r in records:
         a = args[r.buf.name]
         n = r.total()
@@ -226,7 +236,8 @@ class _HostOpMode:
                     outs = [o for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
                     rec.host_ops.append(HostOp(str(func.overloadpacket.__name__),
                                                max((a.numel() for a in ins), default=0),
-                                               max((o.numel() for o in outs), default=0)))
+                                               max((o.numel() for o in outs), default=0),
+                                               bool(getattr(func, "is_view", False))))
                 return out
 
         self.mode = Mode()

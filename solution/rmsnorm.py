@@ -1,0 +1,322 @@
+"""Fused RMSNorm in Triton: forward kernel, backward kernel, autograd wrapper.
+
+    y = x / sqrt(mean(x^2) + eps) * g          (over the last dimension)
+
+RMSNorm does almost no arithmetic per byte, so its speed is set by memory
+traffic. Written with PyTorch operations it launches several kernels, each
+reading and writing a whole activation; the fused kernels here read x once
+and write y once in the forward pass, and read x and dy once and write dx
+once in the backward pass.
+
+The same file runs on an NVIDIA GPU through Triton and on any CPU through
+mini_triton, the course's simulator (see the backend choice below).
+"""
+import os
+
+import torch
+
+# ---------------------------------------------------------------------------
+# Backend: real Triton on a GPU, else the mini_triton simulator on the CPU.
+#   MINI_TRITON=1       force the simulator
+#   TRITON_INTERPRET=1  Triton's own interpreter, on the CPU
+# ---------------------------------------------------------------------------
+if os.environ.get("MINI_TRITON") == "1":
+    BACKEND = "mini_triton"
+elif os.environ.get("TRITON_INTERPRET") == "1":
+    BACKEND = "interpreter"
+else:
+    try:
+        import triton  # noqa: F401
+        BACKEND = "triton" if torch.cuda.is_available() else "mini_triton"
+    except ImportError:
+        BACKEND = "mini_triton"
+
+if BACKEND == "mini_triton":
+    import mini_triton as triton
+    tl = triton.language
+else:
+    import triton
+    import triton.language as tl
+
+DEVICE = torch.device("cuda" if BACKEND == "triton" else "cpu")
+
+# Rows up to this many columns are held in registers whole: one pass over x.
+# Longer rows are processed in chunks of this size.
+MAX_FUSED_N = 8192
+
+
+# ---------------------------------------------------------------------------
+# Part (a): the forward kernel
+# ---------------------------------------------------------------------------
+@triton.jit
+def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, n_rows, n_cols, x_row_stride, y_row_stride, eps,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SINGLE_PASS: tl.constexpr):
+    """Normalise BLOCK_M rows per program.
+
+        r_i = 1 / sqrt(mean_j(x_ij^2) + eps)      (fp32, one per row, saved for backward)
+        y_ij = x_ij * r_i * g_j
+
+    The sum of squares accumulates in fp32 whatever x's dtype: squares of
+    bf16 values summed in bf16 lose most of their digits.
+    """
+    # Each program owns rows [pid * BLOCK_M, pid * BLOCK_M + BLOCK_M); the lanes
+    # past n_rows or n_cols are masked. Offsets are int64: M * N can pass 2^31.
+    # [TODO] Part (a): implement the forward kernel (see the handout).
+    pid = tl.program_id(0)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_mask = rows < n_rows
+    rows = rows.to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)
+    x_rows = x_ptr + rows[:, None] * x_row_stride
+    y_rows = y_ptr + rows[:, None] * y_row_stride
+    if SINGLE_PASS:
+        # The whole row fits in registers: read x once, write y once.
+        col_mask = cols < n_cols
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)   # once per program
+        r = tl.rsqrt(tl.sum(x * x, axis=1) / n_cols + eps)        # masked lanes add 0
+        tl.store(y_rows + cols[None, :], x * r[:, None] * g[None, :], mask=mask)
+    else:
+        # A long row: a first pass sums the squares chunk by chunk, a second
+        # pass normalises (x is read twice, which only happens for N > MAX_FUSED_N).
+        sq = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for start in range(0, n_cols, BLOCK_N):
+            c = start + cols
+            mask = row_mask[:, None] & (c < n_cols)[None, :]
+            x = tl.load(x_rows + c[None, :], mask=mask, other=0.0).to(tl.float32)
+            sq += x * x
+        r = tl.rsqrt(tl.sum(sq, axis=1) / n_cols + eps)
+        for start in range(0, n_cols, BLOCK_N):
+            c = start + cols
+            mask = row_mask[:, None] & (c < n_cols)[None, :]
+            x = tl.load(x_rows + c[None, :], mask=mask, other=0.0).to(tl.float32)
+            g = tl.load(g_ptr + c, mask=c < n_cols, other=0.0).to(tl.float32)
+            tl.store(y_rows + c[None, :], x * r[:, None] * g[None, :], mask=mask)
+    tl.store(r_ptr + rows, r, mask=row_mask)
+    # [/TODO]
+
+
+# ---------------------------------------------------------------------------
+# Part (b): the backward kernel
+# ---------------------------------------------------------------------------
+@triton.jit
+def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
+                       x_row_stride, dy_row_stride, dx_row_stride, rows_per_program,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SINGLE_PASS: tl.constexpr):
+    """Gradients of RMSNorm for ``rows_per_program`` rows per program.
+
+    For one row, with y_j = g_j x_j r and r = (mean(x^2) + eps)^(-1/2):
+
+        dr/dx_j = -r^3 x_j / N
+        dx_j = dy_j g_j r - x_j (r^3 / N) * sum_i dy_i g_i x_i
+        dg_j = sum over rows of dy_j x_j r
+
+    dg sums over *all* rows, but programs run concurrently: two programs
+    adding into one dg element would race. So each program accumulates its
+    rows' share in fp32 registers and writes one row of ``dg_partial``
+    (shape: programs x N); the wrapper sums those rows. With one row per
+    program this is the lecture's M x N buffer; with many rows per program
+    the buffer shrinks to (number of programs) x N.
+    """
+    # [TODO] Part (b): implement the backward kernel (see the handout).
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    first_row = pid * rows_per_program
+    if SINGLE_PASS:
+        col_mask = cols < n_cols
+        g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+        dg = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        # Every program runs the same number of iterations; rows past the
+        # program's share or past n_rows are masked.
+        for i in range(0, rows_per_program, BLOCK_M):
+            local = i + tl.arange(0, BLOCK_M)
+            rows = first_row + local
+            row_mask = (local < rows_per_program) & (rows < n_rows)
+            rows = rows.to(tl.int64)
+            mask = row_mask[:, None] & col_mask[None, :]
+            x = tl.load(x_ptr + rows[:, None] * x_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+            dy = tl.load(dy_ptr + rows[:, None] * dy_row_stride + cols[None, :], mask=mask,
+                         other=0.0).to(tl.float32)
+            r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
+            dyg = dy * g[None, :]
+            c = tl.sum(dyg * x, axis=1) * (r * r * r) / n_cols
+            tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dyg * r[:, None] - x * c[:, None],
+                     mask=mask)
+            dg += dy * x * r[:, None]                   # masked lanes hold 0
+        tl.store(dg_partial_ptr + pid * n_cols + cols, tl.sum(dg, axis=0), mask=col_mask)
+    else:
+        # Long rows (BLOCK_M of them at a time, in chunks of BLOCK_N columns):
+        # pass 1 computes sum(dy g x), pass 2 writes dx and adds into this
+        # program's own row of dg_partial, which no other program touches.
+        for i in range(0, rows_per_program, BLOCK_M):
+            local = i + tl.arange(0, BLOCK_M)
+            rows = first_row + local
+            row_mask = (local < rows_per_program) & (rows < n_rows)
+            rows = rows.to(tl.int64)
+            r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for start in range(0, n_cols, BLOCK_N):
+                c = start + cols
+                mask = row_mask[:, None] & (c < n_cols)[None, :]
+                x = tl.load(x_ptr + rows[:, None] * x_row_stride + c[None, :], mask=mask, other=0.0).to(tl.float32)
+                dy = tl.load(dy_ptr + rows[:, None] * dy_row_stride + c[None, :], mask=mask,
+                             other=0.0).to(tl.float32)
+                g = tl.load(g_ptr + c, mask=c < n_cols, other=0.0).to(tl.float32)
+                acc += dy * g[None, :] * x
+            coef = tl.sum(acc, axis=1) * (r * r * r) / n_cols
+            for start in range(0, n_cols, BLOCK_N):
+                c = start + cols
+                mask = row_mask[:, None] & (c < n_cols)[None, :]
+                x = tl.load(x_ptr + rows[:, None] * x_row_stride + c[None, :], mask=mask, other=0.0).to(tl.float32)
+                dy = tl.load(dy_ptr + rows[:, None] * dy_row_stride + c[None, :], mask=mask,
+                             other=0.0).to(tl.float32)
+                g = tl.load(g_ptr + c, mask=c < n_cols, other=0.0).to(tl.float32)
+                tl.store(dx_ptr + rows[:, None] * dx_row_stride + c[None, :],
+                         dy * g[None, :] * r[:, None] - x * coef[:, None], mask=mask)
+                part = dg_partial_ptr + pid * n_cols + c
+                tl.store(part, tl.load(part, mask=c < n_cols, other=0.0) + tl.sum(dy * x * r[:, None], axis=0),
+                         mask=c < n_cols)
+    # [/TODO]
+
+
+# ---------------------------------------------------------------------------
+# Host side: checks, launch configuration, the wrappers
+# ---------------------------------------------------------------------------
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _check_inputs(x, g):
+    """Raise a clear TypeError/ValueError for inputs the kernels cannot take."""
+    for name, t in (("x", x), ("g", g)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dtype not in FLOAT_DTYPES:
+            raise TypeError(f"{name} must be float32, float16 or bfloat16, got {t.dtype}")
+    if x.dim() == 0 or x.shape[-1] == 0:
+        raise ValueError(f"x must have a non-empty last dimension, got shape {tuple(x.shape)}")
+    n = x.shape[-1]
+    if tuple(g.shape) != (n,):
+        raise ValueError(f"g must have shape (N,) = ({n},) to match x of shape {tuple(x.shape)}, "
+                         f"got {tuple(g.shape)}")
+    if x.device != g.device:
+        raise ValueError(f"x and g must be on the same device, got {x.device} and {g.device}")
+    if x.device.type != DEVICE.type:
+        raise ValueError(f"the {BACKEND} backend runs on {DEVICE.type} tensors, but x is on {x.device}")
+
+
+def _rows(t, n):
+    """``t`` as an (M, N) matrix whose rows are N contiguous elements.
+
+    Strided rows are used as they are (the kernel takes a row stride); only a
+    tensor whose last dimension is not contiguous, or whose leading dims cannot
+    be merged into one, is copied.
+    """
+    if t.stride(-1) == 1:
+        try:
+            return t.view(-1, n)
+        except RuntimeError:
+            pass
+    return t.reshape(-1, n).contiguous()
+
+
+def _config(n_cols):
+    """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps) for rows of n_cols elements."""
+    if n_cols <= MAX_FUSED_N:
+        block_n = triton.next_power_of_2(n_cols)
+        # Short rows: several rows per program, so a program has ~4K elements of work.
+        block_m = max(1, min(16, 4096 // block_n))
+        single = True
+    else:
+        block_n, block_m, single = 4096, 1, False
+    num_warps = 4 if block_m * block_n <= 2048 else (8 if block_m * block_n <= 8192 else 16)
+    return block_m, block_n, single, num_warps
+
+
+def _num_programs_bwd(n_rows, device):
+    """How many programs share the backward: each accumulates dg over many rows."""
+    if device.type == "cuda":
+        target = 4 * torch.cuda.get_device_properties(device).multi_processor_count
+    else:
+        target = 8                                   # a handful on the CPU simulators
+    return max(1, min(target, triton.cdiv(n_rows, 8)))
+
+
+def rmsnorm_forward(x, g, eps=1e-5):
+    """y = RMSNorm(x) * g over the last dim. Returns (y, r): y like x, r (M,) fp32 reciprocal RMS."""
+    _check_inputs(x, g)
+    n = x.shape[-1]
+    # [TODO] Part (c): allocate y and r, choose the launch grid, launch rmsnorm_fwd_kernel.
+    x2 = _rows(x, n)
+    m = x2.shape[0]
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    r = torch.empty(m, dtype=torch.float32, device=x.device)
+    if m > 0:
+        block_m, block_n, single, num_warps = _config(n)
+        rmsnorm_fwd_kernel[(triton.cdiv(m, block_m),)](
+            x2, g, y, r, m, n, x2.stride(0), y.stride(0), float(eps),
+            BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_PASS=single, num_warps=num_warps)
+    return y.view(x.shape), r
+    # [/TODO]
+
+
+def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):
+    """Gradients (dx, dg) of RMSNorm, given dy and forward's r.
+
+    dg_reduction="programs" (default): a few programs, each summing dg over many
+    rows, leave a small (programs x N) partial buffer. "rows": the lecture's
+    version, one partial row per input row (an M x N buffer).
+    """
+    _check_inputs(x, g)
+    if tuple(dy.shape) != tuple(x.shape):
+        raise ValueError(f"dy must have x's shape {tuple(x.shape)}, got {tuple(dy.shape)}")
+    if dg_reduction not in ("programs", "rows"):
+        raise ValueError(f"dg_reduction must be 'programs' or 'rows', got {dg_reduction!r}")
+    n = x.shape[-1]
+    # [TODO] Part (c): allocate dx and the fp32 partial dg buffer, launch rmsnorm_bwd_kernel, sum the partials.
+    x2, dy2 = _rows(x, n), _rows(dy, n)
+    m = x2.shape[0]
+    if tuple(r.shape) != (m,):
+        raise ValueError(f"r must have shape ({m},), one value per row, got {tuple(r.shape)}")
+    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    if m == 0:
+        return dx.view(x.shape), torch.zeros_like(g)
+    block_m, block_n, single, num_warps = _config(n)
+    if dg_reduction == "rows":
+        programs, rows_per_program, block_m = m, 1, 1
+    else:
+        programs = _num_programs_bwd(m, x.device)
+        rows_per_program = triton.cdiv(m, programs)
+        programs = triton.cdiv(m, rows_per_program)
+    alloc = torch.empty if single else torch.zeros        # the chunked kernel adds into its row
+    dg_partial = alloc((programs, n), dtype=torch.float32, device=x.device)
+    rmsnorm_bwd_kernel[(programs,)](
+        x2, g, dy2, r, dx, dg_partial, m, n, x2.stride(0), dy2.stride(0), dx.stride(0), rows_per_program,
+        BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_PASS=single, num_warps=num_warps)
+    return dx.view(x.shape), dg_partial.sum(dim=0).to(g.dtype)
+    # [/TODO]
+
+
+class TritonRMSNorm(torch.autograd.Function):
+    """RMSNorm with fused Triton kernels, usable with .backward()."""
+
+    @staticmethod
+    def forward(ctx, x, g, eps=1e-5):
+        # [TODO] Part (c): run the forward, save only what backward needs (x, g, r).
+        y, r = rmsnorm_forward(x, g, eps)
+        ctx.save_for_backward(x, g, r)
+        return y
+        # [/TODO]
+
+    @staticmethod
+    def backward(ctx, dy):
+        # [TODO] Part (c): compute (dx, dg); eps gets no gradient.
+        x, g, r = ctx.saved_tensors
+        dx, dg = rmsnorm_backward(dy, x, g, r)
+        return dx, dg, None
+        # [/TODO]
+
+
+def rmsnorm(x, g, eps=1e-5):
+    """RMSNorm of x over its last dimension, scaled by g: differentiable."""
+    return TritonRMSNorm.apply(x, g, eps)

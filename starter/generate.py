@@ -1,0 +1,71 @@
+"""Build starter/rmsnorm.py from solution/rmsnorm.py (one source of truth).
+
+Every block between ``# [TODO] message`` and ``# [/TODO]`` in the solution
+becomes ``raise NotImplementedError("TODO: message")`` in the starter; the
+comments around the blocks (the hints) stay. ``make starter`` runs this, and
+a test checks that the committed starter is up to date.
+
+    python starter/generate.py            # rewrite starter/rmsnorm.py
+    python starter/generate.py --check    # exit 1 if it is out of date
+"""
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTION = ROOT / "solution" / "rmsnorm.py"
+STARTER = ROOT / "starter" / "rmsnorm.py"
+
+HEADER = '''# STARTER CODE. Fill in every TODO below: each `raise NotImplementedError` marks
+# code for you to write. `make test` runs the public tests; the handout explains each part.
+'''
+BEGIN = re.compile(r"^(\s*)# \[TODO\] (.*)$")
+END = re.compile(r"^\s*# \[/TODO\]\s*$")
+
+
+def solution_blocks(text):
+    """Yield (indent, message, [lines]) for each TODO block of the solution."""
+    lines, i = text.splitlines(), 0
+    while i < len(lines):
+        m = BEGIN.match(lines[i])
+        if m:
+            j = i + 1
+            while not END.match(lines[j]):
+                j += 1
+            yield m.group(1), m.group(2), lines[i + 1:j]
+            i = j
+        i += 1
+
+
+def make_starter(text: str) -> str:
+    out, skipping = [], False
+    for line in text.splitlines():
+        m = BEGIN.match(line)
+        if m:
+            indent, message = m.groups()
+            out.append(f'{indent}raise NotImplementedError("TODO: {message}")')
+            skipping = True
+        elif END.match(line):
+            skipping = False
+        elif not skipping:
+            out.append(line)
+    body = "\n".join(out) + "\n"
+    # a module docstring stays first; the header goes right after it
+    end = body.index('"""', 3) + 3 if body.startswith('"""') else 0
+    return body[:end] + "\n" + HEADER + "\n" + body[end:].lstrip("\n")
+
+
+def main(argv):
+    text = make_starter(SOLUTION.read_text())
+    if "--check" in argv:
+        if STARTER.read_text() != text:
+            print("starter/rmsnorm.py is out of date: run `make starter`")
+            return 1
+        return 0
+    STARTER.write_text(text)
+    print(f"wrote {STARTER.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

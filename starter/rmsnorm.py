@@ -1,0 +1,194 @@
+"""Fused RMSNorm in Triton: forward kernel, backward kernel, autograd wrapper.
+
+    y = x / sqrt(mean(x^2) + eps) * g          (over the last dimension)
+
+RMSNorm does almost no arithmetic per byte, so its speed is set by memory
+traffic. Written with PyTorch operations it launches several kernels, each
+reading and writing a whole activation; the fused kernels here read x once
+and write y once in the forward pass, and read x and dy once and write dx
+once in the backward pass.
+
+The same file runs on an NVIDIA GPU through Triton and on any CPU through
+mini_triton, the course's simulator (see the backend choice below).
+"""
+# STARTER CODE. Fill in every TODO below: each `raise NotImplementedError` marks
+# code for you to write. `make test` runs the public tests; the handout explains each part.
+
+import os
+
+import torch
+
+# ---------------------------------------------------------------------------
+# Backend: real Triton on a GPU, else the mini_triton simulator on the CPU.
+#   MINI_TRITON=1       force the simulator
+#   TRITON_INTERPRET=1  Triton's own interpreter, on the CPU
+# ---------------------------------------------------------------------------
+if os.environ.get("MINI_TRITON") == "1":
+    BACKEND = "mini_triton"
+elif os.environ.get("TRITON_INTERPRET") == "1":
+    BACKEND = "interpreter"
+else:
+    try:
+        import triton  # noqa: F401
+        BACKEND = "triton" if torch.cuda.is_available() else "mini_triton"
+    except ImportError:
+        BACKEND = "mini_triton"
+
+if BACKEND == "mini_triton":
+    import mini_triton as triton
+    tl = triton.language
+else:
+    import triton
+    import triton.language as tl
+
+DEVICE = torch.device("cuda" if BACKEND == "triton" else "cpu")
+
+# Rows up to this many columns are held in registers whole: one pass over x.
+# Longer rows are processed in chunks of this size.
+MAX_FUSED_N = 8192
+
+
+# ---------------------------------------------------------------------------
+# Part (a): the forward kernel
+# ---------------------------------------------------------------------------
+@triton.jit
+def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, n_rows, n_cols, x_row_stride, y_row_stride, eps,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SINGLE_PASS: tl.constexpr):
+    """Normalise BLOCK_M rows per program.
+
+        r_i = 1 / sqrt(mean_j(x_ij^2) + eps)      (fp32, one per row, saved for backward)
+        y_ij = x_ij * r_i * g_j
+
+    The sum of squares accumulates in fp32 whatever x's dtype: squares of
+    bf16 values summed in bf16 lose most of their digits.
+    """
+    # Each program owns rows [pid * BLOCK_M, pid * BLOCK_M + BLOCK_M); the lanes
+    # past n_rows or n_cols are masked. Offsets are int64: M * N can pass 2^31.
+    raise NotImplementedError("TODO: Part (a): implement the forward kernel (see the handout).")
+
+
+# ---------------------------------------------------------------------------
+# Part (b): the backward kernel
+# ---------------------------------------------------------------------------
+@triton.jit
+def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
+                       x_row_stride, dy_row_stride, dx_row_stride, rows_per_program,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SINGLE_PASS: tl.constexpr):
+    """Gradients of RMSNorm for ``rows_per_program`` rows per program.
+
+    For one row, with y_j = g_j x_j r and r = (mean(x^2) + eps)^(-1/2):
+
+        dr/dx_j = -r^3 x_j / N
+        dx_j = dy_j g_j r - x_j (r^3 / N) * sum_i dy_i g_i x_i
+        dg_j = sum over rows of dy_j x_j r
+
+    dg sums over *all* rows, but programs run concurrently: two programs
+    adding into one dg element would race. So each program accumulates its
+    rows' share in fp32 registers and writes one row of ``dg_partial``
+    (shape: programs x N); the wrapper sums those rows. With one row per
+    program this is the lecture's M x N buffer; with many rows per program
+    the buffer shrinks to (number of programs) x N.
+    """
+    raise NotImplementedError("TODO: Part (b): implement the backward kernel (see the handout).")
+
+
+# ---------------------------------------------------------------------------
+# Host side: checks, launch configuration, the wrappers
+# ---------------------------------------------------------------------------
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _check_inputs(x, g):
+    """Raise a clear TypeError/ValueError for inputs the kernels cannot take."""
+    for name, t in (("x", x), ("g", g)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dtype not in FLOAT_DTYPES:
+            raise TypeError(f"{name} must be float32, float16 or bfloat16, got {t.dtype}")
+    if x.dim() == 0 or x.shape[-1] == 0:
+        raise ValueError(f"x must have a non-empty last dimension, got shape {tuple(x.shape)}")
+    n = x.shape[-1]
+    if tuple(g.shape) != (n,):
+        raise ValueError(f"g must have shape (N,) = ({n},) to match x of shape {tuple(x.shape)}, "
+                         f"got {tuple(g.shape)}")
+    if x.device != g.device:
+        raise ValueError(f"x and g must be on the same device, got {x.device} and {g.device}")
+    if x.device.type != DEVICE.type:
+        raise ValueError(f"the {BACKEND} backend runs on {DEVICE.type} tensors, but x is on {x.device}")
+
+
+def _rows(t, n):
+    """``t`` as an (M, N) matrix whose rows are N contiguous elements.
+
+    Strided rows are used as they are (the kernel takes a row stride); only a
+    tensor whose last dimension is not contiguous, or whose leading dims cannot
+    be merged into one, is copied.
+    """
+    if t.stride(-1) == 1:
+        try:
+            return t.view(-1, n)
+        except RuntimeError:
+            pass
+    return t.reshape(-1, n).contiguous()
+
+
+def _config(n_cols):
+    """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps) for rows of n_cols elements."""
+    if n_cols <= MAX_FUSED_N:
+        block_n = triton.next_power_of_2(n_cols)
+        # Short rows: several rows per program, so a program has ~4K elements of work.
+        block_m = max(1, min(16, 4096 // block_n))
+        single = True
+    else:
+        block_n, block_m, single = 4096, 1, False
+    num_warps = 4 if block_m * block_n <= 2048 else (8 if block_m * block_n <= 8192 else 16)
+    return block_m, block_n, single, num_warps
+
+
+def _num_programs_bwd(n_rows, device):
+    """How many programs share the backward: each accumulates dg over many rows."""
+    if device.type == "cuda":
+        target = 4 * torch.cuda.get_device_properties(device).multi_processor_count
+    else:
+        target = 8                                   # a handful on the CPU simulators
+    return max(1, min(target, triton.cdiv(n_rows, 8)))
+
+
+def rmsnorm_forward(x, g, eps=1e-5):
+    """y = RMSNorm(x) * g over the last dim. Returns (y, r): y like x, r (M,) fp32 reciprocal RMS."""
+    _check_inputs(x, g)
+    n = x.shape[-1]
+    raise NotImplementedError("TODO: Part (c): allocate y and r, choose the launch grid, launch rmsnorm_fwd_kernel.")
+
+
+def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):
+    """Gradients (dx, dg) of RMSNorm, given dy and forward's r.
+
+    dg_reduction="programs" (default): a few programs, each summing dg over many
+    rows, leave a small (programs x N) partial buffer. "rows": the lecture's
+    version, one partial row per input row (an M x N buffer).
+    """
+    _check_inputs(x, g)
+    if tuple(dy.shape) != tuple(x.shape):
+        raise ValueError(f"dy must have x's shape {tuple(x.shape)}, got {tuple(dy.shape)}")
+    if dg_reduction not in ("programs", "rows"):
+        raise ValueError(f"dg_reduction must be 'programs' or 'rows', got {dg_reduction!r}")
+    n = x.shape[-1]
+    raise NotImplementedError("TODO: Part (c): allocate dx and the fp32 partial dg buffer, launch rmsnorm_bwd_kernel, sum the partials.")
+
+
+class TritonRMSNorm(torch.autograd.Function):
+    """RMSNorm with fused Triton kernels, usable with .backward()."""
+
+    @staticmethod
+    def forward(ctx, x, g, eps=1e-5):
+        raise NotImplementedError("TODO: Part (c): run the forward, save only what backward needs (x, g, r).")
+
+    @staticmethod
+    def backward(ctx, dy):
+        raise NotImplementedError("TODO: Part (c): compute (dx, dg); eps gets no gradient.")
+
+
+def rmsnorm(x, g, eps=1e-5):
+    """RMSNorm of x over its last dimension, scaled by g: differentiable."""
+    return TritonRMSNorm.apply(x, g, eps)

@@ -1,0 +1,174 @@
+"""The reference solution against a float64 reference, on mini_triton and on Triton's interpreter."""
+import sys
+
+import pytest
+import torch
+
+from backends import triton_available
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "starter" / "tests"))
+from rmsnorm_check import assert_matches, load_impl, reference_grads  # noqa: E402
+from conftest import ROOT  # noqa: E402
+
+SOLUTION = ROOT / "solution" / "rmsnorm.py"
+BACKENDS = ["mini_triton"] + (["interpreter"] if triton_available() else [])
+_MODULES = {}
+
+
+def solution(backend):
+    if backend not in _MODULES:
+        _MODULES[backend] = load_impl(SOLUTION, backend=backend, name="solution")
+    return _MODULES[backend]
+
+
+def make(shape, dtype, seed=0, g_dtype=None):
+    torch.manual_seed(seed)
+    x = torch.randn(*shape, dtype=torch.float32).to(dtype)
+    g = (torch.rand(shape[-1]) + 0.5).to(g_dtype or dtype)
+    dy = torch.randn(*shape).to(dtype)
+    return x, g, dy
+
+
+def check_all(S, x, g, dy, eps=1e-5, dg_reduction="programs"):
+    dy_before = dy.clone()
+    y, r = S.rmsnorm_forward(x, g, eps)
+    dx, dg = S.rmsnorm_backward(dy, x, g, r, dg_reduction=dg_reduction)
+    y_ref, dx_ref, dg_ref = reference_grads(x, g, dy, eps)
+    assert y.dtype == x.dtype and dx.dtype == x.dtype and dg.dtype == g.dtype and r.dtype == torch.float32
+    assert y.shape == x.shape and dx.shape == x.shape and dg.shape == g.shape
+    assert r.shape == (x.numel() // x.shape[-1],)
+    assert_matches("y", y, y_ref, x)
+    assert_matches("dx", dx, dx_ref, x)
+    # dg sums over all rows: its error grows with M, so it is compared relative to its size
+    assert_matches("dg", dg.float(), dg_ref, x, dtype=g.dtype if g.dtype != torch.float32 else x.dtype)
+    assert torch.equal(dy, dy_before), "dy was modified"
+
+
+SHAPES = [(37, 100), (4, 16, 64), (2, 3, 513), (1, 1), (7, 1), (300, 48), (5, 4096), (3, 8193)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+def test_matches_float64_reference(backend, shape, dtype):
+    check_all(solution(backend), *make(shape, dtype))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dg_reduction", ["programs", "rows"])
+@pytest.mark.parametrize("shape", [(64, 100), (130, 257), (33, 9000)], ids=str)
+def test_both_dg_reductions(backend, dg_reduction, shape):
+    check_all(solution(backend), *make(shape, torch.float32), dg_reduction=dg_reduction)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("eps", [0.0 + 1e-12, 1e-6, 1e-2, 1.0])
+def test_any_eps(backend, eps):
+    check_all(solution(backend), *make((9, 77), torch.float32), eps=eps)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rows_of_zeros(backend):
+    x, g, dy = make((6, 40), torch.float32)
+    x[2] = 0
+    check_all(solution(backend), x, g, dy)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout", ["row_slice", "every_other_row", "transposed", "3d_strided"])
+def test_non_contiguous_inputs(backend, layout):
+    S = solution(backend)
+    base_x, g, base_dy = make((40, 96), torch.float32, seed=3)
+    views = {
+        "row_slice": lambda t: t[:, 16:80],
+        "every_other_row": lambda t: t[::2],
+        "transposed": lambda t: t.t()[:, :40].t().t(),
+        "3d_strided": lambda t: t.view(4, 10, 96)[:, ::3, 8:72],
+    }
+    x, dy = views[layout](base_x), views[layout](base_dy)
+    g = g[: x.shape[-1]].contiguous()
+    check_all(S, x, g, dy)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_g_may_differ_in_dtype_from_x(backend):
+    check_all(solution(backend), *make((11, 130), torch.bfloat16, g_dtype=torch.float32))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape,dtype", [((2, 32768), torch.float32), ((2, 65536), torch.bfloat16)], ids=str)
+def test_large_n(backend, shape, dtype):
+    check_all(solution(backend), *make(shape, dtype))
+
+
+def test_autograd_function_and_wrapper():
+    S = solution("mini_triton")
+    x, g, dy = make((3, 5, 40), torch.float32)
+    x.requires_grad_(True)
+    g.requires_grad_(True)
+    y = S.rmsnorm(x, g, 1e-5)
+    y.backward(dy)
+    _, dx_ref, dg_ref = reference_grads(x, g, dy)
+    assert_matches("dx", x.grad, dx_ref, x)
+    assert_matches("dg", g.grad, dg_ref, x)
+    assert isinstance(y.grad_fn, S.TritonRMSNorm._backward_cls)
+
+
+def test_saves_only_x_g_and_r():
+    S = solution("mini_triton")
+    x, g, _ = make((6, 40), torch.float32)
+    x.requires_grad_(True)
+    y = S.TritonRMSNorm.apply(x, g, 1e-5)
+    saved = y.grad_fn.saved_tensors
+    assert len(saved) == 3 and saved[0].data_ptr() == x.data_ptr() and saved[2].shape == (6,)
+
+
+def test_empty_batch():
+    S = solution("mini_triton")
+    x, g = torch.empty(0, 16), torch.ones(16)
+    y, r = S.rmsnorm_forward(x, g)
+    dx, dg = S.rmsnorm_backward(torch.empty(0, 16), x, g, r)
+    assert y.shape == (0, 16) and r.shape == (0,) and torch.equal(dg, torch.zeros(16))
+
+
+@pytest.mark.parametrize("args,error,match", [
+    ((torch.randn(4, 8), torch.randn(7)), ValueError, r"g must have shape \(N,\) = \(8,\)"),
+    ((torch.randn(4, 8), torch.randn(8, 1)), ValueError, "g must have shape"),
+    ((torch.randint(0, 5, (4, 8)), torch.randn(8)), TypeError, "x must be float32, float16 or bfloat16"),
+    ((torch.randn(4, 0), torch.randn(0)), ValueError, "non-empty last dimension"),
+    ((torch.randn(4, 8), [1.0] * 8), TypeError, "g must be a torch.Tensor"),
+    ((torch.randn(4, 8).double(), torch.randn(8)), TypeError, "torch.float64"),
+])
+def test_bad_input_gets_a_clear_error(args, error, match):
+    with pytest.raises(error, match=match):
+        solution("mini_triton").rmsnorm_forward(*args)
+
+
+def test_improved_reduction_uses_a_small_partial_buffer():
+    import mini_triton as triton
+    S = solution("mini_triton")
+    M, N = 256, 128
+    x, g, dy = make((M, N), torch.float32)
+    y, r = S.rmsnorm_forward(x, g)
+    for red, most in (("programs", M * N // 8), ("rows", M * N)):
+        with triton.record() as rec:
+            S.rmsnorm_backward(dy, x, g, r, dg_reduction=red)
+        (launch,) = rec.launches
+        partial = launch.args["dg_partial_ptr"]
+        assert partial.numel <= most and partial.stored == partial.numel
+        assert launch.args["x_ptr"].loaded == M * N and launch.args["dy_ptr"].loaded == M * N
+        assert launch.args["dx_ptr"].stored == M * N
+
+
+def test_forward_is_fused():
+    import mini_triton as triton
+    S = solution("mini_triton")
+    M, N = 100, 1000
+    x, g, _ = make((M, N), torch.float32)
+    with triton.record(host_ops=True) as rec:
+        S.rmsnorm_forward(x, g)
+    (launch,) = rec.launches
+    a = launch.args
+    assert a["x_ptr"].loaded == M * N and a["y_ptr"].stored == M * N and a["r_ptr"].stored == M
+    assert a["g_ptr"].loaded <= launch.programs * N
+    assert all(op.reads < M * N for op in rec.host_ops), rec.host_ops

@@ -8,18 +8,28 @@ _CACHE = {}
 
 def kernels(backend: str):
     if backend not in _CACHE:
-        if backend == "interpret":
-            os.environ["TRITON_INTERPRET"] = "1"
         path = Path(__file__).with_name("kernels_for_tests.py")
         spec = importlib.util.spec_from_file_location(f"kernels_for_tests_{backend}", path)
         mod = importlib.util.module_from_spec(spec)
         mod.BACKEND = backend
-        spec.loader.exec_module(mod)
+        # @triton.jit picks the interpreter when TRITON_INTERPRET is set as it decorates
+        old = os.environ.get("TRITON_INTERPRET")
+        os.environ["TRITON_INTERPRET"] = "1" if backend == "interpret" else (old or "0")
+        try:
+            spec.loader.exec_module(mod)
+        finally:
+            if old is None:
+                os.environ.pop("TRITON_INTERPRET", None)
+            else:
+                os.environ["TRITON_INTERPRET"] = old
         _CACHE[backend] = mod
     return _CACHE[backend]
 
 
 def triton_available() -> bool:
+    """Can Triton's interpreter run here (triton and numpy installed, interpreter chosen)?"""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return False
     try:
         import triton  # noqa: F401
         import numpy  # noqa: F401

@@ -1,9 +1,17 @@
 import os
 import sys
+
+import torch
+
+# Triton's own library functions (tl.sum...) are themselves @triton.jit functions, built
+# when triton is first imported: the interpreter must be chosen before that, once per
+# process. Without a GPU the tests compare mini_triton with Triton's interpreter; with
+# one, they run real Triton instead.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 from pathlib import Path
 
-# Triton's interpreter must be chosen before triton is imported.
-os.environ.setdefault("TRITON_INTERPRET", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "starter" / "tests"))      # rmsnorm_check: shared comparison helpers

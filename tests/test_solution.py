@@ -1,31 +1,30 @@
 """The reference solution against a float64 reference, on mini_triton and on Triton's interpreter."""
-import sys
-
 import pytest
 import torch
 
 from backends import triton_available
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "starter" / "tests"))
 from rmsnorm_check import assert_matches, load_impl, reference_grads  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
 SOLUTION = ROOT / "solution" / "rmsnorm.py"
-BACKENDS = ["mini_triton"] + (["interpreter"] if triton_available() else [])
+BACKENDS = ["mini_triton"] + (["interpreter"] if triton_available() else []) + \
+    (["triton"] if torch.cuda.is_available() else [])
 _MODULES = {}
 
 
 def solution(backend):
     if backend not in _MODULES:
-        _MODULES[backend] = load_impl(SOLUTION, backend=backend, name="solution")
+        _MODULES[backend] = load_impl(SOLUTION, backend=None if backend == "triton" else backend, name="solution")
+        assert _MODULES[backend].BACKEND == backend
     return _MODULES[backend]
 
 
-def make(shape, dtype, seed=0, g_dtype=None):
+def make(shape, dtype, seed=0, g_dtype=None, device="cpu"):
     torch.manual_seed(seed)
-    x = torch.randn(*shape, dtype=torch.float32).to(dtype)
-    g = (torch.rand(shape[-1]) + 0.5).to(g_dtype or dtype)
-    dy = torch.randn(*shape).to(dtype)
+    x = torch.randn(*shape, dtype=torch.float32).to(dtype).to(device)
+    g = (torch.rand(shape[-1]) + 0.5).to(g_dtype or dtype).to(device)
+    dy = torch.randn(*shape).to(dtype).to(device)
     return x, g, dy
 
 
@@ -51,25 +50,25 @@ SHAPES = [(37, 100), (4, 16, 64), (2, 3, 513), (1, 1), (7, 1), (300, 48), (5, 40
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 def test_matches_float64_reference(backend, shape, dtype):
-    check_all(solution(backend), *make(shape, dtype))
+    check_all(solution(backend), *make(shape, dtype, device=solution(backend).DEVICE))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dg_reduction", ["programs", "rows"])
 @pytest.mark.parametrize("shape", [(64, 100), (130, 257), (33, 9000)], ids=str)
 def test_both_dg_reductions(backend, dg_reduction, shape):
-    check_all(solution(backend), *make(shape, torch.float32), dg_reduction=dg_reduction)
+    check_all(solution(backend), *make(shape, torch.float32, device=solution(backend).DEVICE), dg_reduction=dg_reduction)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("eps", [0.0 + 1e-12, 1e-6, 1e-2, 1.0])
 def test_any_eps(backend, eps):
-    check_all(solution(backend), *make((9, 77), torch.float32), eps=eps)
+    check_all(solution(backend), *make((9, 77), torch.float32, device=solution(backend).DEVICE), eps=eps)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_rows_of_zeros(backend):
-    x, g, dy = make((6, 40), torch.float32)
+    x, g, dy = make((6, 40), torch.float32, device=solution(backend).DEVICE)
     x[2] = 0
     check_all(solution(backend), x, g, dy)
 
@@ -78,7 +77,7 @@ def test_rows_of_zeros(backend):
 @pytest.mark.parametrize("layout", ["row_slice", "every_other_row", "transposed", "3d_strided"])
 def test_non_contiguous_inputs(backend, layout):
     S = solution(backend)
-    base_x, g, base_dy = make((40, 96), torch.float32, seed=3)
+    base_x, g, base_dy = make((40, 96), torch.float32, seed=3, device=S.DEVICE)
     views = {
         "row_slice": lambda t: t[:, 16:80],
         "every_other_row": lambda t: t[::2],
@@ -92,13 +91,14 @@ def test_non_contiguous_inputs(backend, layout):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_g_may_differ_in_dtype_from_x(backend):
-    check_all(solution(backend), *make((11, 130), torch.bfloat16, g_dtype=torch.float32))
+    check_all(solution(backend), *make((11, 130), torch.bfloat16, g_dtype=torch.float32,
+                                       device=solution(backend).DEVICE))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("shape,dtype", [((2, 32768), torch.float32), ((2, 65536), torch.bfloat16)], ids=str)
 def test_large_n(backend, shape, dtype):
-    check_all(solution(backend), *make(shape, dtype))
+    check_all(solution(backend), *make(shape, dtype, device=solution(backend).DEVICE))
 
 
 def test_autograd_function_and_wrapper():

@@ -138,6 +138,8 @@ def test_empty_batch():
     ((torch.randn(4, 0), torch.randn(0)), ValueError, "non-empty last dimension"),
     ((torch.randn(4, 8), [1.0] * 8), TypeError, "g must be a torch.Tensor"),
     ((torch.randn(4, 8).double(), torch.randn(8)), TypeError, "torch.float64"),
+    ((torch.randn(4, 8), torch.randn(8, device="meta")), ValueError, "same device"),
+    ((torch.randn(4, 8, device="meta"), torch.randn(8, device="meta")), ValueError, "runs on cpu tensors"),
 ])
 def test_bad_input_gets_a_clear_error(args, error, match):
     with pytest.raises(error, match=match):

@@ -45,6 +45,15 @@ DEVICE = torch.device("cuda" if BACKEND == "triton" else "cpu")
 MAX_FUSED_N = 8192
 
 
+@triton.jit
+def load_tile(ptr, rows, row_stride, cols, mask):
+    """Load the tile ptr[rows, cols] (rows with a stride, columns contiguous) as fp32.
+
+    Masked-off lanes read as 0, so they add nothing to sums over the tile.
+    """
+    return tl.load(ptr + rows[:, None] * row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+
+
 # ---------------------------------------------------------------------------
 # Part (a): the forward kernel
 # ---------------------------------------------------------------------------
@@ -67,13 +76,12 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, n_rows, n_cols, x_row_stride,
     row_mask = rows < n_rows
     rows = rows.to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
-    x_rows = x_ptr + rows[:, None] * x_row_stride
     y_rows = y_ptr + rows[:, None] * y_row_stride
     if SINGLE_PASS:
         # The whole row fits in registers: read x once, write y once.
         col_mask = cols < n_cols
         mask = row_mask[:, None] & col_mask[None, :]
-        x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        x = load_tile(x_ptr, rows, x_row_stride, cols, mask)
         g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)   # once per program
         r = tl.rsqrt(tl.sum(x * x, axis=1) / n_cols + eps)        # masked lanes add 0
         tl.store(y_rows + cols[None, :], x * r[:, None] * g[None, :], mask=mask)
@@ -84,13 +92,13 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, n_rows, n_cols, x_row_stride,
         for start in range(0, n_cols, BLOCK_N):
             c = start + cols
             mask = row_mask[:, None] & (c < n_cols)[None, :]
-            x = tl.load(x_rows + c[None, :], mask=mask, other=0.0).to(tl.float32)
+            x = load_tile(x_ptr, rows, x_row_stride, c, mask)
             sq += x * x
         r = tl.rsqrt(tl.sum(sq, axis=1) / n_cols + eps)
         for start in range(0, n_cols, BLOCK_N):
             c = start + cols
             mask = row_mask[:, None] & (c < n_cols)[None, :]
-            x = tl.load(x_rows + c[None, :], mask=mask, other=0.0).to(tl.float32)
+            x = load_tile(x_ptr, rows, x_row_stride, c, mask)
             g = tl.load(g_ptr + c, mask=c < n_cols, other=0.0).to(tl.float32)
             tl.store(y_rows + c[None, :], x * r[:, None] * g[None, :], mask=mask)
     tl.store(r_ptr + rows, r, mask=row_mask)
@@ -135,9 +143,8 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_ro
             row_mask = (local < rows_per_program) & (rows < n_rows)
             rows = rows.to(tl.int64)
             mask = row_mask[:, None] & col_mask[None, :]
-            x = tl.load(x_ptr + rows[:, None] * x_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-            dy = tl.load(dy_ptr + rows[:, None] * dy_row_stride + cols[None, :], mask=mask,
-                         other=0.0).to(tl.float32)
+            x = load_tile(x_ptr, rows, x_row_stride, cols, mask)
+            dy = load_tile(dy_ptr, rows, dy_row_stride, cols, mask)
             r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
             dyg = dy * g[None, :]
             c = tl.sum(dyg * x, axis=1) * (r * r * r) / n_cols
@@ -159,18 +166,16 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_ro
             for start in range(0, n_cols, BLOCK_N):
                 c = start + cols
                 mask = row_mask[:, None] & (c < n_cols)[None, :]
-                x = tl.load(x_ptr + rows[:, None] * x_row_stride + c[None, :], mask=mask, other=0.0).to(tl.float32)
-                dy = tl.load(dy_ptr + rows[:, None] * dy_row_stride + c[None, :], mask=mask,
-                             other=0.0).to(tl.float32)
+                x = load_tile(x_ptr, rows, x_row_stride, c, mask)
+                dy = load_tile(dy_ptr, rows, dy_row_stride, c, mask)
                 g = tl.load(g_ptr + c, mask=c < n_cols, other=0.0).to(tl.float32)
                 acc += dy * g[None, :] * x
             coef = tl.sum(acc, axis=1) * (r * r * r) / n_cols
             for start in range(0, n_cols, BLOCK_N):
                 c = start + cols
                 mask = row_mask[:, None] & (c < n_cols)[None, :]
-                x = tl.load(x_ptr + rows[:, None] * x_row_stride + c[None, :], mask=mask, other=0.0).to(tl.float32)
-                dy = tl.load(dy_ptr + rows[:, None] * dy_row_stride + c[None, :], mask=mask,
-                             other=0.0).to(tl.float32)
+                x = load_tile(x_ptr, rows, x_row_stride, c, mask)
+                dy = load_tile(dy_ptr, rows, dy_row_stride, c, mask)
                 g = tl.load(g_ptr + c, mask=c < n_cols, other=0.0).to(tl.float32)
                 tl.store(dx_ptr + rows[:, None] * dx_row_stride + c[None, :],
                          dy * g[None, :] * r[:, None] - x * coef[:, None], mask=mask)

@@ -44,7 +44,19 @@ def gpu_table(impl):
 
 def sim_table(impl):
     import mini_triton as triton
-    print("CPU simulator: elements moved by your kernels against the minimum a fused kernel needs")
+    print("CPU simulator: simulated time against PyTorch eager on the CPU (says nothing about GPU speed)")
+    print(f"{'shape':>10} {'fwd ms':>9} {'eager ms':>9} {'fwd+bwd ms':>11} {'eager ms':>9}")
+    for M, N in SIM_SHAPES:
+        x = torch.randn(M, N, requires_grad=True)
+        g = torch.randn(N, requires_grad=True)
+        dy = torch.randn(M, N)
+        bench = lambda f: triton.testing.do_bench(f, warmup=5, rep=50, return_mode="median")  # noqa: E731
+        f, fe = bench(lambda: impl.rmsnorm_forward(x.detach(), g.detach())), bench(lambda: eager(x, g))
+        b = bench(lambda: impl.rmsnorm(x, g).backward(dy))
+        be = bench(lambda: eager(x, g).backward(dy))
+        print(f"{f'{M}x{N}':>10} {f:>9.2f} {fe:>9.2f} {b:>11.2f} {be:>9.2f}")
+    print()
+    print("Elements moved by your kernels against the minimum a fused kernel needs")
     print(f"{'shape':>10} {'pass':>9} {'loaded':>12} {'min':>12} {'stored':>12} {'min':>12} {'launches':>9}")
     for M, N in SIM_SHAPES:
         x = torch.randn(M, N, requires_grad=True)

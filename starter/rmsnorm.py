@@ -48,6 +48,15 @@ DEVICE = torch.device("cuda" if BACKEND == "triton" else "cpu")
 MAX_FUSED_N = 8192
 
 
+@triton.jit
+def load_tile(ptr, rows, row_stride, cols, mask):
+    """Load the tile ptr[rows, cols] (rows with a stride, columns contiguous) as fp32.
+
+    Masked-off lanes read as 0, so they add nothing to sums over the tile.
+    """
+    return tl.load(ptr + rows[:, None] * row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+
+
 # ---------------------------------------------------------------------------
 # Part (a): the forward kernel
 # ---------------------------------------------------------------------------

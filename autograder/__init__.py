@@ -1,0 +1,1 @@
+"""The hidden autograder (trusted side): rubric, sandboxed runs of submissions, comparisons."""

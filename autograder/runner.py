@@ -1,0 +1,78 @@
+"""The trusted parent's side of one sandboxed job: inputs in, outputs back, safely.
+
+    outcome = run_job(submission, {"fwd": {"op": "forward", "tensors": {"x": "x", "g": "g"}}},
+                      {"x": x, "g": g})
+    outcome.tensors["fwd.y"], outcome.info["fwd"], outcome.error
+
+Tensors cross the process boundary only through ``torch.save``/``torch.load``
+with ``weights_only=True``: plain tensors, no pickled objects, nothing whose
+``__eq__`` could lie.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+from . import sandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKER = Path(__file__).resolve().parent / "worker.py"
+
+
+@dataclasses.dataclass
+class Outcome:
+    tensors: dict
+    info: dict
+    error: str | None          # why the job as a whole failed (timeout, crash, import error)
+    run: sandbox.Result
+
+    def task_error(self, name: str) -> str | None:
+        if self.error:
+            return self.error
+        entry = self.info.get(name)
+        if entry is None:
+            return "the submission stopped before this test ran"
+        return entry.get("error")
+
+
+def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: sandbox.Limits | None = None,
+            backend: str = "mini_triton", runtime_root: Path = ROOT) -> Outcome:
+    limits = limits or sandbox.Limits()
+    job = Path(tempfile.mkdtemp(prefix="rmsnorm-job-"))
+    try:
+        shutil.copy(submission, job / "rmsnorm.py")
+        (job / "job.json").write_text(json.dumps({"backend": backend, "tasks": tasks}))
+        torch.save({k: v.contiguous() for k, v in inputs.items()}, job / "inputs.pt")
+        os.chmod(job, 0o777)                         # the unprivileged child writes its outputs here
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "PYTHONHASHSEED": "0",
+               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"), "MINI_TRITON": "1"}
+        res = sandbox.run(sandbox.python_argv(WORKER, job / "rmsnorm.py", job, runtime_root), cwd=job,
+                          env=env, limits=limits)
+        return _collect(job, res, limits)
+    finally:
+        shutil.rmtree(job, ignore_errors=True)
+
+
+def _collect(job: Path, res: sandbox.Result, limits) -> Outcome:
+    if res.timed_out:
+        return Outcome({}, {}, f"timed out after {limits.timeout_s:.0f} s", res)
+    info, tensors, error = {}, {}, None
+    try:
+        info = json.loads((job / "outputs.json").read_text())
+    except (OSError, ValueError):
+        tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
+        error = f"the submission crashed (exit code {res.returncode})" + (": " + " | ".join(tail) if tail else "")
+    if "_import" in info:
+        error = f"importing rmsnorm.py failed: {info['_import']['error']}"
+    try:
+        loaded = torch.load(job / "outputs.pt", weights_only=True)
+        tensors = {k: v for k, v in loaded.items() if type(v) is torch.Tensor}
+    except Exception:                                  # noqa: BLE001 -- missing or forged outputs
+        tensors = {}
+    return Outcome(tensors, info if isinstance(info, dict) else {}, error, res)

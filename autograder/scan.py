@@ -1,0 +1,57 @@
+"""A static scan of a submission, before any of it runs.
+
+It names a missing piece of the required API, and flags constructs a
+submission has no business using: process, network and FFI modules, import
+machinery, edits of ``sys.modules``, PyTorch's own ``rms_norm``, and the
+simulator's statistics and race settings (which grade the submission).
+``os`` is allowed only for ``os.environ`` (the backend choice reads it).
+"""
+from __future__ import annotations
+
+import ast
+
+REQUIRED = ("rmsnorm_fwd_kernel", "rmsnorm_bwd_kernel", "rmsnorm_forward", "rmsnorm_backward",
+            "TritonRMSNorm", "rmsnorm")
+FORBIDDEN_MODULES = {"subprocess", "socket", "ctypes", "importlib", "multiprocessing", "shutil", "signal",
+                     "pickle", "marshal", "builtins", "gc", "inspect", "threading", "urllib", "http", "requests"}
+SIMULATOR_INTERNALS = {"reset_stats", "get_stats", "set_race_mode", "stats", "races", "_GLOBAL",
+                       "_RECORDERS", "commit_launch", "record"}
+
+
+def scan(source: str) -> tuple[list[str], list[str]]:
+    """(missing API names, problems found), each a list of messages."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        return [], [f"rmsnorm.py does not parse: {e.msg} (line {e.lineno})"]
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    missing = [f"rmsnorm.py does not define {name}" for name in REQUIRED if name not in defined]
+    problems = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", "?")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for name in names:
+                top = name.split(".")[0]
+                if top in FORBIDDEN_MODULES:
+                    problems.append(f"line {line}: importing {name} is not allowed")
+                if name.startswith("mini_triton.") and name.split(".")[1] in ("stats", "races"):
+                    problems.append(f"line {line}: the simulator's {name} is off limits")
+            if isinstance(node, ast.ImportFrom) and node.module == "os":
+                problems.append(f"line {line}: from os import ... is not allowed (use os.environ only)")
+        elif isinstance(node, ast.Attribute):
+            base = node.value.id if isinstance(node.value, ast.Name) else None
+            if base == "os" and node.attr != "environ":
+                problems.append(f"line {line}: os.{node.attr} is not allowed (only os.environ)")
+            if node.attr == "modules" and base == "sys":
+                problems.append(f"line {line}: sys.modules must not be touched")
+            if node.attr == "rms_norm":
+                problems.append(f"line {line}: torch's rms_norm does the work for you; write the kernels")
+            if base == "triton" and node.attr in SIMULATOR_INTERNALS:
+                problems.append(f"line {line}: triton.{node.attr} belongs to the grader, not the submission")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exec", "eval",
+                                                                                                "__import__",
+                                                                                                "compile"):
+            problems.append(f"line {line}: {node.func.id}() is not allowed")
+    return missing, problems

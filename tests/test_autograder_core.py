@@ -1,0 +1,41 @@
+"""The rubric and the static scan."""
+import pytest
+
+from autograder import rubric, scan
+from conftest import ROOT
+
+
+def test_rubric_totals_100_points_plus_extra_credit():
+    assert rubric.total() == 100
+    assert rubric.total(include_extra_credit=True) == 105
+    assert len({i.number for i in rubric.ITEMS}) == len(rubric.ITEMS)
+
+
+def test_the_solution_and_the_starter_pass_the_scan():
+    for path in (ROOT / "solution" / "rmsnorm.py", ROOT / "starter" / "rmsnorm.py"):
+        assert scan.scan(path.read_text()) == ([], []), path
+
+
+@pytest.mark.parametrize("code,expect", [
+    ("import subprocess\n", "importing subprocess is not allowed"),
+    ("import importlib.util\n", "importing importlib.util is not allowed"),
+    ("import ctypes\n", "importing ctypes"),
+    ("import socket\n", "importing socket"),
+    ("import os\nos.system('ls')\n", "os.system is not allowed"),
+    ("from os import system\n", "from os import"),
+    ("import sys\nsys.modules['torch'] = None\n", "sys.modules must not be touched"),
+    ("import torch\ny = torch.nn.functional.rms_norm\n", "rms_norm does the work"),
+    ("import mini_triton as triton\ntriton.reset_stats()\n", "triton.reset_stats belongs to the grader"),
+    ("from mini_triton.stats import _GLOBAL\n", "mini_triton.stats is off limits"),
+    ("exec('1')\n", "exec() is not allowed"),
+    ("def f(:\n", "does not parse"),
+])
+def test_scan_flags_forbidden_constructs_by_name(code, expect):
+    missing, problems = scan.scan(code)
+    assert any(expect in p for p in problems), problems
+
+
+def test_scan_names_each_missing_api():
+    missing, _ = scan.scan("def rmsnorm_forward(x, g, eps=1e-5):\n    pass\n")
+    assert "rmsnorm.py does not define rmsnorm_bwd_kernel" in missing
+    assert not any("rmsnorm_forward" in m for m in missing)

@@ -17,7 +17,6 @@ O(lanes). This is the main reason the simulator is fast.
 from __future__ import annotations
 
 import math
-import operator
 
 import torch
 
@@ -418,8 +417,7 @@ def _affine_arith(a, b, op, ty, shape):
     fa, fb = broadcast_affine(fa, a.shape, shape), broadcast_affine(fb, b.shape, shape)
     if op in ("add", "sub"):
         sign = 1 if op == "add" else -1
-        base = fa.base + sign * fb.base if fb.base.numel() > 1 or fa.base.numel() > 1 else \
-            fa.base + sign * fb.base
+        base = fa.base + sign * fb.base
         strides = tuple(x + sign * y for x, y in zip(fa.strides, fb.strides))
         return make_int(ty, shape, Affine(base, strides))
     # mul: affine times a scalar shared by all programs stays affine
@@ -497,7 +495,7 @@ def subscript(blk: tensor, idx) -> tensor:
 def expand_to(blk: tensor, new_shape, view) -> tensor:
     """Insert singleton dimensions (``view`` is the torch index over the handle)."""
     aff = blk.affine() if (blk.dtype.is_int() or blk.dtype.is_ptr()) else None
-    if aff is not None and blk._h is None or (aff is not None and not blk.shape):
+    if aff is not None and (blk._h is None or not blk.shape):
         strides, it = [], iter(aff.strides)
         for v in view[1:]:
             strides.append(0 if v is None else next(it))
@@ -513,4 +511,4 @@ def unary_op(fn, blk, *, float_only=True, name="") -> tensor:
 
 
 __all__ = ["tensor", "Affine", "scalar", "as_block", "binary", "cast", "broadcast_shape",
-           "full_handle", "aligned", "operator"]
+           "full_handle", "aligned"]

@@ -63,7 +63,7 @@ def _is_constexpr_annotation(ann) -> bool:
 class JITFunction:
     """A kernel: call it as ``kernel[grid](*args, **constexprs)``."""
 
-    def __init__(self, fn, **options):
+    def __init__(self, fn):
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
@@ -73,7 +73,6 @@ class JITFunction:
         self.arg_names = list(self.signature.parameters)
         self.constexprs = {n for n, p in self.signature.parameters.items()
                            if _is_constexpr_annotation(p.annotation)}
-        self.src = None
         _KERNEL_CODES.add(fn.__code__)
         self._chunk_hint = {}
 
@@ -174,10 +173,6 @@ class JITFunction:
         committed.extend(chunk.records)
         return chunk.max_numel
 
-    # real Triton's JITFunction attributes that some code touches
-    def warmup(self, *args, grid, **kwargs):
-        return None
-
 
 def _normalize_grid(grid, values, name):
     if callable(grid):
@@ -209,7 +204,8 @@ def _disable_dispatch_modes():
 
 
 def jit(fn=None, **options):
-    """``@triton.jit``: turn a Python function into a kernel."""
+    """``@triton.jit``: turn a Python function into a kernel (options such as
+    ``do_not_specialize`` are accepted and ignored)."""
     if fn is None:
-        return lambda f: JITFunction(f, **options)
-    return JITFunction(fn, **options)
+        return lambda f: JITFunction(f)
+    return JITFunction(fn)

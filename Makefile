@@ -36,8 +36,11 @@ test: setup
 bench: setup
 	RMSNORM_IMPL=$(call impl_path,$(IMPL)) $(PY) starter/bench.py
 
+SUBMISSION ?= solution
+RESULTS    ?= build/results.json
+
 grade: setup
-	RMSNORM_IMPL=$(call impl_path,solution) $(PY) -m pytest -q starter/tests
+	$(PY) -m autograder.grade $(call impl_path,$(SUBMISSION)) $(RESULTS)
 
 starter:
 	$(PYTHON) starter/generate.py

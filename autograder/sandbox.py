@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pwd
+import resource
 import signal
 import subprocess
 import sys
@@ -67,8 +68,7 @@ def _drop_privileges(user: str | None):
 
 
 def _preexec(limits: Limits, ids):
-    def setup():
-        import resource
+    def setup():                                      # runs in the child, between fork and exec
         os.setsid()                                   # a new session: killpg reaches every child
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))

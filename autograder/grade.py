@@ -11,33 +11,67 @@ import sys
 from pathlib import Path
 
 from .plugin import write_results
-from .rubric import BY_NUMBER
+from .rubric import ITEMS, PARTS
 
 HERE = Path(__file__).resolve().parent
+FALLBACK = {"score": 0, "execution_time": 0, "stdout_visibility": "hidden", "tests": [],
+            "output": "The autograder did not finish; please contact the course staff."}
 
 
-def grade(submission: Path, results: Path) -> dict:
+def grade(submission: Path, results: Path, env: dict | None = None) -> dict:
+    """Run the hidden tests on ``submission`` (a file, or a folder holding rmsnorm.py); return results.json."""
+    submission = Path(submission)
     if submission.is_dir():
         submission = submission / "rmsnorm.py"
-    write_results(results, {"score": 0, "execution_time": 0, "stdout_visibility": "hidden", "tests": [],
-                            "output": "The autograder did not finish; please contact the course staff."})
-    env = dict(os.environ, RMSNORM_SUBMISSION=str(submission.resolve()), RMSNORM_RESULTS=str(results.resolve()))
+    write_results(results, FALLBACK)
+    env = dict(os.environ if env is None else env, RMSNORM_SUBMISSION=str(submission.resolve()),
+               RMSNORM_RESULTS=str(Path(results).resolve()))
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "autograder.plugin", "-p", "no:cacheprovider",
                     str(HERE / "hidden")], env=env, cwd=HERE.parent, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, check=False)
-    return json.loads(results.read_text())
+    return json.loads(Path(results).read_text())
+
+
+def scores_by_item(res: dict) -> dict:
+    """{item number: (score, max_score)} summed over the item's parts."""
+    out = {}
+    for t in res["tests"]:
+        num = t["number"].split(".")[0]
+        s, m = out.get(num, (0.0, 0.0))
+        out[num] = (s + t["score"], m + t["max_score"])
+    return out
 
 
 def table(res: dict) -> str:
-    lines = [f"{'item':<5}{'':<30}{'score':>8}", "-" * 43]
+    """The per-item table `make grade` prints (failure messages shortened; results.json has them whole)."""
+    by_num = {t["number"]: t for t in res["tests"]}
+    row = "{:<8}{:<54}{:>6} / {:<5}"
+    lines = [row.format("item", "", "score", "max"), "-" * 78]
+    notes = set()
+    for it in ITEMS:
+        parts = [by_num[p.number] for p in it.graded() if p.number in by_num]
+        if not parts:
+            continue
+        got, out_of = sum(t["score"] for t in parts), sum(t["max_score"] for t in parts)
+        label = it.name + (" (extra credit)" if it.extra_credit else "")
+        lines.append(row.format(it.number, label, f"{got:g}", f"{out_of:g}"))
+        for t in parts:
+            if len(it.graded()) > 1:
+                lines.append(row.format("  " + t["number"], "  " + PARTS[t["number"]].name,
+                                        f"{t['score']:g}", f"{t['max_score']:g}"))
+            if t["output"] and (t["status"] == "failed" or t["number"].startswith("10")) \
+                    and t["output"] not in notes:
+                notes.add(t["output"])
+                lines.append(f"          {t['output'][:400]}")
     for t in res["tests"]:
-        name = BY_NUMBER[t["number"]].name if t["number"] in BY_NUMBER else t["name"]
-        lines.append(f"{t['number']:<5}{name:<30}{t['score']:>4g} / {t['max_score']:g}")
-        if t["status"] == "failed":
-            lines.append(f"       {t['output'][:300]}")
-    got = sum(t["score"] for t in res["tests"])
-    out_of = sum(t["max_score"] for t in res["tests"])
-    lines += ["-" * 43, f"{'total':<35}{got:>4g} / {out_of:g}"]
+        if t["number"] == "0" and t["status"] == "failed":
+            lines.append(f"static checks: {t['output'][:400]}")
+    regular = [t for t in res["tests"] if not t["number"].startswith("9")]
+    extra = sum(t["score"] for t in res["tests"] if t["number"].startswith("9"))
+    lines += ["-" * 78, row.format("total", "", f"{sum(t['score'] for t in regular):g}",
+                                   f"{sum(t['max_score'] for t in regular):g}") + f" + {extra:g} extra credit"]
+    if not res["tests"]:
+        lines.append(res.get("output", ""))
     return "\n".join(lines)
 
 

@@ -4,7 +4,10 @@ The grader never imports a submission. Each run is a fresh interpreter in its
 own session (so its whole process group can be killed), with rlimits on CPU
 time, memory, file size and processes, its output read through a cap, and --
 when the grader runs as root, as on Gradescope -- an unprivileged user that
-cannot read the grader's files or write its results.
+cannot read the grader's files or write its results. Afterwards every process
+of the run dies: its process group, every process of the unprivileged user, and
+every process that inherited the run's environment token (a daemon that left
+the process group with setsid()).
 """
 from __future__ import annotations
 
@@ -12,21 +15,25 @@ import dataclasses
 import os
 import pwd
 import resource
+import secrets
 import signal
 import subprocess
 import sys
 import threading
 import time
 
+TOKEN_VAR = "RMSNORM_SANDBOX_TOKEN"   # marks every process of one run, even after setsid()
 OUTPUT_CAP = 64 * 1024          # bytes of stdout/stderr kept from one run
-STUDENT_USER = "student"        # created by setup.sh on Gradescope
+# The unprivileged user a root grader runs submissions as (created by setup.sh on Gradescope).
+# Set RMSNORM_SANDBOX_USER="" to run as the grader's own user (several jobs at once).
+STUDENT_USER = os.environ.get("RMSNORM_SANDBOX_USER", "student") or None
 
 
 @dataclasses.dataclass
 class Limits:
     timeout_s: float = 60.0                 # wall clock, then the process group is killed
     cpu_s: int = 120                        # RLIMIT_CPU
-    memory_bytes: int = 3 * 1024 ** 3       # RLIMIT_AS
+    memory_bytes: int | None = 3 * 1024 ** 3   # RLIMIT_AS; None on a GPU (CUDA maps huge address ranges)
     file_bytes: int = 64 * 1024 ** 2        # RLIMIT_FSIZE
     processes: int = 256                    # RLIMIT_NPROC (counts all of the user's processes)
 
@@ -71,7 +78,8 @@ def _preexec(limits: Limits, ids):
     def setup():                                      # runs in the child, between fork and exec
         os.setsid()                                   # a new session: killpg reaches every child
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        if limits.memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if ids is not None:
@@ -97,11 +105,27 @@ def kill_user_processes(uid: int):
             pass
 
 
+def kill_marked_processes(token: str):
+    """Kill every process whose environment carries ``token``: forks that called setsid() included."""
+    needle = f"{TOKEN_VAR}={token}".encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            pass
+
+
 def run(argv, *, cwd=None, env=None, limits: Limits | None = None, user: str | None = STUDENT_USER,
         cap: int = OUTPUT_CAP) -> Result:
     """Run ``argv`` sandboxed; always returns, whatever the child does."""
     limits = limits or Limits()
     ids = _drop_privileges(user)
+    token = secrets.token_hex(8)
+    env = dict(os.environ if env is None else env, **{TOKEN_VAR: token})
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, preexec_fn=_preexec(limits, ids), close_fds=True)
@@ -122,6 +146,7 @@ def run(argv, *, cwd=None, env=None, limits: Limits | None = None, user: str | N
             pass
         if ids is not None:
             kill_user_processes(ids[0])
+        kill_marked_processes(token)
         proc.wait()
     for t in readers:
         t.join(timeout=5)

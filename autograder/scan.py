@@ -13,9 +13,27 @@ import ast
 REQUIRED = ("rmsnorm_fwd_kernel", "rmsnorm_bwd_kernel", "rmsnorm_forward", "rmsnorm_backward",
             "TritonRMSNorm", "rmsnorm")
 FORBIDDEN_MODULES = {"subprocess", "socket", "ctypes", "importlib", "multiprocessing", "shutil", "signal",
-                     "pickle", "marshal", "builtins", "gc", "inspect", "threading", "urllib", "http", "requests"}
+                     "pickle", "marshal", "builtins", "gc", "inspect", "threading", "urllib", "http", "requests",
+                     "__main__", "runpy", "pty", "resource", "pytest", "_thread", "asyncio", "sysconfig"}
 SIMULATOR_INTERNALS = {"reset_stats", "get_stats", "set_race_mode", "stats", "races", "_GLOBAL",
                        "_RECORDERS", "commit_launch", "record"}
+
+
+def _imported_names(tree) -> set:
+    """Names bound by import statements: modules and whatever was imported from them."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names |= {a.asname or a.name for a in node.names}
+    return names
+
+
+def _root(node):
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def scan(source: str) -> tuple[list[str], list[str]]:
@@ -23,12 +41,19 @@ def scan(source: str) -> tuple[list[str], list[str]]:
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
-        return [], [f"rmsnorm.py does not parse: {e.msg} (line {e.lineno})"]
+        return [], [f"rmsnorm.py does not parse: SyntaxError: {e.msg} (line {e.lineno})"]
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     missing = [f"rmsnorm.py does not define {name}" for name in REQUIRED if name not in defined]
     problems = []
+    imported = _imported_names(tree)
     for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else
+                   [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        for t in targets:
+            if isinstance(t, (ast.Attribute, ast.Subscript)) and _root(t) in imported:
+                problems.append(f"line {node.lineno}: changing {ast.unparse(t)} patches a library; "
+                                f"that is not allowed")
         line = getattr(node, "lineno", "?")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
@@ -50,8 +75,13 @@ def scan(source: str) -> tuple[list[str], list[str]]:
                 problems.append(f"line {line}: torch's rms_norm does the work for you; write the kernels")
             if base == "triton" and node.attr in SIMULATOR_INTERNALS:
                 problems.append(f"line {line}: triton.{node.attr} belongs to the grader, not the submission")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exec", "eval",
-                                                                                                "__import__",
-                                                                                                "compile"):
-            problems.append(f"line {line}: {node.func.id}() is not allowed")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in ("exec", "eval", "__import__", "compile", "open", "breakpoint", "globals"):
+                problems.append(f"line {line}: {node.func.id}() is not allowed")
+            elif node.func.id in ("setattr", "delattr") and node.args and _root(node.args[0]) in imported:
+                problems.append(f"line {line}: {node.func.id}() on {ast.unparse(node.args[0])} patches a library; "
+                                f"that is not allowed")
+        if isinstance(node, ast.Attribute) and node.attr in ("_getframe", "__globals__", "__builtins__",
+                                                              "__subclasses__", "f_back", "f_globals"):
+            problems.append(f"line {line}: .{node.attr} reaches into the interpreter; that is not allowed")
     return missing, problems

@@ -2,15 +2,27 @@
 
 Runs sandboxed (sandbox.py) as
 
-    python -I worker.py SUBMISSION.py JOB_DIR
+    python -I worker.py SUBMISSION.py JOB_DIR RUNTIME_ROOT
 
 JOB_DIR holds ``job.json`` (the tasks) and ``inputs.pt`` (their tensors,
 written by the grader). The worker writes ``outputs.pt`` (tensors only) and
-``outputs.json`` (per task: "ok" or the error, plus traffic statistics). The
-grader loads both without pickle (``torch.load(weights_only=True)``) and does
-every comparison itself: nothing this process says about correctness is
-trusted.
+``outputs.json`` (per task: "ok" or the error, traffic statistics, the host-side
+torch ops and which tensors they read). The grader loads both without pickle
+(``torch.load(weights_only=True)``) and does every comparison itself.
+
+A task is a dict:
+  op       "forward" | "backward" | "autograd" | "speed"
+  tensors  {"x": input name, "g": ..., "dy": ..., "r": ...}
+  eps      (optional) passed to the submission
+  view     (optional) {"x": [start, stop, step], "dy": [...]}: a slice of the last
+           dimension, so the submission gets a non-contiguous view
+  device   (optional) "cuda" to move the inputs to the GPU
+  host_ops (optional) log host-side torch ops (simulator only)
+
+This file runs with the submission in one process, so it imports nothing from
+the grader and keeps what it needs for timing before the submission is loaded.
 """
+import contextlib
 import json
 import os
 import sys
@@ -18,75 +30,199 @@ import traceback
 from pathlib import Path
 
 ERROR_CAP = 4000
+HOST_OP_CAP = 64            # host ops reported per phase
+_CUDA = {}                  # CUDA timing functions, captured before the submission is imported
 
 
 def _load_submission(path: Path, root: Path, backend: str):
     import importlib.util
-    sys.path.insert(0, str(root))                 # mini_triton lives beside the grader
+    sys.path.insert(0, str(root))                 # mini_triton lives beside the worker
     if backend == "mini_triton":
         os.environ["MINI_TRITON"] = "1"
+    else:
+        os.environ.pop("MINI_TRITON", None)
     spec = importlib.util.spec_from_file_location("rmsnorm", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def _stats(rec):
-    return [{"kernel": L.kernel, "programs": L.programs, "args": {
-        k: {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel,
-            "data_ptr": a.data_ptr, "distinct": a.distinct()} for k, a in L.args.items()}}
-        for L in rec.launches]
+def apply_view(t, spec):
+    """``t[..., start:stop:step]``: how the grader hands out non-contiguous inputs."""
+    return t[..., slice(*spec)] if spec else t
 
 
-def run_task(mod, task, inputs):
+def _storage(t):
+    return t.untyped_storage().data_ptr() if t is not None else None
+
+
+class Phase:
+    """Record one phase (forward or backward): launches, and host ops when asked."""
+
+    def __init__(self, triton, host_ops):
+        self.triton, self.host_ops, self.rec = triton, host_ops, None
+
+    def __enter__(self):
+        self._cm = self.triton.record(host_ops=self.host_ops) if self.triton else contextlib.nullcontext()
+        self.rec = self._cm.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._cm.__exit__(*exc)
+
+    def summary(self, roles):
+        """Launch statistics and host reads, each buffer tagged with its role (x, y, dy...) if it has one."""
+        if self.rec is None:
+            return {}
+        by_storage = {v: k for k, v in roles.items() if v}
+        launches = [{"kernel": L.kernel, "programs": L.programs, "args": {
+            k: {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel,
+                "role": by_storage.get(a.storage), "distinct": a.distinct(), "storage": a.storage}
+            for k, a in L.args.items()}} for L in self.rec.launches]
+        out = {"launches": launches}
+        if self.rec.host_ops is not None:
+            reads = [o for o in self.rec.host_ops if o.reads > 0]
+            out["host_ops"] = [{"op": o.name, "reads": o.reads, "output_numel": o.output_numel,
+                                "roles": sorted({by_storage[s] for s in o.storages if s in by_storage})}
+                               for o in reads[:HOST_OP_CAP]]
+        return out
+
+
+def run_task(mod, task, inputs, triton):
     """Run one task; returns (tensors, info)."""
     import torch
-    import mini_triton as triton
-    t = {k: inputs[v] for k, v in task.get("tensors", {}).items()}
-    op = task["op"]
-    with triton.record(host_ops=task.get("host_ops", False)) as rec:
-        if op == "forward":
-            y, r = mod.rmsnorm_forward(t["x"], t["g"], task.get("eps", 1e-5))
-            out = {"y": y, "r": r}
-        elif op == "backward":
+    if task["op"] == "speed":
+        return run_speed(mod, task)
+    device = task.get("device", "cpu")
+    t = {k: inputs[v].to(device, copy=True) for k, v in task.get("tensors", {}).items()}   # fresh per task
+    for k, spec in task.get("view", {}).items():
+        t[k] = apply_view(t[k], spec)
+    kw = {"eps": task["eps"]} if "eps" in task else {}
+    host = task.get("host_ops", False)
+    op, info = task["op"], {}
+    roles = {k: _storage(v) for k, v in t.items()}
+    if op == "forward":
+        with Phase(triton, host) as fwd:
+            y, r = mod.rmsnorm_forward(t["x"], t["g"], **kw)
+        out = {"y": y, "r": r}
+        phases = {"fwd": fwd}
+    elif op == "backward":
+        with Phase(triton, host) as bwd:
             dx, dg = mod.rmsnorm_backward(t["dy"], t["x"], t["g"], t["r"])
-            out = {"dx": dx, "dg": dg}
-        elif op == "autograd":
-            x = t["x"].clone().requires_grad_(True)
-            g = t["g"].clone().requires_grad_(True)
-            y = mod.rmsnorm(x, g, task.get("eps", 1e-5))
+        out = {"dx": dx, "dg": dg}
+        phases = {"bwd": bwd}
+    elif op == "autograd":
+        dy_before = t["dy"].clone()
+        x = t["x"].detach().requires_grad_(True)
+        g = t["g"].detach().requires_grad_(True)
+        with Phase(triton, host) as fwd:
+            y = mod.rmsnorm(x, g, **kw)
+        if isinstance(y, torch.Tensor):
+            roles["y"] = _storage(y)
+        with Phase(triton, host) as bwd:
             y.backward(t["dy"])
-            out = {"y": y.detach(), "dx": x.grad, "dg": g.grad}
-        else:
-            raise ValueError(f"unknown task {op!r}")
-    info = {"launches": _stats(rec)}
-    if rec.host_ops is not None:
-        info["host_reads"] = max((o.reads for o in rec.host_ops), default=0)
+        out = {"y": y.detach() if isinstance(y, torch.Tensor) else y, "dx": x.grad, "dg": g.grad}
+        info["dy_modified"] = not torch.equal(dy_before, t["dy"])
+        phases = {"fwd": fwd, "bwd": bwd}
+    else:
+        raise ValueError(f"unknown task {op!r}")
+    for k in ("y", "r", "dx", "dg"):
+        if isinstance(out.get(k), torch.Tensor):
+            roles.setdefault(k, _storage(out[k]))
+    info.update({name: p.summary(roles) for name, p in phases.items()})
+    return _plain(out, info)
+
+
+def _plain(out, info):
+    """Only plain, contiguous CPU tensors leave this process; anything else is named."""
+    import torch
     tensors = {}
     for k, v in out.items():
         if isinstance(v, torch.Tensor):
-            tensors[k] = v.detach().as_subclass(torch.Tensor).clone().contiguous().cpu()   # plain tensors only
+            tensors[k] = v.detach().as_subclass(torch.Tensor).cpu().clone().contiguous()
+            info.setdefault("dtypes", {})[k] = str(v.dtype).removeprefix("torch.")
         else:
             info.setdefault("not_tensors", {})[k] = type(v).__name__
     return tensors, info
 
 
+# --- GPU timing ------------------------------------------------------------------------------------------
+
+def capture_cuda():
+    """Keep the timing functions before the submission can touch them."""
+    import torch
+    _CUDA.update(event=torch.cuda.Event, record=torch.cuda.Event.record, elapsed=torch.cuda.Event.elapsed_time,
+                 sync=torch.cuda.synchronize, empty=torch.empty)
+
+
+def time_cuda(fn, reps=40, warmup=5):
+    """Median milliseconds of ``fn`` on the GPU, the L2 cache flushed before each run (as do_bench does)."""
+    if not _CUDA:
+        capture_cuda()
+    flush = _CUDA["empty"](256 * 1024 * 1024, dtype=__import__("torch").int8, device="cuda")
+    for _ in range(warmup):
+        fn()
+    _CUDA["sync"]()
+    times = []
+    for _ in range(reps):
+        flush.zero_()
+        start, end = _CUDA["event"](enable_timing=True), _CUDA["event"](enable_timing=True)
+        _CUDA["record"](start)
+        fn()
+        _CUDA["record"](end)
+        _CUDA["sync"]()
+        times.append(_CUDA["elapsed"](start, end))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def speed_inputs(shape, dtype_name, seed):
+    """The timing inputs: made on the CPU from a seed, so the grader can rebuild them exactly."""
+    import torch
+    gen = torch.Generator().manual_seed(seed)
+    dtype = getattr(torch, dtype_name)
+    M, N = shape
+    x = torch.randn(M, N, generator=gen).to(dtype)
+    g = (torch.rand(N, generator=gen) + 0.5).to(dtype)
+    dy = torch.randn(M, N, generator=gen).to(dtype)
+    return x, g, dy
+
+
+def run_speed(mod, task):
+    """Correctness on sampled rows at the timing shape, then forward and forward+backward times."""
+    import torch
+    x, g, dy = (t.cuda() for t in speed_inputs(task["shape"], task["dtype"], task["seed"]))
+    rows = torch.tensor(task["rows"], device="cuda")
+    xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
+    y = mod.rmsnorm(xg, gg)
+    dx, dg = torch.autograd.grad(y, (xg, gg), dy)
+    out = {"y": y.detach()[rows], "dx": dx[rows], "dg": dg}
+    del y, dx, dg
+    info = {"fwd_ms": time_cuda(lambda: mod.rmsnorm_forward(x, g)),
+            "fwdbwd_ms": time_cuda(lambda: torch.autograd.grad(mod.rmsnorm(xg, gg), (xg, gg), dy))}
+    return _plain(out, info)
+
+
 def main(argv):
     submission, job_dir = Path(argv[0]), Path(argv[1])
-    root = Path(__file__).resolve().parent.parent if len(argv) < 3 else Path(argv[2])
+    root = Path(argv[2]) if len(argv) > 2 else Path(__file__).resolve().parent.parent
     job = json.loads((job_dir / "job.json").read_text())
+    backend = job.get("backend", "mini_triton")
     results, tensors = {}, {}
     try:
         import torch
         inputs = torch.load(job_dir / "inputs.pt", weights_only=True)
-        mod = _load_submission(submission, root, job.get("backend", "mini_triton"))
+        if backend != "mini_triton" and torch.cuda.is_available():
+            capture_cuda()
+        mod = _load_submission(submission, root, backend)
+        triton = __import__("mini_triton") if backend == "mini_triton" else None
     except BaseException as e:                     # noqa: BLE001 -- report, never crash silently
         results["_import"] = {"error": _describe(e)}
         (job_dir / "outputs.json").write_text(json.dumps(results))
         return 0
     for name, task in job["tasks"].items():
         try:
-            out, info = run_task(mod, task, inputs)
+            out, info = run_task(mod, task, inputs, triton)
             tensors.update({f"{name}.{k}": v for k, v in out.items()})
             results[name] = {"ok": True, **info}
         except BaseException as e:                 # noqa: BLE001

@@ -45,6 +45,7 @@ class ArgStats:
     dtype: str
     numel: int
     data_ptr: int = 0             # identifies the tensor passed (views share it with their base)
+    storage: int = 0              # its storage's address: the same for every view of one buffer
     loaded: int = 0
     stored: int = 0
     atomics: int = 0
@@ -101,17 +102,27 @@ class LaunchStats:
 class HostOp:
     """A torch operation run on the host (outside kernels) during a record().
 
-    ``is_view`` ops (view, reshape of a contiguous tensor, transpose...) move no data.
+    ``is_view`` ops (view, reshape of a contiguous tensor, transpose...) move no data,
+    and neither do allocations such as ``empty_like(x)``: both read nothing.
+    ``storages`` holds the storage addresses of the inputs the op reads, so a
+    grader can tell *which* tensor was read (x, dy, a scratch buffer...).
     """
     name: str
     max_input_numel: int
     output_numel: int
     is_view: bool = False
+    storages: tuple = ()
 
     @property
     def reads(self) -> int:
-        """Elements of its largest input the op reads (0 for views)."""
-        return 0 if self.is_view else self.max_input_numel
+        """Elements of its largest input the op reads (0 for views and allocations)."""
+        return 0 if self.is_view or self.name in NO_READ_OPS else self.max_input_numel
+
+
+# Ops that take a tensor only for its shape, dtype or device: they read no data.
+NO_READ_OPS = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "new_empty", "new_zeros",
+                         "new_ones", "new_full", "new_empty_strided", "empty_strided", "empty", "zeros", "ones",
+                         "full", "zero_", "fill_", "detach", "alias", "lift_fresh", "size", "stride"})
 
 
 class Recording:
@@ -164,7 +175,7 @@ def commit_launch(launch, records):
     """Add one finished launch's accesses to the global counters and any recorders."""
     args = {}
     for b in launch.buffers:
-        args[b.name] = ArgStats(b.name, repr(b.elem), b.tensor.numel(), b.tensor.data_ptr())
+        args[b.name] = ArgStats(b.name, repr(b.elem), b.tensor.numel(), b.tensor.data_ptr(), _storage(b.tensor))
     for r in records:
         a = args[r.buf.name]
         n = r.total()
@@ -221,6 +232,13 @@ def count_distinct(recs) -> int:
     return int(seen.sum())
 
 
+def _storage(t) -> int:
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):      # tensors without storage (meta, sparse)
+        return 0
+
+
 class _HostOpMode:
     """Logs torch ops run outside kernels (a TorchDispatchMode), for graders."""
 
@@ -237,7 +255,8 @@ class _HostOpMode:
                     rec.host_ops.append(HostOp(str(func.overloadpacket.__name__),
                                                max((a.numel() for a in ins), default=0),
                                                max((o.numel() for o in outs), default=0),
-                                               bool(getattr(func, "is_view", False))))
+                                               bool(getattr(func, "is_view", False)),
+                                               tuple(_storage(a) for a in ins)))
                 return out
 
         self.mode = Mode()

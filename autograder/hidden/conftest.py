@@ -1,4 +1,9 @@
-"""Fixtures of the hidden tests: one sandboxed run of the submission serves many tests."""
+"""Fixtures of the hidden tests.
+
+The submission runs in two sandboxed jobs at most, whatever the number of tests:
+one on the simulator (every CPU item), and, where CUDA is present, one with real
+Triton (large N, reruns and GPU speed). Nothing here imports the submission.
+"""
 import os
 import sys
 from pathlib import Path
@@ -12,34 +17,148 @@ for p in (ROOT, ROOT / "starter" / "tests"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from autograder import runner, sandbox  # noqa: E402
+from autograder import runner, sandbox, scan  # noqa: E402
 
-SHAPES = {"a": (37, 100), "b": (4, 16, 64), "c": (2, 3, 513), "d": (256, 128)}
+# name: (shape, dtype, eps, view of the last dimension or None)
+CORE = {"a": (37, 100), "b": (4, 16, 64), "c": (2, 3, 513), "d": (256, 128)}     # items 1-3, 5-9 (fp32)
+ROBUST = {
+    "fp16": ((33, 200), "float16", 1e-5, None),
+    "bf16": ((33, 200), "bfloat16", 1e-5, None),
+    "bf16_3d": ((3, 5, 96), "bfloat16", 1e-5, None),
+    "3d": ((5, 7, 96), "float32", 1e-5, None),
+    "4d": ((2, 3, 5, 48), "float32", 1e-5, None),
+    "row_stride": ((24, 160), "float32", 1e-5, [0, 80, 1]),       # rows 160 apart, 80 columns
+    "col_stride": ((24, 160), "float32", 1e-5, [0, None, 2]),     # every other column
+    "n1000": ((16, 1000), "float32", 1e-5, None),
+    "n1": ((8, 1), "float32", 1e-5, None),
+    "big_n": ((3, 16384), "float32", 1e-5, None),
+    "big_n_bf16": ((2, 32768), "bfloat16", 1e-5, None),
+    "eps_small": ((16, 64), "float32", 1e-6, None),
+    "eps_large": ((16, 64), "float32", 1e-2, None),
+    "eps_one": ((16, 64), "float32", 1.0, None),
+    "zero_rows": ((12, 64), "float32", 1e-5, None),
+}
+ROBUST_PARTS = {
+    "4.1": ("fp16", "bf16", "bf16_3d"),
+    "4.2": ("3d", "4d", "bf16_3d"),
+    "4.3": ("row_stride", "col_stride"),
+    "4.4": ("n1000", "n1", "big_n", "big_n_bf16"),
+    "4.5": ("eps_small", "eps_large", "eps_one", "zero_rows"),
+}
+# The GPU job: large N for 4.4 and a rerun for 4.7, then the timing shape of item 10.
+GPU_ROBUST = {"big_n_gpu": ((64, 32768), "float32", 1e-5, None),
+              "big_n_bf16_gpu": ((64, 65536), "bfloat16", 1e-5, None),
+              "rerun_gpu": ((4096, 1024), "float32", 1e-5, None)}
+SPEED_SHAPE = (16384, 4096)
+SPEED_ROWS = [0, 1, 777, 4095, 8191, 12000, 16382, 16383]
+SPEED_SEED = 2024
 
 
-def make_inputs():
+def _make(shape, dtype, gen, zero_rows=False, view=None):
+    """x, g, dy for one case; a view case gets a wider base tensor."""
+    dtype = getattr(torch, dtype)
+    x = torch.randn(*shape, generator=gen)
+    if zero_rows:
+        x[0] = 0
+        x[5] = 0
+    g = torch.rand(shape[-1] if view is None else len(range(shape[-1])[slice(*view)]), generator=gen) + 0.5
+    dy = torch.randn(*shape, generator=gen)
+    return x.to(dtype), g.to(dtype), dy.to(dtype)
+
+
+def make_inputs(cases):
     gen = torch.Generator().manual_seed(1234)
     out = {}
-    for k, shape in SHAPES.items():
-        out[f"x_{k}"] = torch.randn(*shape, generator=gen)
-        out[f"g_{k}"] = torch.rand(shape[-1], generator=gen) + 0.5
-        out[f"dy_{k}"] = torch.randn(*shape, generator=gen)
+    for k, (shape, dtype, eps, view) in cases.items():
+        out[f"x_{k}"], out[f"g_{k}"], out[f"dy_{k}"] = _make(shape, dtype, gen, k == "zero_rows", view)
     return out
 
 
-def make_tasks():
+def _names(k):
+    return {"x": f"x_{k}", "g": f"g_{k}", "dy": f"dy_{k}"}
+
+
+def sim_jobs():
+    """Two jobs: the forward alone (so a broken backward cannot cost forward points), then autograd."""
+    fwd, ag = {}, {}
+    for k in CORE:
+        t = _names(k)
+        fwd[f"fwd_{k}"] = {"op": "forward", "tensors": {"x": t["x"], "g": t["g"]}, "host_ops": k == "d"}
+        ag[f"ag_{k}"] = {"op": "autograd", "tensors": t, "host_ops": k == "d"}
+    ag["ag_a_again"] = dict(ag["ag_a"])
+    for k, (shape, dtype, eps, view) in ROBUST.items():
+        ag[f"ag_{k}"] = {"op": "autograd", "tensors": _names(k), "eps": eps}
+        if view:
+            ag[f"ag_{k}"]["view"] = {"x": view, "dy": view}
+    return {"forward": fwd, "autograd": ag}
+
+
+def gpu_tasks():
     tasks = {}
-    for k in SHAPES:
-        t = {"x": f"x_{k}", "g": f"g_{k}", "dy": f"dy_{k}"}
-        tasks[f"fwd_{k}"] = {"op": "forward", "tensors": {"x": t["x"], "g": t["g"]}, "host_ops": True}
-        tasks[f"ag_{k}"] = {"op": "autograd", "tensors": t, "host_ops": True}
+    for k, (shape, dtype, eps, view) in GPU_ROBUST.items():
+        tasks[f"ag_{k}"] = {"op": "autograd", "tensors": _names(k), "eps": eps, "device": "cuda"}
+    tasks["ag_rerun_gpu_again"] = dict(tasks["ag_rerun_gpu"])
+    for dtype in ("float32", "bfloat16"):
+        tasks[f"speed_{dtype}"] = {"op": "speed", "shape": SPEED_SHAPE, "dtype": dtype, "seed": SPEED_SEED,
+                                   "rows": SPEED_ROWS}
     return tasks
 
 
+class NotRun:
+    """The outcome of a submission the grader refused to run."""
+
+    def __init__(self, why):
+        self.why, self.tensors, self.info = why, {}, {}
+
+    def task_error(self, name):
+        return self.why
+
+
+def submission_path() -> Path:
+    return Path(os.environ["RMSNORM_SUBMISSION"])
+
+
 @pytest.fixture(scope="session")
-def run():
-    """(inputs, outcome) of the submission on every task, on the simulator."""
-    submission = Path(os.environ["RMSNORM_SUBMISSION"])
-    inputs = make_inputs()
-    limits = sandbox.Limits(timeout_s=float(os.environ.get("RMSNORM_TIMEOUT", 120)))
-    return inputs, runner.run_job(submission, make_tasks(), inputs, limits=limits)
+def scanned():
+    """(missing API, forbidden constructs) of the submission's source."""
+    try:
+        source = submission_path().read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        return [f"rmsnorm.py could not be read: {e.strerror}"], []
+    return scan.scan(source)
+
+
+def _refused(scanned):
+    missing, problems = scanned
+    if problems and "does not parse" in problems[0]:
+        return NotRun(problems[0])
+    if problems:
+        return NotRun("rmsnorm.py was not run because it uses constructs the assignment forbids: "
+                      + "; ".join(problems[:10]) + ". Remove them and resubmit.")
+    return None
+
+
+@pytest.fixture(scope="session")
+def sim(scanned):
+    """(inputs, outcome) of the submission on every simulator task."""
+    inputs = make_inputs({**{k: (s, "float32", 1e-5, None) for k, s in CORE.items()}, **ROBUST})
+    refused = _refused(scanned)
+    if refused:
+        return inputs, refused
+    limits = sandbox.Limits(timeout_s=float(os.environ.get("RMSNORM_TIMEOUT", 180)))
+    return inputs, runner.run_jobs(submission_path(), sim_jobs(), inputs, limits=limits)
+
+
+@pytest.fixture(scope="session")
+def gpu(scanned):
+    """(inputs, outcome) of the submission on the GPU tasks, with real Triton; skips without CUDA."""
+    from autograder.rubric import GPU_NOTE
+    if not torch.cuda.is_available():
+        pytest.skip(GPU_NOTE)
+    inputs = make_inputs(GPU_ROBUST)
+    refused = _refused(scanned)
+    if refused:
+        return inputs, refused
+    limits = sandbox.Limits(timeout_s=float(os.environ.get("RMSNORM_GPU_TIMEOUT", 300)), cpu_s=600,
+                            memory_bytes=None)
+    return inputs, runner.run_job(submission_path(), gpu_tasks(), inputs, limits=limits, backend="triton")

@@ -60,6 +60,11 @@ def reference(x, g, eps=1e-5):
     return x64 * torch.rsqrt(x64.pow(2).mean(dim=-1, keepdim=True) + eps) * g64
 
 
+def eager(x, g, eps=1e-5):
+    """RMSNorm as a PyTorch user writes it (eager mode): the speed baseline."""
+    return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps).to(x.dtype) * g
+
+
 def reference_grads(x, g, dy, eps=1e-5):
     """(y, dx, dg) in float64 by autograd through the reference."""
     x64 = x.detach().double().requires_grad_(True)

@@ -1,0 +1,75 @@
+"""GPU speed (rubric item 10), the trusted side: baselines, references and verdicts.
+
+The submission's kernels are timed in its sandboxed job (worker.run_speed, with
+CUDA event functions captured before the submission is imported). The grader
+times PyTorch eager and a plain device copy itself, in its own process, on the
+same inputs, and decides here. A reported time faster than a copy of the same
+bytes is physically impossible and is rejected as a broken measurement.
+"""
+from __future__ import annotations
+
+import torch
+
+from .worker import speed_inputs, time_cuda
+from rmsnorm_check import eager
+
+PLAUSIBLE = 1.15        # no kernel moves its bytes faster than this multiple of the measured copy
+
+
+def traffic_bytes(kind: str, shape, dtype: str) -> int:
+    """Minimum bytes moved: forward reads x, writes y (2·M·N); backward reads x, dy, writes dx (3·M·N)."""
+    M, N = shape
+    elem = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    return (2 if kind == "fwd" else 5) * M * N * elem
+
+
+def baseline_times(shape, dtype: str, seed: int) -> dict:
+    """Milliseconds of PyTorch eager (forward, forward+backward) and of a copy of x."""
+    x, g, dy = (t.cuda() for t in speed_inputs(shape, dtype, seed))
+    xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
+    y = torch.empty_like(x)
+    out = {"fwd": time_cuda(lambda: eager(x, g)),
+           "fwdbwd": time_cuda(lambda: torch.autograd.grad(eager(xg, gg), (xg, gg), dy)),
+           "copy": time_cuda(lambda: y.copy_(x))}
+    del x, g, dy, xg, gg, y
+    torch.cuda.empty_cache()
+    return out
+
+
+def reference_at_rows(shape, dtype: str, seed: int, rows) -> tuple:
+    """(x rows, float64 reference of y and dx at those rows and of the full dg) for the timing inputs."""
+    x, g, dy = (t.cuda() for t in speed_inputs(shape, dtype, seed))
+    x64, g64, dy64 = x.double(), g.double(), dy.double()
+    r = torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-5)
+    xhat = x64 * r
+    dg = (dy64 * xhat).sum(0)
+    idx = torch.tensor(rows, device="cuda")
+    xr, rr, dyr = x64[idx], r[idx], dy64[idx]
+    xhat_r = xr * rr
+    dyg = dyr * g64
+    dx = rr * (dyg - xhat_r * (dyg * xhat_r).mean(-1, keepdim=True))
+    ref = {"y": (xhat_r * g64).cpu(), "dx": dx.cpu(), "dg": dg.cpu()}
+    xs = x[idx].cpu()
+    del x, g, dy, x64, g64, dy64, r, xhat
+    torch.cuda.empty_cache()
+    return xs, ref
+
+
+def verdict(kind: str, dtype: str, shape, ms: float, base: dict, needed: float) -> tuple[bool, str]:
+    """(passed, message) for one timing against eager, with GB/s and the percentage of copy bandwidth."""
+    what = {"fwd": "forward", "fwdbwd": "forward+backward"}[kind]
+    name = {"float32": "fp32", "bfloat16": "bf16"}[dtype]
+    nbytes = traffic_bytes(kind, shape, dtype)
+    copy_gbs = 2 * shape[0] * shape[1] * torch.empty((), dtype=getattr(torch, dtype)).element_size() \
+        / base["copy"] / 1e6
+    if not ms or ms <= 0:
+        return False, f"{what} {name}: no valid time was measured"
+    gbs = nbytes / ms / 1e6
+    speedup = base[kind] / ms
+    msg = (f"{what} {name} at {shape[0]}x{shape[1]}: {ms:.3f} ms, {gbs:.0f} GB/s = {100 * gbs / copy_gbs:.0f}% "
+           f"of copy bandwidth ({copy_gbs:.0f} GB/s); {speedup:.2f}x PyTorch eager ({base[kind]:.3f} ms), "
+           f"{needed:.2f}x needed")
+    if gbs > PLAUSIBLE * copy_gbs:
+        return False, f"{what} {name}: the measured time ({ms:.4f} ms) is faster than copying the data; " \
+                      f"the measurement was tampered with or broken"
+    return speedup >= needed, msg

@@ -1,0 +1,179 @@
+"""Calibration: the hidden autograder on a corpus of buggy and hostile submissions.
+
+Each case is tests/corpus/simple.py (a plain, correct, lecture-style submission) with one
+change, or a hostile addition. Each gets the parts it must fail, with words its feedback
+must contain, and the parts it must still pass; attacks must leave the grade untouched.
+"""
+import concurrent.futures
+import json
+import os
+import time
+
+import pytest
+
+from autograder import grade
+from conftest import ROOT
+
+CORPUS = ROOT / "tests" / "corpus"
+SIMPLE = (CORPUS / "simple.py").read_text()
+ALL_CPU = ["1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "5", "6", "7", "8"]
+BACKWARD = ["2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "6", "7", "8", "9"]
+
+
+def mutate(*edits, count=1):
+    """simple.py with each (old, new) replaced; an edit that no longer applies fails loudly."""
+    src = SIMPLE
+    for old, new in edits:
+        assert old in src, f"corpus edit no longer applies: {old!r}"
+        src = src.replace(old, new, count)
+    return src
+
+
+def prepend(code):
+    return code + "\n" + SIMPLE
+
+
+FWD_X_LOAD = "x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)"
+FWD_STORE_Y = "    tl.store(y_ptr + row * y_stride + cols, x * r * g, mask=mask)"
+DX = "dx = dy * g * r - x * (r * r * r) * dot / N"
+DG_STORE = "tl.store(dg_ptr + row * N + cols, dy * x * r, mask=mask)"
+HOST_FORWARD = '''def rmsnorm_forward(x, g, eps=1e-5):
+    r = torch.rsqrt(x.float().pow(2).mean(-1) + eps)
+    return (x * r[..., None] * g).to(x.dtype), r.reshape(-1)
+
+
+def _unused_forward(x, g, eps=1e-5):'''
+LOOP_FOREVER = '''def rmsnorm_backward(dy, x, g, r):
+    while True:
+        try:
+            while True:
+                pass
+        except BaseException:
+            pass
+
+
+def _unused_backward(dy, x, g, r):'''
+HOST_DX = '''    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)'''
+HOST_DX_NEW = '''    xf, dyf = x2.float(), dy2.float() * g.float()
+    dot = (dyf * xf).sum(-1, keepdim=True)
+    dx = dyf * r[:, None] - xf * (r[:, None] ** 3) * dot / N
+    return dx.to(x.dtype).view(x.shape), dg_partial.sum(0).to(g.dtype)'''
+
+
+# name: (source, {part: words its feedback must contain}, parts that must pass, extra checks)
+CASES = {
+    "simple": (SIMPLE, {"9": "partial dg buffer"}, ALL_CPU),
+    "solution": ((ROOT / "solution" / "rmsnorm.py").read_text(), {}, ALL_CPU + ["9"]),
+    "missing_mask": (mutate((FWD_X_LOAD, "x = tl.load(x_ptr + row * x_stride + cols).to(tl.float32)")),
+                     {"1": "out-of-bounds load in rmsnorm_fwd_kernel"}, []),
+    "wrong_dx": (mutate((DX, "dx = dy * g * r")), {"2": "dx differs for x of shape (37, 100) fp32"},
+                 ["1", "3", "5", "6", "7", "8"]),
+    "wrong_dg": (mutate((DG_STORE, "tl.store(dg_ptr + row * N + cols, dy * x, mask=mask)")),
+                 {"3": "dg differs"}, ["1", "2", "5", "6", "7", "8"]),
+    "ignored_eps": (mutate(("/ N + eps)", "/ N + 1e-5)")), {"4.5": "y differs"}, ["1", "2", "3", "5"]),
+    "torch_forward": (mutate(("def rmsnorm_forward(x, g, eps=1e-5):", HOST_FORWARD)),
+                      {"5": "your forward launched no kernel", "7": "launched no kernel"}, ["1", "2", "3"]),
+    "x_loaded_twice": (mutate((FWD_STORE_Y, "    " + FWD_X_LOAD + "\n" + FWD_STORE_Y)),
+                       {"5": "your forward loaded x 2.0 times per element"}, ["1", "2", "3", "6"]),
+    "racy_dg": (mutate((DG_STORE, "tl.store(dg_ptr + cols, tl.load(dg_ptr + cols, mask=mask) + dy * x * r, "
+                                  "mask=mask)"),
+                       ("dg_partial = torch.empty((M, N)", "dg_partial = torch.zeros((1, N)")),
+                {"8": "data race"}, ["1", "5"]),
+    "ignored_strides": (mutate(("row * x_stride", "row * N"), ("row * dy_stride", "row * N"), count=2),
+                        {"4.3": "differs"}, ["1", "2", "3", "5", "6"]),
+    "dx_on_host": (mutate((HOST_DX, HOST_DX_NEW)), {"7": "host-side torch op"}, ["1", "2", "3", "5"]),
+    "dy_written_in_place": (mutate(("dx = torch.empty((M, N), dtype=x.dtype, device=x.device)",
+                                    "dx = dy2 if dy2.is_contiguous() else torch.empty_like(dy2)")),
+                            {"4.6": "modified dy"}, ["1", "5"]),
+    "syntax_error": (SIMPLE + "\ndef broken(:\n", {p: "SyntaxError" for p in ALL_CPU}, []),
+    "import_error": (prepend("import not_a_module"), {p: "ModuleNotFoundError" for p in ("1", "2", "5")}, []),
+    "loop_forever_in_backward": (mutate(("def rmsnorm_backward(dy, x, g, r):", LOOP_FOREVER)),
+                                 {p: "timed out after 20 s" for p in BACKWARD}, ["1", "5"]),
+    "sigalrm_ignored": (prepend("import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)"),
+                        {p: "importing signal is not allowed" for p in ALL_CPU}, []),
+    "os_exit_at_import": (prepend("import os\nos._exit(0)"), {"1": "os._exit is not allowed"}, []),
+    "os_exit_hidden_at_import": (prepend("import os\ngetattr(os, '_ex' + 'it')(0)"),
+                                 {p: "crashed" for p in ALL_CPU}, []),
+    "monkeypatch_comparisons": (mutate((DX, "dx = dy * g * r")).replace(
+        "import torch\n", "import torch\ntorch.allclose = lambda *a, **k: True\n"
+                          "torch.testing.assert_close = lambda *a, **k: None\n", 1),
+        {"1": "changing torch.allclose patches a library"}, []),
+    "monkeypatch_comparisons_hidden": (mutate((DX, "dx = dy * g * r")).replace(
+        "import torch\n", "import torch\nvars(torch)['allclose'] = lambda *a, **k: True\n"
+                          "vars(torch.testing)['assert_close'] = lambda *a, **k: None\n", 1),
+        {"2": "dx differs"}, ["1", "3"]),
+    "flood_20mb_of_output": (prepend("import sys\nfor _ in range(20 * 1024):\n    print('x' * 1023)"),
+                             {}, ALL_CPU),
+    "reads_hidden_tests": (mutate(("def rmsnorm_forward(x, g, eps=1e-5):\n",
+                                   "def rmsnorm_forward(x, g, eps=1e-5):\n"
+                                   "    _o = __builtins__['open'] if isinstance(__builtins__, dict) "
+                                   "else __builtins__.open\n"
+                                   f"    raise RuntimeError(_o({str(ROOT / 'autograder/hidden/test_rubric.py')!r})"
+                                   ".read())\n")),
+                           {"1": "withheld"}, []),
+}
+
+# Attacks on results.json: the final file must be the grader's, whatever the submission wrote.
+WRITE = ("_o = __builtins__['open'] if isinstance(__builtins__, dict) else __builtins__.open\n"
+         "def _forge():\n"
+         "    with _o(RESULTS, 'w') as f:\n"
+         "        f.write('{\"score\": 1000, \"tests\": [], \"output\": \"FORGED\"}')\n")
+RESULT_ATTACKS = {
+    "results_written_directly": "_forge()\n",
+    "results_written_at_exit": "import atexit\natexit.register(_forge)\n",
+    "results_written_by_daemon": ("import os, time\n"
+                                  "if getattr(os, 'fo' + 'rk')() == 0:\n"
+                                  "    getattr(os, 'set' + 'sid')()\n"
+                                  "    time.sleep(4)\n"
+                                  "    _forge()\n"
+                                  "    getattr(os, '_ex' + 'it')(0)\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Grade every case, two at a time (each grading is a pytest process plus sandboxed jobs)."""
+    d = tmp_path_factory.mktemp("corpus")
+    jobs = {}
+    for name, (source, *_rest) in CASES.items():
+        jobs[name] = (source, d / f"{name}.json")
+    for name, attack in RESULT_ATTACKS.items():
+        results = d / f"{name}.json"
+        jobs[name] = (f"RESULTS = {str(results)!r}\n" + WRITE + attack + SIMPLE, results)
+    env = dict(os.environ, RMSNORM_TIMEOUT="20")
+
+    def run(item):
+        name, (source, results) = item
+        sub = d / name / "rmsnorm.py"
+        sub.parent.mkdir()
+        sub.write_text(source)
+        return name, grade.grade(sub, results, env=env)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        out = dict(pool.map(run, jobs.items()))
+    time.sleep(5)                               # a surviving daemon would have forged the file by now
+    return out, {name: results for name, (_, results) in jobs.items()}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_corpus_case_gets_its_expected_grade_and_feedback(graded, name):
+    res = graded[0][name]
+    by_part = {t["number"]: t for t in res["tests"]}
+    _, must_fail, must_pass = CASES[name]
+    for part, words in must_fail.items():
+        t = by_part[part]
+        assert t["status"] == "failed" and t["score"] == 0, (part, t)
+        assert words in t["output"], (part, t["output"])
+    for part in must_pass:
+        assert by_part[part]["status"] == "passed", (part, by_part[part]["output"])
+    for t in res["tests"]:
+        assert len(t["output"]) <= 4000 and "def test_" not in t["output"] and "Traceback" not in t["output"]
+
+
+@pytest.mark.parametrize("name", list(RESULT_ATTACKS))
+def test_results_json_forged_by_the_submission_is_replaced_by_the_graders(graded, name):
+    results, paths = graded
+    on_disk = json.loads(paths[name].read_text())
+    assert "FORGED" not in json.dumps(on_disk) and on_disk.get("score") != 1000
+    assert on_disk == results[name]
+    assert sum(t["score"] for t in on_disk["tests"]) == 90, on_disk      # the plain submission's real grade

@@ -8,7 +8,7 @@ IMPL     ?= starter
 SHAPES   ?=
 impl_path = $(if $(filter starter solution,$(1)),$(1)/rmsnorm.py,$(1))
 
-.PHONY: help setup check test bench bench-sim grade starter student clean
+.PHONY: help setup check test bench bench-sim grade grade-all autograder starter student clean
 
 help:
 	@echo "make grade        grade the reference solution (sets up .venv/ first)"
@@ -16,6 +16,9 @@ help:
 	@echo "make test         public tests against starter/ (IMPL=solution or IMPL=path/to/rmsnorm.py)"
 	@echo "make bench        time the implementation against PyTorch"
 	@echo "make bench-sim    mini_triton against Triton's interpreter, side by side"
+	@echo "make grade SUBMISSION=path [RESULTS=path]   grade one submission (file or folder)"
+	@echo "make grade-all EXPORT=dir [JOBS=N] [OUT=csv] regrade a Gradescope export into a CSV"
+	@echo "make autograder   build dist/autograder.zip, the Gradescope autograder"
 	@echo "make student      build dist/rmsnorm-student.zip, the student bundle"
 	@echo "make starter      regenerate starter/rmsnorm.py from solution/rmsnorm.py"
 	@echo "make clean        remove build outputs"
@@ -41,6 +44,17 @@ RESULTS    ?= build/results.json
 
 grade: setup
 	$(PY) -m autograder.grade $(call impl_path,$(SUBMISSION)) $(RESULTS)
+
+EXPORT ?=
+JOBS   ?= 1
+OUT    ?= $(EXPORT)/regrade.csv
+
+grade-all: setup
+	@test -n "$(EXPORT)" || { echo "usage: make grade-all EXPORT=path/to/unzipped/export [JOBS=N] [OUT=grades.csv]"; exit 2; }
+	$(PY) -m autograder.grade_all $(EXPORT) --jobs $(JOBS) --out $(OUT)
+
+autograder: setup
+	$(PY) -m autograder.package
 
 starter:
 	$(PYTHON) starter/generate.py

@@ -91,8 +91,9 @@ def test_job_runs_the_solution_and_returns_plain_tensors():
     x, g = inputs()["x"], inputs()["g"]
     ref = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * g
     torch.testing.assert_close(out.tensors["fwd.y"], ref)
-    launches = out.info["fwd"]["launches"]
+    launches = out.info["fwd"]["fwd"]["launches"]
     assert launches and launches[0]["args"]["x_ptr"]["loaded"] == 37 * 100
+    assert launches[0]["args"]["x_ptr"]["role"] == "x" and launches[0]["args"]["y_ptr"]["role"] == "y"
 
 
 @pytest.mark.parametrize("code,expect", [

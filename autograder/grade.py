@@ -18,8 +18,11 @@ FALLBACK = {"score": 0, "execution_time": 0, "stdout_visibility": "hidden", "tes
             "output": "The autograder did not finish; please contact the course staff."}
 
 
-def grade(submission: Path, results: Path, env: dict | None = None) -> dict:
-    """Run the hidden tests on ``submission`` (a file, or a folder holding rmsnorm.py); return results.json."""
+def grade(submission: Path, results: Path, env: dict | None = None, select: str | None = None) -> dict:
+    """Run the hidden tests on ``submission`` (a file, or a folder holding rmsnorm.py); return results.json.
+
+    ``select``: a pytest ``-k`` expression, to run some tests only (calibrate.py times item 10 alone).
+    """
     submission = Path(submission)
     if submission.is_dir():
         submission = submission / "rmsnorm.py"
@@ -27,7 +30,7 @@ def grade(submission: Path, results: Path, env: dict | None = None) -> dict:
     env = dict(os.environ if env is None else env, RMSNORM_SUBMISSION=str(submission.resolve()),
                RMSNORM_RESULTS=str(Path(results).resolve()))
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "autograder.plugin", "-p", "no:cacheprovider",
-                    str(HERE / "hidden")], env=env, cwd=HERE.parent, stdout=subprocess.DEVNULL,
+                    str(HERE / "hidden"), *(["-k", select] if select else [])], env=env, cwd=HERE.parent, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, check=False)
     return json.loads(Path(results).read_text())
 

@@ -78,7 +78,7 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: sandbox.Limi
                "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
         if backend == "mini_triton":
             env["MINI_TRITON"] = "1"
-        for k in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH"):
+        for k in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_CACHE_DIR"):
             if k in os.environ:
                 env[k] = os.environ[k]
         worker = Path(runtime_root) / "autograder" / "worker.py"

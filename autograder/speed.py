@@ -36,14 +36,14 @@ def baseline_times(shape, dtype: str, seed: int) -> dict:
     return out
 
 
-def reference_at_rows(shape, dtype: str, seed: int, rows) -> tuple:
+def reference_at_rows(shape, dtype: str, seed: int, rows, device: str = "cuda") -> tuple:
     """(x rows, float64 reference of y and dx at those rows and of the full dg) for the timing inputs."""
-    x, g, dy = (t.cuda() for t in speed_inputs(shape, dtype, seed))
+    x, g, dy = (t.to(device) for t in speed_inputs(shape, dtype, seed))
     x64, g64, dy64 = x.double(), g.double(), dy.double()
     r = torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-5)
     xhat = x64 * r
     dg = (dy64 * xhat).sum(0)
-    idx = torch.tensor(rows, device="cuda")
+    idx = torch.tensor(rows, device=device)
     xr, rr, dyr = x64[idx], r[idx], dy64[idx]
     xhat_r = xr * rr
     dyg = dyr * g64
@@ -51,7 +51,8 @@ def reference_at_rows(shape, dtype: str, seed: int, rows) -> tuple:
     ref = {"y": (xhat_r * g64).cpu(), "dx": dx.cpu(), "dg": dg.cpu()}
     xs = x[idx].cpu()
     del x, g, dy, x64, g64, dy64, r, xhat
-    torch.cuda.empty_cache()
+    if device == "cuda":
+        torch.cuda.empty_cache()
     return xs, ref
 
 

@@ -64,6 +64,12 @@ HOST_DX_NEW = '''    xf, dyf = x2.float(), dy2.float() * g.float()
 CASES = {
     "simple": (SIMPLE, {"9": "partial dg buffer"}, ALL_CPU),
     "solution": ((ROOT / "solution" / "rmsnorm.py").read_text(), {}, ALL_CPU + ["9"]),
+    "unfused_forward": ((CORPUS / "unfused_forward.py").read_text(),
+                        {"5": "stored 0.0 values per element of y", "7": "host-side torch op"},
+                        ["1", "2", "3", "6", "8"]),
+    "small_blocks": ((CORPUS / "small_blocks.py").read_text(),
+                     {"5": "loaded x 2.0 times per element", "6": "loaded x 2.0 times per element"},
+                     ["1", "2", "3", "4.4", "7", "8"]),
     "missing_mask": (mutate((FWD_X_LOAD, "x = tl.load(x_ptr + row * x_stride + cols).to(tl.float32)")),
                      {"1": "out-of-bounds load in rmsnorm_fwd_kernel"}, []),
     "wrong_dx": (mutate((DX, "dx = dy * g * r")), {"2": "dx differs for x of shape (37, 100) fp32"},

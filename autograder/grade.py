@@ -29,10 +29,16 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
     write_results(results, FALLBACK)
     env = dict(os.environ if env is None else env, RMSNORM_SUBMISSION=str(submission.resolve()),
                RMSNORM_RESULTS=str(Path(results).resolve()))
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "autograder.plugin", "-p", "no:cacheprovider",
-                    str(HERE / "hidden"), *(["-k", select] if select else [])], env=env, cwd=HERE.parent, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=False)
-    return json.loads(Path(results).read_text())
+    log = Path(results).with_suffix(".log")           # pytest's own output: for the staff, never for students
+    with open(log, "wb") as out:
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "autograder.plugin", "-p", "no:cacheprovider",
+                        str(HERE / "hidden"), *(["-k", select] if select else [])], env=env, cwd=HERE.parent,
+                       stdout=out, stderr=subprocess.STDOUT, check=False)
+    res = json.loads(Path(results).read_text())
+    if not res.get("tests"):
+        tail = log.read_text(errors="replace").strip().splitlines()[-15:]
+        print(f"grading did not complete; pytest said ({log}):\n  " + "\n  ".join(tail), file=sys.stderr)
+    return res
 
 
 def scores_by_item(res: dict) -> dict:

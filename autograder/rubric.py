@@ -69,7 +69,7 @@ ITEMS = (
 )
 
 # Item 10: the speedup over PyTorch eager each timing needs (calibrated on an H200: docs/perf.md).
-SPEEDUP_NEEDED = {"fwd": 2.5, "fwdbwd": 2.0}
+SPEEDUP_NEEDED = {"fwd": 2.5, "fwdbwd": 1.8}
 
 BY_NUMBER = {i.number: i for i in ITEMS}
 PARTS = {p.number: p for i in ITEMS for p in i.graded()}

@@ -75,7 +75,7 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: sandbox.Limi
         torch.save({k: v.contiguous() for k, v in inputs.items()}, job / "inputs.pt")
         os.chmod(job, 0o777)                         # the unprivileged child writes its outputs here
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "PYTHONHASHSEED": "0",
-               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"), "OPENBLAS_NUM_THREADS": "1"}
         if backend == "mini_triton":
             env["MINI_TRITON"] = "1"
         for k in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_CACHE_DIR"):

@@ -155,23 +155,37 @@ def capture_cuda():
                  sync=torch.cuda.synchronize, empty=torch.empty)
 
 
-def time_cuda(fn, reps=40, warmup=5):
-    """Median milliseconds of ``fn`` on the GPU, the L2 cache flushed before each run (as do_bench does)."""
+def time_cuda(fn, warmup_ms=100.0, rep_ms=200.0, min_reps=25):
+    """Median milliseconds of ``fn`` on the GPU, as triton.testing.do_bench measures it.
+
+    A time-based warm-up first (clocks ramp up, caches and allocators settle: a fixed
+    handful of calls left one grading in ten 2x slow), then at least ``min_reps``
+    timed calls, the L2 cache flushed before each.
+    """
     if not _CUDA:
         capture_cuda()
+    event, record, elapsed, sync = _CUDA["event"], _CUDA["record"], _CUDA["elapsed"], _CUDA["sync"]
     flush = _CUDA["empty"](256 * 1024 * 1024, dtype=__import__("torch").int8, device="cuda")
-    for _ in range(warmup):
+    fn()
+    sync()
+    start, end = event(enable_timing=True), event(enable_timing=True)
+    record(start)
+    for _ in range(5):
         fn()
-    _CUDA["sync"]()
+    record(end)
+    sync()
+    estimate = max(elapsed(start, end) / 5, 1e-3)
+    for _ in range(max(1, int(warmup_ms / estimate))):
+        fn()
     times = []
-    for _ in range(reps):
+    for _ in range(max(min_reps, int(rep_ms / estimate))):
         flush.zero_()
-        start, end = _CUDA["event"](enable_timing=True), _CUDA["event"](enable_timing=True)
-        _CUDA["record"](start)
+        start, end = event(enable_timing=True), event(enable_timing=True)
+        record(start)
         fn()
-        _CUDA["record"](end)
-        _CUDA["sync"]()
-        times.append(_CUDA["elapsed"](start, end))
+        record(end)
+        sync()
+        times.append(elapsed(start, end))
     times.sort()
     return times[len(times) // 2]
 

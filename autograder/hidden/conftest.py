@@ -93,11 +93,13 @@ def sim_jobs():
     return {"forward": fwd, "autograd": ag}
 
 
-def gpu_tasks():
+def gpu_tasks(speed_only=False):
+    """The GPU job's tasks; ``speed_only`` (RMSNORM_GPU_TASKS=speed, used by calibrate.py) keeps item 10's."""
     tasks = {}
-    for k, (shape, dtype, eps, view) in GPU_ROBUST.items():
+    for k, (shape, dtype, eps, view) in ({} if speed_only else GPU_ROBUST).items():
         tasks[f"ag_{k}"] = {"op": "autograd", "tensors": _names(k), "eps": eps, "device": "cuda"}
-    tasks["ag_rerun_gpu_again"] = dict(tasks["ag_rerun_gpu"])
+    if not speed_only:
+        tasks["ag_rerun_gpu_again"] = dict(tasks["ag_rerun_gpu"])
     for dtype in ("float32", "bfloat16"):
         tasks[f"speed_{dtype}"] = {"op": "speed", "shape": SPEED_SHAPE, "dtype": dtype, "seed": SPEED_SEED,
                                    "rows": SPEED_ROWS}
@@ -146,6 +148,8 @@ def sim(scanned):
     if refused:
         return inputs, refused
     limits = sandbox.Limits(timeout_s=float(os.environ.get("RMSNORM_TIMEOUT", 180)))
+    if torch.cuda.is_available():          # a CUDA build of torch maps GBs of address space at import
+        limits.memory_bytes = None
     return inputs, runner.run_jobs(submission_path(), sim_jobs(), inputs, limits=limits)
 
 
@@ -155,10 +159,11 @@ def gpu(scanned):
     from autograder.rubric import GPU_NOTE
     if not torch.cuda.is_available():
         pytest.skip(GPU_NOTE)
-    inputs = make_inputs(GPU_ROBUST)
+    speed_only = os.environ.get("RMSNORM_GPU_TASKS") == "speed"
+    inputs = {} if speed_only else make_inputs(GPU_ROBUST)
     refused = _refused(scanned)
     if refused:
         return inputs, refused
     limits = sandbox.Limits(timeout_s=float(os.environ.get("RMSNORM_GPU_TIMEOUT", 300)), cpu_s=600,
-                            memory_bytes=None)
-    return inputs, runner.run_job(submission_path(), gpu_tasks(), inputs, limits=limits, backend="triton")
+                            memory_bytes=None, file_bytes=1024 ** 3)
+    return inputs, runner.run_job(submission_path(), gpu_tasks(speed_only), inputs, limits=limits, backend="triton")

@@ -325,3 +325,9 @@ class TritonRMSNorm(torch.autograd.Function):
 def rmsnorm(x, g, eps=1e-5):
     """RMSNorm of x over its last dimension, scaled by g: differentiable."""
     return TritonRMSNorm.apply(x, g, eps)
+
+
+# ---------------------------------------------------------------------------
+# Part (e): benchmarking. Write your short answer here, as comments (see the handout):
+# your forward's speedup over PyTorch eager at (16384, 4096) and its % of copy bandwidth.
+# ---------------------------------------------------------------------------

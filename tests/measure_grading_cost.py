@@ -1,4 +1,4 @@
-"""Wall time and peak memory of one full grading on this machine (docs/autograder.md records it).
+"""Wall time and peak memory of one full grading on this machine (docs/ta-guide.md records it).
 
     .venv/bin/python tests/measure_grading_cost.py [SUBMISSION]
 

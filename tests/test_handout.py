@@ -1,0 +1,131 @@
+"""The handout (English and Chinese) agrees with the rubric, the tolerances, the tools and itself,
+and every code snippet in it runs."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from autograder import rubric, scan
+from conftest import ROOT
+from rmsnorm_check import TOLERANCES
+
+HANDOUTS = {"en": ROOT / "handout" / "README.md", "zh-CN": ROOT / "handout" / "README.zh-CN.md"}
+TEXT = {k: p.read_text(encoding="utf-8") for k, p in HANDOUTS.items()}
+
+
+def sections(text):
+    return re.findall(r"^## (\d+)\. ", text, flags=re.M)
+
+
+def section(text, number):
+    """The text of section ``number`` (from its heading to the next one)."""
+    m = re.search(rf"^## {number}\. .*?(?=^## \d+\. |\Z)", text, flags=re.M | re.S)
+    assert m, f"no section {number}"
+    return m.group(0)
+
+
+def table_rows(text):
+    return [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in text.splitlines()
+            if ln.startswith("|") and not re.match(r"^\|[-| ]+\|$", ln.strip())]
+
+
+def code_blocks(text, lang):
+    return re.findall(rf"^```{lang}\n(.*?)^```", text, flags=re.M | re.S)
+
+
+def test_both_handouts_have_the_same_numbered_sections():
+    en, zh = sections(TEXT["en"]), sections(TEXT["zh-CN"])
+    assert en == zh == [str(i) for i in range(1, 11)]
+
+
+@pytest.mark.parametrize("lang", HANDOUTS)
+def test_points_table_matches_the_rubric(lang):
+    grading = section(TEXT[lang], 8)
+    rows = [r for r in table_rows(grading) if r[0].isdigit()]
+    table = {r[0]: float(r[-1]) for r in rows if len(r) == 3}
+    assert table == {i.number: i.points for i in rubric.ITEMS}
+    if lang == "en":
+        for r in rows:
+            item = rubric.BY_NUMBER[r[0]]
+            assert item.name.lower() in r[1].lower(), (item.name, r[1])
+            assert ("extra credit" in r[1].lower()) == item.extra_credit
+    total = rubric.total()
+    extra = rubric.total(include_extra_credit=True) - total
+    assert f"{total:g}" in grading and f"{extra:g}" in grading
+    gpu_free = rubric.total(gpu=False)
+    assert f"{gpu_free:g}" in grading            # what Gradescope's CPU run is out of
+
+
+@pytest.mark.parametrize("lang", HANDOUTS)
+def test_tolerance_table_matches_the_graders(lang):
+    rows = {r[0]: (float(r[1]), float(r[2])) for r in table_rows(section(TEXT[lang], 8))
+            if r[0] in ("fp32", "fp16", "bf16")}
+    import torch
+    names = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    assert rows == {k: TOLERANCES[v] for k, v in names.items()}
+
+
+@pytest.mark.parametrize("lang", HANDOUTS)
+def test_every_python_snippet_runs(lang, tmp_path):
+    blocks = code_blocks(TEXT[lang], "python")
+    assert len(blocks) >= 3
+    for i, code in enumerate(blocks):
+        compile(code, f"{lang} snippet {i}", "exec")
+        script = tmp_path / f"snippet_{i}.py"
+        script.write_text("import torch\n" + code)
+        env = dict(os.environ, MINI_TRITON="1", PYTHONPATH=str(ROOT))
+        p = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 0, f"{lang} snippet {i} failed:\n{code}\n{p.stderr[-2000:]}"
+
+
+@pytest.mark.parametrize("lang", HANDOUTS)
+def test_commands_exist_in_the_student_makefile(lang):
+    makefile = (ROOT / "starter" / "Makefile.student").read_text()
+    targets = set(re.findall(r"^([a-z-]+):", makefile, flags=re.M))
+    commands = [ln.split("#")[0].split() for block in code_blocks(TEXT[lang], "bash") for ln in block.splitlines()]
+    used = {c[1] for c in commands if c and c[0] == "make"}
+    assert used == {"test", "bench", "submit"} and used <= targets
+
+
+@pytest.mark.parametrize("lang", HANDOUTS)
+def test_quoted_error_messages_are_the_real_ones(lang):
+    """Each error the handout explains is worded as the simulator or the grader words it."""
+    sources = "".join(p.read_text() for p in [*(ROOT / "mini_triton").rglob("*.py"),
+                                               *(ROOT / "autograder").rglob("*.py"),
+                                               ROOT / "starter" / "tests" / "rmsnorm_check.py"])
+    errors = section(TEXT[lang], 9)
+    for phrase in ("out-of-bounds {op} in", "are {where} of", "data race in", "both write",
+                   "your forward loaded x", "a fused kernel reads it once", "a host-side torch op (",
+                   "timed out after", "differs for {describe(x)}: max abs error"):
+        assert phrase in sources, phrase
+    for shown in ("out-of-bounds load in", "past the end of x_ptr", "data race in", "both write",
+                  "your forward loaded x 2.0 times per element", "a host-side torch op (mul) read x",
+                  "timed out after 180 s", "max abs error"):
+        assert shown in errors, shown
+    assert "180" in (ROOT / "autograder" / "hidden" / "conftest.py").read_text()
+
+
+@pytest.mark.parametrize("lang", HANDOUTS)
+def test_integrity_section_names_only_what_the_scan_forbids(lang):
+    integrity = section(TEXT[lang], 10)
+    named = re.findall(r"`([a-z_]+)`", integrity)
+    modules = [n for n in named if n in scan.FORBIDDEN_MODULES or n in ("os",)]
+    assert len(modules) >= 8
+    for n in ("subprocess", "socket", "ctypes", "importlib", "signal", "threading", "multiprocessing", "pickle",
+              "inspect", "gc"):
+        assert n in scan.FORBIDDEN_MODULES and f"`{n}`" in integrity
+    for call in ("open", "exec", "eval", "compile", "__import__"):
+        assert f"`{call}`" in integrity
+        assert scan.scan(f"{call}('x')\n")[1], call
+    assert scan.scan("import torch\ntorch.allclose = 1\n")[1]
+
+
+def test_student_bundle_ships_both_handouts(tmp_path):
+    sys.path.insert(0, str(ROOT / "starter"))
+    import build_bundle
+    import zipfile
+    names = zipfile.ZipFile(build_bundle.build(tmp_path / "b.zip")).namelist()
+    assert "rmsnorm-student/handout/README.md" in names and "rmsnorm-student/handout/README.zh-CN.md" in names

@@ -37,7 +37,7 @@ test: setup
 	RMSNORM_IMPL=$(call impl_path,$(IMPL)) $(PY) -m pytest -q starter/tests
 
 bench: setup
-	RMSNORM_IMPL=$(call impl_path,$(IMPL)) $(PY) starter/bench.py
+	RMSNORM_IMPL=$(call impl_path,$(IMPL)) BENCH_OUT=build $(PY) starter/bench.py
 
 SUBMISSION ?= solution
 RESULTS    ?= build/results.json

@@ -1,10 +1,22 @@
-"""Time your RMSNorm against PyTorch eager: `make bench`.
+"""Benchmark your RMSNorm: `make bench` (or `python bench.py [--shapes 4096x4096 ...] [--out DIR]`).
 
-On a GPU (real Triton) it prints forward and forward+backward times, GB/s and the
-speedup over eager. On the CPU simulator the times say nothing about a GPU, so it
-prints the memory traffic instead: what your kernels moved against the minimum.
+On a GPU (real Triton): for each dtype and shape, forward and backward milliseconds, GB/s and
+the percentage of the GPU's copy bandwidth, for your kernels and for PyTorch eager,
+torch.compile, torch.nn.functional.rms_norm and Liger-Kernel (when installed). Each shape runs
+in a fresh process (allocator state from earlier shapes skews later ones). A plot of GB/s
+against N goes to build/bench_gpu.png.
+
+On the CPU simulator, times say nothing about a GPU, so it shows what does carry over: the
+bytes your kernels move against the minimum a fused kernel needs, as a table and a plot
+(build/bench_sim.png).
+
+Traffic counted: forward reads x and writes y (2·M·N elements); backward reads x and dy and
+writes dx (3·M·N). The copy bandwidth is measured in the same process: 2·M·N elements / time.
 """
+import argparse
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,68 +26,201 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "tests"))
 from rmsnorm_check import eager, load_impl  # noqa: E402
 
-GPU_SHAPES = [(4096, 1024), (16384, 4096), (8192, 8192)]
-SIM_SHAPES = [(256, 1024), (37, 100), (64, 4096)]
+# Shapes with M·N = 2^26 (256 MB per fp32 tensor) over the N a transformer uses, and one small shape.
+GPU_SHAPES = [(131072, 512), (65536, 1024), (16384, 4096), (8192, 8192), (4096, 16384), (2048, 4096)]
+SIM_SHAPES = [(256, 128), (128, 512), (64, 1024), (32, 4096), (16, 8192), (4, 16384)]
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
-def gpu_table(impl):
+def providers(impl):
+    """name -> (forward(x, g), differentiable forward(x, g)) for every implementation available."""
+    import torch.nn.functional as F
+    out = {"yours": (lambda x, g: impl.rmsnorm_forward(x, g)[0], impl.rmsnorm),
+           "eager": (eager, eager),
+           "torch.compile": (None, torch.compile(eager, dynamic=False)),
+           "F.rms_norm": (lambda x, g: F.rms_norm(x, (x.shape[-1],), g, 1e-5),
+                          lambda x, g: F.rms_norm(x, (x.shape[-1],), g, 1e-5))}
+    try:
+        from liger_kernel.transformers.rms_norm import LigerRMSNormFunction
+        liger = lambda x, g: LigerRMSNormFunction.apply(x, g, 1e-5, 0.0, "llama")  # noqa: E731
+        out["Liger"] = (liger, liger)
+    except ImportError:
+        pass
+    return out
+
+
+def measure_one(impl_path, dtype_name, M, N):
+    """Times of every provider at one shape and dtype (run in its own process): a dict for JSON."""
     import triton
-    print(f"{'dtype':>6} {'shape':>12} {'fwd ms':>8} {'GB/s':>7} {'eager':>8} {'x':>6} "
-          f"{'fwd+bwd ms':>11} {'eager':>8} {'x':>6}")
-    for dtype in (torch.float32, torch.bfloat16):
-        for M, N in GPU_SHAPES:
-            x = torch.randn(M, N, device="cuda", dtype=dtype, requires_grad=True)
-            g = torch.randn(N, device="cuda", dtype=dtype, requires_grad=True)
-            dy = torch.randn_like(x)
-            f = triton.testing.do_bench(lambda: impl.rmsnorm_forward(x, g), return_mode="median")
-            fe = triton.testing.do_bench(lambda: eager(x, g), return_mode="median")
-            b = triton.testing.do_bench(lambda: impl.rmsnorm(x, g).backward(dy), return_mode="median",
-                                        grad_to_none=[x, g])
-            be = triton.testing.do_bench(lambda: eager(x, g).backward(dy), return_mode="median",
-                                         grad_to_none=[x, g])
-            gbs = 2 * M * N * x.element_size() / f / 1e6
-            print(f"{str(dtype)[6:]:>6} {f'{M}x{N}':>12} {f:>8.3f} {gbs:>7.0f} {fe:>8.3f} {fe / f:>5.1f}x "
-                  f"{b:>11.3f} {be:>8.3f} {be / b:>5.1f}x")
+    impl = load_impl(impl_path)
+    bench = lambda f: triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median")  # noqa: E731
+    dtype = DTYPES[dtype_name]
+    x = torch.randn(M, N, device="cuda", dtype=dtype)
+    g = torch.rand(N, device="cuda", dtype=dtype) + 0.5
+    dy = torch.randn_like(x)
+    xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
+    y = torch.empty_like(x)
+    res = {"copy": bench(lambda: y.copy_(x)), "providers": {}}
+    for name, (fwd, diff) in providers(impl).items():
+        try:
+            f = bench(lambda: diff(x, g)) if fwd is None else bench(lambda: fwd(x, g))
+            fb = bench(lambda: torch.autograd.grad(diff(xg, gg), (xg, gg), dy))    # a fresh graph per call
+            res["providers"][name] = {"fwd": f, "bwd": max(fb - f, 1e-6), "fwdbwd": fb}
+        except Exception as e:                                   # noqa: BLE001 -- report, keep going
+            res["providers"][name] = {"error": f"{type(e).__name__}: {str(e)[:120]}"}
+    return res
 
 
-def sim_table(impl):
+def gpu_report(impl_path, shapes, out_dir):
+    rows = []
+    for dtype_name in DTYPES:
+        for M, N in shapes:
+            p = subprocess.run([sys.executable, __file__, "--one", dtype_name, str(M), str(N), "--impl",
+                                str(impl_path)], capture_output=True, text=True)
+            if p.returncode:
+                print(f"{dtype_name} {M}x{N}: failed\n{p.stderr[-1500:]}")
+                continue
+            rows.append((dtype_name, M, N, json.loads(p.stdout.strip().splitlines()[-1])))
+    for dtype_name in DTYPES:
+        elem = torch.empty((), dtype=DTYPES[dtype_name]).element_size()
+        print(f"\n{dtype_name}: ms, GB/s and % of copy bandwidth (forward 2·M·N, backward 3·M·N elements)")
+        print(f"{'shape':>12} {'copy GB/s':>9} {'provider':>14} {'fwd ms':>8} {'GB/s':>6} {'%':>4} "
+              f"{'bwd ms':>8} {'GB/s':>6} {'%':>4} {'fwd+bwd':>8}")
+        for d, M, N, r in rows:
+            if d != dtype_name:
+                continue
+            copy = 2 * M * N * elem / r["copy"] / 1e6
+            for name, t in r["providers"].items():
+                if "error" in t:
+                    print(f"{f'{M}x{N}':>12} {copy:>9.0f} {name:>14}  {t['error']}")
+                    continue
+                fg, bg = 2 * M * N * elem / t["fwd"] / 1e6, 3 * M * N * elem / t["bwd"] / 1e6
+                print(f"{f'{M}x{N}':>12} {copy:>9.0f} {name:>14} {t['fwd']:>8.3f} {fg:>6.0f} {100 * fg / copy:>4.0f} "
+                      f"{t['bwd']:>8.3f} {bg:>6.0f} {100 * bg / copy:>4.0f} {t['fwdbwd']:>8.3f}")
+    plot_gpu(rows, out_dir / "bench_gpu.png")
+
+
+def plot_gpu(rows, path):
+    plt = _pyplot()
+    if plt is None or not rows:
+        return
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
+    for i, dtype_name in enumerate(DTYPES):
+        elem = torch.empty((), dtype=DTYPES[dtype_name]).element_size()
+        big = sorted((N, M, r) for d, M, N, r in rows if d == dtype_name and M * N >= 2 ** 24)
+        for j, (kind, factor) in enumerate((("fwd", 2), ("bwd", 3))):
+            ax = axes[i][j]
+            names = sorted({n for _, _, r in big for n in r["providers"]})
+            for name in names:
+                pts = [(N, factor * M * N * elem / r["providers"][name][kind] / 1e6) for N, M, r in big
+                       if kind in r["providers"].get(name, {})]
+                if pts:
+                    ax.plot(*zip(*pts), marker="o", label=name)
+            ax.plot([N for N, _, _ in big], [2 * M * N * elem / r["copy"] / 1e6 for N, M, r in big], "k--",
+                    label="copy")
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"{dtype_name} {'forward' if kind == 'fwd' else 'backward'}")
+            ax.set_ylabel("GB/s")
+            ax.grid(True, alpha=0.3)
+            if i == 1:
+                ax.set_xlabel("N (M·N = 2^26)")
+    axes[0][0].legend(fontsize=8)
+    _save(fig, path)
+
+
+def sim_report(impl_path, shapes, out_dir):
     import mini_triton as triton
-    print("CPU simulator: simulated time against PyTorch eager on the CPU (says nothing about GPU speed)")
-    print(f"{'shape':>10} {'fwd ms':>9} {'eager ms':>9} {'fwd+bwd ms':>11} {'eager ms':>9}")
-    for M, N in SIM_SHAPES:
-        x = torch.randn(M, N, requires_grad=True)
-        g = torch.randn(N, requires_grad=True)
-        dy = torch.randn(M, N)
-        bench = lambda f: triton.testing.do_bench(f, warmup=5, rep=50, return_mode="median")  # noqa: E731
-        f, fe = bench(lambda: impl.rmsnorm_forward(x.detach(), g.detach())), bench(lambda: eager(x, g))
-        b = bench(lambda: impl.rmsnorm(x, g).backward(dy))
-        be = bench(lambda: eager(x, g).backward(dy))
-        print(f"{f'{M}x{N}':>10} {f:>9.2f} {fe:>9.2f} {b:>11.2f} {be:>9.2f}")
-    print()
-    print("Elements moved by your kernels against the minimum a fused kernel needs")
-    print(f"{'shape':>10} {'pass':>9} {'loaded':>12} {'min':>12} {'stored':>12} {'min':>12} {'launches':>9}")
-    for M, N in SIM_SHAPES:
+    impl = load_impl(impl_path, backend="mini_triton")
+    print("CPU simulator: bytes your kernels move through the M·N tensors (x, y, dy, dx) against the")
+    print("minimum of a fused kernel (forward 2·M·N elements, backward 3·M·N), and through the small ones")
+    print("(g, r, the partial dg buffer; on a GPU, g mostly hits in cache)\n")
+    print(f"{'shape':>10} {'pass':>9} {'M·N bytes':>12} {'minimum':>12} {'ratio':>6} {'other bytes':>12} "
+          f"{'launches':>9}")
+    rows = []
+    for M, N in shapes:
         x = torch.randn(M, N, requires_grad=True)
         g = torch.randn(N, requires_grad=True)
         with triton.record() as fwd:
             y = impl.rmsnorm(x, g)
         with triton.record() as bwd:
             y.backward(torch.randn_like(y))
-        for name, rec, lmin, smin in (("forward", fwd, M * N + N, M * N + M),
-                                      ("backward", bwd, 2 * M * N + N + M, M * N + N)):
-            t = rec.totals()
-            print(f"{f'{M}x{N}':>10} {name:>9} {t['loaded']:>12,} {lmin:>12,} {t['stored']:>12,} {smin:>12,} "
-                  f"{t['launches']:>9}")
+        for name, rec, passes in (("forward", fwd, 2), ("backward", bwd, 3)):
+            big = other = 0
+            for L in rec.launches:
+                for a in L.args.values():
+                    moved = a.loaded_bytes + a.stored_bytes
+                    if a.numel == M * N:
+                        big += moved
+                    else:
+                        other += moved
+            minimum = passes * M * N * 4
+            rows.append((name, N, big / minimum))
+            print(f"{f'{M}x{N}':>10} {name:>9} {big:>12,} {minimum:>12,} {big / minimum:>6.2f} {other:>12,} "
+                  f"{len(rec.launches):>9}")
+    plot_sim(rows, out_dir / "bench_sim.png")
 
 
-def main():
-    impl = load_impl(os.environ.get("RMSNORM_IMPL", HERE / "rmsnorm.py"))
-    print(f"implementation: {impl.__file__} (backend: {impl.BACKEND})\n")
-    if impl.BACKEND == "triton":
-        gpu_table(impl)
+def plot_sim(rows, path):
+    plt = _pyplot()
+    if plt is None:
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name in ("forward", "backward"):
+        pts = [(N, ratio) for n, N, ratio in rows if n == name]
+        ax.plot(*zip(*pts), marker="o", label=name)
+    ax.axhline(1.0, color="k", linestyle="--", label="fused minimum")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("N")
+    ax.set_ylabel("M·N bytes moved / fused minimum")
+    ax.set_title("Memory traffic of your kernels (mini_triton)")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    _save(fig, path)
+
+
+def _pyplot():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        return plt
+    except ImportError:
+        print("(matplotlib is not installed: no plot)")
+        return None
+
+
+def _save(fig, path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"\nplot: {path}")
+
+
+def parse_shape(s):
+    m, n = s.lower().split("x")
+    return int(m), int(n)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description="Benchmark an RMSNorm implementation.")
+    ap.add_argument("--impl", default=os.environ.get("RMSNORM_IMPL", str(HERE / "rmsnorm.py")))
+    ap.add_argument("--shapes", nargs="*", type=parse_shape, help="MxN shapes, e.g. 4096x4096")
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("BENCH_OUT", HERE / "build")))
+    ap.add_argument("--one", nargs=3, help=argparse.SUPPRESS)          # dtype M N: one shape, JSON out
+    args = ap.parse_args(argv)
+    if args.one:
+        d, M, N = args.one
+        print(json.dumps(measure_one(args.impl, d, int(M), int(N))))
+        return 0
+    impl = load_impl(args.impl)
+    backend = getattr(impl, "BACKEND", None) or getattr(getattr(impl, "triton", None), "__name__", "mini_triton")
+    print(f"implementation: {impl.__file__} (backend: {backend})\n")
+    if backend == "triton":
+        gpu_report(args.impl, args.shapes or GPU_SHAPES, args.out)
     else:
-        sim_table(load_impl(impl.__file__, backend="mini_triton"))
+        sim_report(args.impl, args.shapes or SIM_SHAPES, args.out)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,40 @@
+"""`make bench` on the CPU: the simulator's traffic table and its plot."""
+import sys
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "starter"))
+import bench  # noqa: E402
+
+
+def test_traffic_table_and_plot_on_the_simulator(tmp_path, capsys):
+    assert bench.main(["--impl", str(ROOT / "solution" / "rmsnorm.py"), "--shapes", "64x128", "4x16384",
+                       "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    rows = {tuple(ln.split()[:2]): ln.split() for ln in out.splitlines() if ln.strip().startswith(("64x", "4x"))}
+    assert rows[("64x128", "forward")][4] == "1.00" and rows[("64x128", "backward")][4] == "1.00"
+    assert float(rows[("4x16384", "forward")][4]) == 1.5          # N > 8192: x read twice, as allowed
+    assert (tmp_path / "bench_sim.png").stat().st_size > 10_000
+
+
+def test_lecture_style_partial_buffer_shows_as_extra_backward_traffic(tmp_path, capsys):
+    src = (ROOT / "tests" / "corpus" / "simple.py").read_text()
+    (tmp_path / "rmsnorm.py").write_text(src)
+    (tmp_path / "mini_triton").symlink_to(ROOT / "mini_triton")
+    bench.main(["--impl", str(tmp_path / "rmsnorm.py"), "--shapes", "64x128", "--out", str(tmp_path)])
+    rows = {tuple(ln.split()[:2]): ln.split() for ln in capsys.readouterr().out.splitlines()
+            if ln.strip().startswith("64x")}
+    assert rows[("64x128", "forward")][4] == "1.00"
+    assert float(rows[("64x128", "backward")][4]) > 1.3            # the M x N dg buffer, written once
+
+
+def test_gpu_providers_include_the_references():
+    import torch
+
+    class Impl:
+        rmsnorm = staticmethod(lambda x, g: x)
+        rmsnorm_forward = staticmethod(lambda x, g: (x, None))
+    names = bench.providers(Impl)
+    assert {"yours", "eager", "torch.compile", "F.rms_norm"} <= set(names)
+    x, g = torch.randn(4, 8), torch.rand(8)
+    torch.testing.assert_close(names["F.rms_norm"][0](x, g), names["eager"][0](x, g))

@@ -11,7 +11,10 @@ with ``weights_only=True``: plain tensors, no pickled objects, nothing whose
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import hmac
 import json
+import secrets
 import os
 import shutil
 import tempfile
@@ -82,16 +85,38 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: sandbox.Limi
             if k in os.environ:
                 env[k] = os.environ[k]
         worker = Path(runtime_root) / "autograder" / "worker.py"
+        key = secrets.token_bytes(32)              # the worker signs its outputs with it (see worker.py)
         res = sandbox.run(sandbox.python_argv(worker, job / "rmsnorm.py", job, runtime_root), cwd=job,
-                          env=env, limits=limits)
-        return _collect(job, res, limits)
+                          env=env, limits=limits, stdin=key)
+        return _collect(job, res, limits, key)
     finally:
         shutil.rmtree(job, ignore_errors=True)
 
 
-def _collect(job: Path, res: sandbox.Result, limits) -> Outcome:
+TAMPERED = ("the grader's output files were changed after the grader wrote them: the submission "
+            "tampered with grading, so nothing it produced is graded")
+
+
+def signature(key: bytes, outputs_json: bytes, outputs_pt: bytes) -> str:
+    """What the worker writes to outputs.sig: an HMAC of both output files."""
+    return hmac.new(key, hashlib.sha256(outputs_json).digest() + hashlib.sha256(outputs_pt).digest(),
+                    hashlib.sha256).hexdigest()
+
+
+def _signed(job: Path, key: bytes) -> bool:
+    try:
+        js = (job / "outputs.json").read_bytes()
+        pt = (job / "outputs.pt").read_bytes() if (job / "outputs.pt").exists() else b""
+        return hmac.compare_digest((job / "outputs.sig").read_text().strip(), signature(key, js, pt))
+    except OSError:
+        return False
+
+
+def _collect(job: Path, res: sandbox.Result, limits, key: bytes | None = None) -> Outcome:
     if res.timed_out:
         return Outcome({}, {}, f"timed out after {limits.timeout_s:.0f} s", res)
+    if key is not None and (job / "outputs.json").exists() and not _signed(job, key):
+        return Outcome({}, {}, TAMPERED, res)
     info, tensors, error = {}, {}, None
     try:
         info = json.loads((job / "outputs.json").read_text())

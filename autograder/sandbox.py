@@ -120,15 +120,25 @@ def kill_marked_processes(token: str):
 
 
 def run(argv, *, cwd=None, env=None, limits: Limits | None = None, user: str | None = STUDENT_USER,
-        cap: int = OUTPUT_CAP) -> Result:
-    """Run ``argv`` sandboxed; always returns, whatever the child does."""
+        cap: int = OUTPUT_CAP, stdin: bytes | None = None) -> Result:
+    """Run ``argv`` sandboxed; always returns, whatever the child does.
+
+    ``stdin``: bytes the child can read once from its standard input (the worker's signing key).
+    """
     limits = limits or Limits()
     ids = _drop_privileges(user)
     token = secrets.token_hex(8)
     env = dict(os.environ if env is None else env, **{TOKEN_VAR: token})
     start = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, preexec_fn=_preexec(limits, ids), close_fds=True)
+    if stdin is not None:
+        try:
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
     out, err = [], []
     readers = [threading.Thread(target=_read_capped, args=(proc.stdout, out, cap), daemon=True),
                threading.Thread(target=_read_capped, args=(proc.stderr, err, cap), daemon=True)]

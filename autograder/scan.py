@@ -14,9 +14,23 @@ REQUIRED = ("rmsnorm_fwd_kernel", "rmsnorm_bwd_kernel", "rmsnorm_forward", "rmsn
             "TritonRMSNorm", "rmsnorm")
 FORBIDDEN_MODULES = {"subprocess", "socket", "ctypes", "importlib", "multiprocessing", "shutil", "signal",
                      "pickle", "marshal", "builtins", "gc", "inspect", "threading", "urllib", "http", "requests",
-                     "__main__", "runpy", "pty", "resource", "pytest", "_thread", "asyncio", "sysconfig"}
+                     "__main__", "runpy", "pty", "resource", "pytest", "_thread", "asyncio", "sysconfig",
+                     "pathlib", "io", "tempfile", "glob", "fileinput", "mmap", "fcntl", "posix", "atexit",
+                     "weakref", "zipfile", "tarfile", "sqlite3", "code", "codeop", "types"}
+# File access through libraries: torch.save/np.load..., Path.write_text...
+FILE_ATTRS = {"write_text", "write_bytes", "read_text", "read_bytes", "tofile", "fromfile", "memmap", "from_file"}
+FILE_ATTRS_OF = {"torch": {"save", "load"}, "np": {"save", "load", "savez", "loadtxt", "savetxt"},
+                 "numpy": {"save", "load", "savez", "loadtxt", "savetxt"}}
 SIMULATOR_INTERNALS = {"reset_stats", "get_stats", "set_race_mode", "stats", "races", "_GLOBAL",
                        "_RECORDERS", "commit_launch", "record"}
+
+
+# Ways to reach objects a kernel assignment never needs: frames, closures, module dicts, builtins.
+INTERPRETER_ATTRS = {"_getframe", "f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "tb_next",
+                     "gi_frame", "cr_frame", "ag_frame", "cell_contents", "func_globals", "_current_frames"}
+ALLOWED_DUNDERS = {"__name__", "__doc__", "__init__", "__qualname__"}
+INTERPRETER_NAMES = {"__builtins__", "getattr", "setattr", "delattr", "vars", "globals", "locals", "dir",
+                     "__loader__", "__spec__"}
 
 
 def _imported_names(tree) -> set:
@@ -73,6 +87,8 @@ def scan(source: str) -> tuple[list[str], list[str]]:
                 problems.append(f"line {line}: sys.modules must not be touched")
             if node.attr == "rms_norm":
                 problems.append(f"line {line}: torch's rms_norm does the work for you; write the kernels")
+            if node.attr in FILE_ATTRS or node.attr in FILE_ATTRS_OF.get(base, ()):
+                problems.append(f"line {line}: .{node.attr} reads or writes files; that is not allowed")
             if base == "triton" and node.attr in SIMULATOR_INTERNALS:
                 problems.append(f"line {line}: triton.{node.attr} belongs to the grader, not the submission")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
@@ -81,7 +97,9 @@ def scan(source: str) -> tuple[list[str], list[str]]:
             elif node.func.id in ("setattr", "delattr") and node.args and _root(node.args[0]) in imported:
                 problems.append(f"line {line}: {node.func.id}() on {ast.unparse(node.args[0])} patches a library; "
                                 f"that is not allowed")
-        if isinstance(node, ast.Attribute) and node.attr in ("_getframe", "__globals__", "__builtins__",
-                                                              "__subclasses__", "f_back", "f_globals"):
+        if isinstance(node, ast.Attribute) and (node.attr in INTERPRETER_ATTRS or (
+                node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS)):
             problems.append(f"line {line}: .{node.attr} reaches into the interpreter; that is not allowed")
+        if isinstance(node, ast.Name) and node.id in INTERPRETER_NAMES:
+            problems.append(f"line {line}: {node.id} reaches into the interpreter; that is not allowed")
     return missing, problems

@@ -217,7 +217,41 @@ def run_speed(mod, task):
     return _plain(out, info)
 
 
+def _signer():
+    """Read the grader's key from stdin, before the submission exists, and keep it only in a closure.
+
+    The outputs are signed with it, so files a submission writes in their place
+    (from an atexit hook, a thread, a forked process) fail the grader's check.
+    """
+    import hashlib
+    import hmac
+    key = sys.stdin.buffer.read(32)
+    sys.stdin.close()
+    try:
+        os.close(0)
+    except OSError:
+        pass
+
+    def sign(outputs_json: bytes, outputs_pt: bytes) -> str:
+        return hmac.new(key, hashlib.sha256(outputs_json).digest() + hashlib.sha256(outputs_pt).digest(),
+                        hashlib.sha256).hexdigest()
+    return sign
+
+
+def _write_outputs(job_dir, results, tensors, sign):
+    import io
+    import torch
+    buf = io.BytesIO()
+    torch.save(tensors, buf)
+    pt = buf.getvalue()
+    js = json.dumps(results).encode()
+    (job_dir / "outputs.pt").write_bytes(pt)
+    (job_dir / "outputs.json").write_bytes(js)
+    (job_dir / "outputs.sig").write_text(sign(js, pt))
+
+
 def main(argv):
+    sign = _signer()
     submission, job_dir = Path(argv[0]), Path(argv[1])
     root = Path(argv[2]) if len(argv) > 2 else Path(__file__).resolve().parent.parent
     job = json.loads((job_dir / "job.json").read_text())
@@ -232,7 +266,7 @@ def main(argv):
         triton = __import__("mini_triton") if backend == "mini_triton" else None
     except BaseException as e:                     # noqa: BLE001 -- report, never crash silently
         results["_import"] = {"error": _describe(e)}
-        (job_dir / "outputs.json").write_text(json.dumps(results))
+        _write_outputs(job_dir, results, {}, sign)
         return 0
     for name, task in job["tasks"].items():
         try:
@@ -241,8 +275,7 @@ def main(argv):
             results[name] = {"ok": True, **info}
         except BaseException as e:                 # noqa: BLE001
             results[name] = {"error": _describe(e)}
-    torch.save(tensors, job_dir / "outputs.pt")
-    (job_dir / "outputs.json").write_text(json.dumps(results))
+    _write_outputs(job_dir, results, tensors, sign)
     return 0
 
 

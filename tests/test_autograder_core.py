@@ -29,6 +29,15 @@ def test_the_solution_and_the_starter_pass_the_scan():
     ("from mini_triton.stats import _GLOBAL\n", "mini_triton.stats is off limits"),
     ("exec('1')\n", "exec() is not allowed"),
     ("def f(:\n", "does not parse"),
+    ("x = __builtins__['open']\n", "__builtins__ reaches into the interpreter"),
+    ("import os\ngetattr(os, '_exit')(0)\n", "getattr reaches into the interpreter"),
+    ("def f(e):\n    return e.__traceback__.tb_frame\n", ".tb_frame reaches into the interpreter"),
+    ("def f(fn):\n    return fn.__closure__\n", ".__closure__ reaches into the interpreter"),
+    ("import torch\ntorch.save(1, 'x')\n", ".save reads or writes files"),
+    ("from pathlib import Path\n", "importing pathlib is not allowed"),
+    ("import atexit\n", "importing atexit is not allowed"),
+    ("import torch\nvars(torch)['allclose'] = 1\n", "vars reaches into the interpreter"),
+    ("open('results.json', 'w')\n", "open() is not allowed"),
 ])
 def test_scan_flags_forbidden_constructs_by_name(code, expect):
     missing, problems = scan.scan(code)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from autograder import grade
+from autograder import grade, scan
 from conftest import ROOT
 
 CORPUS = ROOT / "tests" / "corpus"
@@ -110,6 +110,12 @@ CASES = {
         {"2": "dx differs"}, ["1", "3"]),
     "flood_20mb_of_output": (prepend("import sys\nfor _ in range(20 * 1024):\n    print('x' * 1023)"),
                              {}, ALL_CPU),
+    "outputs_forged_at_exit": (prepend(
+        "import atexit\n"
+        "_o = __builtins__['open'] if isinstance(__builtins__, dict) else __builtins__.open\n"
+        "def _forge():\n"
+        "    _o('outputs.json', 'w').write('{\"fwd_a\": {\"ok\": true}}')\n"
+        "atexit.register(_forge)"), {p: "tampered with grading" for p in ALL_CPU}, []),
     "reads_hidden_tests": (mutate(("def rmsnorm_forward(x, g, eps=1e-5):\n",
                                    "def rmsnorm_forward(x, g, eps=1e-5):\n"
                                    "    _o = __builtins__['open'] if isinstance(__builtins__, dict) "
@@ -118,6 +124,11 @@ CASES = {
                                    ".read())\n")),
                            {"1": "withheld"}, []),
 }
+
+# Cases that get past the static scan only because it is switched off (RMSNORM_SCAN=off): they show
+# that the sandbox alone stops them too. With the scan on, each is refused before it runs.
+EVADES_SCAN = {"os_exit_hidden_at_import", "monkeypatch_comparisons_hidden", "reads_hidden_tests",
+               "outputs_forged_at_exit"}
 
 # Attacks on results.json: the final file must be the grader's, whatever the submission wrote.
 WRITE = ("_o = __builtins__['open'] if isinstance(__builtins__, dict) else __builtins__.open\n"
@@ -153,7 +164,8 @@ def graded(tmp_path_factory):
         sub = d / name / "rmsnorm.py"
         sub.parent.mkdir()
         sub.write_text(source)
-        return name, grade.grade(sub, results, env=env)
+        off = name in EVADES_SCAN or name in RESULT_ATTACKS
+        return name, grade.grade(sub, results, env=dict(env, RMSNORM_SCAN="off") if off else env)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         out = dict(pool.map(run, jobs.items()))
@@ -174,6 +186,12 @@ def test_corpus_case_gets_its_expected_grade_and_feedback(graded, name):
         assert by_part[part]["status"] == "passed", (part, by_part[part]["output"])
     for t in res["tests"]:
         assert len(t["output"]) <= 4000 and "def test_" not in t["output"] and "Traceback" not in t["output"]
+
+
+@pytest.mark.parametrize("name", sorted(EVADES_SCAN))
+def test_attacks_that_need_the_scan_off_are_refused_with_it_on(name):
+    missing, problems = scan.scan(CASES[name][0])
+    assert problems, name
 
 
 @pytest.mark.parametrize("name", list(RESULT_ATTACKS))

@@ -64,7 +64,7 @@ def gradescope():
         assert setup.returncode == 0, setup.stderr[-3000:]
         shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
 
-        def run(files: dict):
+        def run(files: dict, scan=True):
             sub = root / "submission"
             shutil.rmtree(sub, ignore_errors=True)
             sub.mkdir()
@@ -73,8 +73,8 @@ def gradescope():
                 (sub / name).write_text(text)
             (root / "results").mkdir(exist_ok=True)
             (root / "results").chmod(0o755)
-            p = subprocess.run([str(root / "run_autograder")], env=env, cwd=root, capture_output=True, text=True,
-                               timeout=600)
+            p = subprocess.run([str(root / "run_autograder")], env=env if scan else dict(env, RMSNORM_SCAN="off"),
+                               cwd=root, capture_output=True, text=True, timeout=600)
             return p, json.loads((root / "results" / "results.json").read_text())
         yield root, run
     finally:
@@ -146,7 +146,7 @@ def test_submission_cannot_read_the_grader_or_write_results(gradescope):
     probe = PROBE.format(hidden=str(root / "source" / "autograder" / "hidden" / "test_rubric.py"),
                          results=str(root / "results" / "results.json"),
                          source=str(root / "source" / "autograder" / "rubric.py"))
-    _, res = run({"rmsnorm.py": probe})
+    _, res = run({"rmsnorm.py": probe}, scan=False)      # the probe evades the scan only with it off
     first = next(t for t in res["tests"] if t["number"] == "1")
     assert "probe: PermissionError PermissionError PermissionError" in first["output"], first["output"]
     assert "OPENED" not in json.dumps(res)
@@ -172,7 +172,7 @@ def test_results_forged_by_a_submission_do_not_survive(gradescope, attack):
                   "    time.sleep(3)\n"
                   "    _forge()\n"
                   "    getattr(os, '_ex' + 'it')(0)\n")
-    _, res = run({"rmsnorm.py": forge + simple})
+    _, res = run({"rmsnorm.py": forge + simple}, scan=False)
     time.sleep(4)
     on_disk = json.loads((root / "results" / "results.json").read_text())
     assert on_disk == res and on_disk.get("score") != 1000

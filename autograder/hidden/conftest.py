@@ -131,6 +131,13 @@ def scanned():
 
 
 def _refused(scanned):
+    """A NotRun outcome when the scan forbids running the submission.
+
+    RMSNORM_SCAN=off (set by whoever runs the grader, never by a submission) skips this, so
+    the project's tests can prove that the sandbox alone also stops an attack that evades the scan.
+    """
+    if os.environ.get("RMSNORM_SCAN") == "off":
+        return None
     missing, problems = scanned
     if problems and "does not parse" in problems[0]:
         return NotRun(problems[0])

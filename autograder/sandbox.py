@@ -33,7 +33,7 @@ STUDENT_USER = os.environ.get("RMSNORM_SANDBOX_USER", "student") or None
 class Limits:
     timeout_s: float = 60.0                 # wall clock, then the process group is killed
     cpu_s: int = 120                        # RLIMIT_CPU
-    memory_bytes: int | None = 3 * 1024 ** 3   # RLIMIT_AS; None on a GPU (CUDA maps huge address ranges)
+    memory_bytes: int | None = 2 * 1024 ** 3   # RLIMIT_AS; None on a GPU (CUDA maps huge address ranges)
     file_bytes: int = 64 * 1024 ** 2        # RLIMIT_FSIZE
     processes: int = 256                    # RLIMIT_NPROC (counts all of the user's processes)
 

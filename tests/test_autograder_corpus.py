@@ -108,6 +108,12 @@ CASES = {
         "import torch\n", "import torch\nvars(torch)['allclose'] = lambda *a, **k: True\n"
                           "vars(torch.testing)['assert_close'] = lambda *a, **k: None\n", 1),
         {"2": "dx differs"}, ["1", "3"]),
+    "memory_bomb_in_forward": (mutate(("def rmsnorm_forward(x, g, eps=1e-5):\n",
+                                       "def rmsnorm_forward(x, g, eps=1e-5):\n"
+                                       "    hoard = []\n"
+                                       "    while True:\n"
+                                       "        hoard.append(bytearray(100 * 1024 * 1024))\n")),
+                               {"1": "MemoryError", "5": "MemoryError"}, []),
     "flood_20mb_of_output": (prepend("import sys\nfor _ in range(20 * 1024):\n    print('x' * 1023)"),
                              {}, ALL_CPU),
     "outputs_forged_at_exit": (prepend(

@@ -75,31 +75,28 @@ def test_static_checks(scanned):
 
 # --- items 1-3: correctness on fp32 shapes ----------------------------------------------------------------
 
-@item("1")
-def test_forward_correctness(sim):
+def check_core(sim, op, names):
+    """Compare ``names`` on every fp32 core shape, from the forward ("fwd") or the autograd ("ag") tasks."""
     inputs, outcome = sim
     for k in CORE:
-        need(outcome, f"fwd_{k}")
+        need(outcome, f"{op}_{k}")
         x, g, dy, ref = case(inputs, k)
-        check(outcome, f"fwd_{k}", ("y", "r"), x, ref)
+        check(outcome, f"{op}_{k}", names, x, ref)
+
+
+@item("1")
+def test_forward_correctness(sim):
+    check_core(sim, "fwd", ("y", "r"))
 
 
 @item("2")
 def test_backward_dx(sim):
-    inputs, outcome = sim
-    for k in CORE:
-        need(outcome, f"ag_{k}")
-        x, g, dy, ref = case(inputs, k)
-        check(outcome, f"ag_{k}", ("dx",), x, ref)
+    check_core(sim, "ag", ("dx",))
 
 
 @item("3")
 def test_backward_dg(sim):
-    inputs, outcome = sim
-    for k in CORE:
-        need(outcome, f"ag_{k}")
-        x, g, dy, ref = case(inputs, k)
-        check(outcome, f"ag_{k}", ("dg",), x, ref)
+    check_core(sim, "ag", ("dg",))
 
 
 # --- item 4: robustness -------------------------------------------------------------------------------------
@@ -283,7 +280,7 @@ def test_race_free(sim):
 
 @item("9")
 def test_improved_dg_reduction(sim):
-    inputs, outcome = sim
+    _, outcome = sim
     M, N = CORE["d"]
     info = need(outcome, "ag_d")
     scratch = [(name, a) for _, name, a in _others(info["bwd"]["launches"], ("x", "dy", "dx", "g", "y", "r"))
@@ -293,10 +290,7 @@ def test_improved_dg_reduction(sim):
         fail(f"your partial dg buffer ({biggest[0]}) has {biggest[1]['numel']} elements for M·N = {M * N}; the "
              f"improved reduction keeps it at most M·N/8 = {M * N // 8}: give each program many rows and "
              f"accumulate dg in registers")
-    for k in CORE:
-        need(outcome, f"ag_{k}")
-        x, g, dy, ref = case(inputs, k)
-        check(outcome, f"ag_{k}", ("dg",), x, ref)
+    check_core(sim, "ag", ("dg",))
 
 
 # --- item 10: GPU speed (only where CUDA is present) --------------------------------------------------------

@@ -58,3 +58,50 @@ def test_forward_reads_x_once_and_writes_y_once(sim_impl):
                              f"reads it once")
     assert stored <= M * N + M, (f"your forward stored {stored:,} elements; y and r need only "
                                  f"{M * N + M:,} (M·N + M)")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_half_precision(impl, dtype):
+    """fp16/bf16 in and out, fp32 math inside (the tolerances are per dtype)."""
+    x, g, dy = inputs(impl, (33, 200), dtype)
+    x.requires_grad_(True)
+    g.requires_grad_(True)
+    y = impl.rmsnorm(x, g)
+    y.backward(dy)
+    ref_y, ref_dx, ref_dg = reference_grads(x, g, dy)
+    assert y.dtype == x.grad.dtype == dtype, f"outputs must keep the input dtype {dtype}, got {y.dtype}"
+    assert_matches("y", y, ref_y, x)
+    assert_matches("dx", x.grad, ref_dx, x)
+    assert_matches("dg", g.grad, ref_dg, x)
+
+
+def test_strided_rows_and_untouched_dy(impl):
+    """x and dy as views whose rows are 160 elements apart (the kernel takes a row stride)."""
+    base_x, g, base_dy = inputs(impl, (24, 160))
+    x, dy, g = base_x[:, :80], base_dy[:, :80], g[:80].contiguous()
+    dy_before = dy.clone()
+    xg = x.detach().requires_grad_(True)
+    impl.rmsnorm(xg, g).backward(dy)
+    _, ref_dx, _ = reference_grads(x, g, dy)
+    assert_matches("dx", xg.grad, ref_dx, x)
+    assert torch.equal(dy, dy_before), "your backward modified dy: callers may reuse it"
+
+
+def test_backward_reads_x_and_dy_once_and_writes_dx_once(sim_impl):
+    """On the simulator: a fused backward loads x and dy once each and stores dx once (and runs race-free)."""
+    import mini_triton as triton
+    M, N = 64, 256
+    x, g, dy = inputs(sim_impl, (M, N))
+    xg = x.clone().requires_grad_(True)
+    y = sim_impl.rmsnorm(xg, g)
+    with triton.record() as rec:
+        y.backward(dy)
+    assert rec.launches, "your backward launched no kernel"
+
+    def moved(t, kind):
+        return sum(getattr(a, kind) for L in rec.launches for a in L.args.values()
+                   if a.storage == t.untyped_storage().data_ptr())
+    for name, t, kind in (("x", xg, "loaded"), ("dy", dy, "loaded"), ("dx", xg.grad, "stored")):
+        per_elem = moved(t, kind) / (M * N)
+        assert per_elem == 1.0, (f"your backward {kind} {name} {per_elem:.1f} times per element; a fused "
+                                 f"backward reads x and dy once and writes dx once")

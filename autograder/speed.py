@@ -25,7 +25,7 @@ def traffic_bytes(kind: str, shape, dtype: str) -> int:
 
 def baseline_times(shape, dtype: str, seed: int) -> dict:
     """Milliseconds of PyTorch eager (forward, forward+backward) and of a copy of x."""
-    x, g, dy = (t.cuda() for t in speed_inputs(shape, dtype, seed))
+    x, g, dy = speed_inputs(shape, dtype, seed, device="cuda")
     xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
     y = torch.empty_like(x)
     out = {"fwd": time_cuda(lambda: eager(x, g)),
@@ -38,7 +38,7 @@ def baseline_times(shape, dtype: str, seed: int) -> dict:
 
 def reference_at_rows(shape, dtype: str, seed: int, rows, device: str = "cuda") -> tuple:
     """(x rows, float64 reference of y and dx at those rows and of the full dg) for the timing inputs."""
-    x, g, dy = (t.to(device) for t in speed_inputs(shape, dtype, seed))
+    x, g, dy = speed_inputs(shape, dtype, seed, device=device)
     x64, g64, dy64 = x.double(), g.double(), dy.double()
     r = torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-5)
     xhat = x64 * r

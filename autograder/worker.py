@@ -190,22 +190,22 @@ def time_cuda(fn, warmup_ms=100.0, rep_ms=200.0, min_reps=25):
     return times[len(times) // 2]
 
 
-def speed_inputs(shape, dtype_name, seed):
-    """The timing inputs: made on the CPU from a seed, so the grader can rebuild them exactly."""
+def speed_inputs(shape, dtype_name, seed, device="cpu"):
+    """The timing inputs, made from a seed on ``device``, so the grader can rebuild them exactly."""
     import torch
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator(device=device).manual_seed(seed)
     dtype = getattr(torch, dtype_name)
     M, N = shape
-    x = torch.randn(M, N, generator=gen).to(dtype)
-    g = (torch.rand(N, generator=gen) + 0.5).to(dtype)
-    dy = torch.randn(M, N, generator=gen).to(dtype)
+    x = torch.randn(M, N, generator=gen, device=device).to(dtype)
+    g = (torch.rand(N, generator=gen, device=device) + 0.5).to(dtype)
+    dy = torch.randn(M, N, generator=gen, device=device).to(dtype)
     return x, g, dy
 
 
 def run_speed(mod, task):
     """Correctness on sampled rows at the timing shape, then forward and forward+backward times."""
     import torch
-    x, g, dy = (t.cuda() for t in speed_inputs(task["shape"], task["dtype"], task["seed"]))
+    x, g, dy = speed_inputs(task["shape"], task["dtype"], task["seed"], device="cuda")
     rows = torch.tensor(task["rows"], device="cuda")
     xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
     y = mod.rmsnorm(xg, gg)

@@ -41,11 +41,12 @@ def providers(impl):
            "F.rms_norm": (lambda x, g: F.rms_norm(x, (x.shape[-1],), g, 1e-5),
                           lambda x, g: F.rms_norm(x, (x.shape[-1],), g, 1e-5))}
     try:
-        from liger_kernel.transformers.rms_norm import LigerRMSNormFunction
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
         liger = lambda x, g: LigerRMSNormFunction.apply(x, g, 1e-5, 0.0, "llama")  # noqa: E731
         out["Liger"] = (liger, liger)
-    except ImportError:
-        pass
+    except Exception as e:                                       # noqa: BLE001 -- optional, never fatal
+        if not isinstance(e, ImportError):
+            print(f"(Liger-Kernel is installed but does not load: {type(e).__name__}: {e})", file=sys.stderr)
     return out
 
 

@@ -73,7 +73,8 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: sandbox.Limi
     limits = limits or sandbox.Limits()
     job = Path(tempfile.mkdtemp(prefix="rmsnorm-job-"))
     try:
-        shutil.copy(submission, job / "rmsnorm.py")
+        shutil.copyfile(submission, job / "rmsnorm.py")
+        os.chmod(job / "rmsnorm.py", 0o644)              # readable by the sandbox user, whatever the upload's mode
         (job / "job.json").write_text(json.dumps({"backend": backend, "tasks": tasks}))
         torch.save({k: v.contiguous() for k, v in inputs.items()}, job / "inputs.pt")
         os.chmod(job, 0o777)                         # the unprivileged child writes its outputs here
@@ -114,7 +115,9 @@ def _signed(job: Path, key: bytes) -> bool:
 
 def _collect(job: Path, res: sandbox.Result, limits, key: bytes | None = None) -> Outcome:
     if res.timed_out:
-        return Outcome({}, {}, f"timed out after {limits.timeout_s:.0f} s", res)
+        return Outcome({}, {}, f"timed out after {limits.timeout_s:.0f} s: an infinite loop, or far more work "
+                               f"than needed (the simulator runs a kernel one block operation at a time, so "
+                               f"element-by-element loops are very slow)", res)
     if key is not None and (job / "outputs.json").exists() and not _signed(job, key):
         return Outcome({}, {}, TAMPERED, res)
     info, tensors, error = {}, {}, None

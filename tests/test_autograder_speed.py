@@ -32,3 +32,27 @@ def test_verdict_reports_bandwidth_and_rejects_faster_than_copy():
     ok, msg = speed.verdict("fwd", "float32", shape, 0.01, base, 2.5)
     assert not ok and "faster than copying" in msg
     assert speed.traffic_bytes("fwdbwd", shape, "bfloat16") == 5 * 16384 * 4096 * 2
+
+
+def test_time_cuda_takes_the_best_median_of_its_rounds(monkeypatch):
+    """time_cuda's logic with CPU stand-ins for CUDA events: each round's median, then the best round."""
+    import itertools
+    from autograder import worker
+    clock = itertools.count()
+    durations = iter([5.0] * 6 + [2.0] * 10_000)          # a slow start, then steady 2 ms calls
+
+    class Event:
+        def __init__(self, enable_timing=True):
+            self.t = None
+    now = {"t": 0.0}
+
+    def fn():
+        now["t"] += next(durations)
+        next(clock)
+    monkeypatch.setattr(worker, "_CUDA", {
+        "event": Event, "record": lambda ev: setattr(ev, "t", now["t"]), "elapsed": lambda a, b: b.t - a.t,
+        "sync": lambda: None, "empty": lambda *a, **k: torch.empty(1)})
+    ms = worker.time_cuda(fn, warmup_ms=0.0, rep_ms=50.0, min_reps=5, rounds=3)
+    assert ms == 2.0
+    calls = next(clock)
+    assert calls >= 3 * 5

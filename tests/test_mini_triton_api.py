@@ -262,3 +262,10 @@ def test_device_print_prints_each_program(capsys):
     k[(2,)](torch.tensor([3.0, 4.0]))
     out = capsys.readouterr().out
     assert "pid (0,) v 3.0" in out and "pid (1,) v 4.0" in out
+
+
+def test_block_pointers_are_refused_with_the_reason():
+    """Triton 3.9 removed tl.make_block_ptr; the simulator says so and shows what to write instead."""
+    import mini_triton as triton
+    with pytest.raises(Exception, match="removed from Triton 3.9.*pointer arithmetic"):
+        triton.language.make_block_ptr

@@ -639,6 +639,13 @@ class _Unsupported(NotImplementedError, AttributeError):
     pass
 
 
+_REMOVED = {"make_block_ptr", "advance"}
+
+
 def unsupported(name):
+    if name in _REMOVED:
+        return _Unsupported(f"tl.{name}: block pointers were removed from Triton 3.9, the version this course "
+                            f"uses (its interpreter says so too); address blocks with pointer arithmetic and "
+                            f"masks: ptr + rows[:, None] * stride + cols[None, :]")
     return _Unsupported(f"tl.{name} is not supported by mini_triton (the simulator covers the subset "
                         f"of Triton used in teaching kernels; see mini_triton/README.md)")

@@ -86,6 +86,7 @@ def sim_jobs():
         fwd[f"fwd_{k}"] = {"op": "forward", "tensors": {"x": t["x"], "g": t["g"]}, "host_ops": k == "d"}
         ag[f"ag_{k}"] = {"op": "autograd", "tensors": t, "host_ops": k == "d"}
     ag["ag_a_again"] = dict(ag["ag_a"])
+    fwd["fwd_bf16"] = {"op": "forward", "tensors": {"x": "x_bf16", "g": "g_bf16"}}     # r stays fp32 (4.6)
     for k, (shape, dtype, eps, view) in ROBUST.items():
         ag[f"ag_{k}"] = {"op": "autograd", "tensors": _names(k), "eps": eps}
         if view:

@@ -154,6 +154,18 @@ def test_dy_untouched_grad_set_and_output_dtypes(sim):
             expect = tuple(x.shape) if name != "dg" else (x.shape[-1],)
             if tuple(t.shape) != expect:
                 fail(f"{name} has shape {tuple(t.shape)} {where}; expected {expect}")
+    info = need(outcome, "fwd_bf16")                 # rmsnorm_forward on bf16: y bf16, r fp32 (M,)
+    shape = ROBUST["bf16"][0]
+    dtypes = info.get("dtypes", {})
+    if dtypes.get("y") != "bfloat16":
+        fail(f"y from rmsnorm_forward has dtype {dtypes.get('y')} for x of shape {shape} bf16; it must be bfloat16")
+    if dtypes.get("r") != "float32":
+        fail(f"r from rmsnorm_forward has dtype {dtypes.get('r')} for x of shape {shape} bf16; it must be float32 "
+             f"(one reciprocal RMS per row, kept in fp32 for the backward)")
+    r = outcome.tensors.get("fwd_bf16.r")
+    if r is None or tuple(r.shape) != (shape[0],):
+        fail(f"r from rmsnorm_forward has shape {None if r is None else tuple(r.shape)} for x of shape {shape}; "
+             f"expected ({shape[0]},), one value per row")
 
 
 @item("4.7")
@@ -334,21 +346,16 @@ def _speed(gpu, baseline, part, record_property):
         fail(msg)
 
 
-@item("10.1")
-def test_gpu_speed_forward_fp32(gpu, baseline, record_property):
-    _speed(gpu, baseline, "10.1", record_property)
+def _speed_test(part):
+    """The test of one GPU speed part (10.1-10.4)."""
+    @item(part)
+    def test(gpu, baseline, record_property):
+        _speed(gpu, baseline, part, record_property)
+    test.__name__ = f"test_gpu_speed_{part.replace('.', '_')}"
+    return test
 
 
-@item("10.2")
-def test_gpu_speed_forward_bf16(gpu, baseline, record_property):
-    _speed(gpu, baseline, "10.2", record_property)
-
-
-@item("10.3")
-def test_gpu_speed_forward_backward_fp32(gpu, baseline, record_property):
-    _speed(gpu, baseline, "10.3", record_property)
-
-
-@item("10.4")
-def test_gpu_speed_forward_backward_bf16(gpu, baseline, record_property):
-    _speed(gpu, baseline, "10.4", record_property)
+test_gpu_speed_forward_fp32 = _speed_test("10.1")
+test_gpu_speed_forward_bf16 = _speed_test("10.2")
+test_gpu_speed_forward_backward_fp32 = _speed_test("10.3")
+test_gpu_speed_forward_backward_bf16 = _speed_test("10.4")

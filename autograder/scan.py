@@ -100,6 +100,7 @@ def scan(source: str) -> tuple[list[str], list[str]]:
         if isinstance(node, ast.Attribute) and (node.attr in INTERPRETER_ATTRS or (
                 node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS)):
             problems.append(f"line {line}: .{node.attr} reaches into the interpreter; that is not allowed")
-        if isinstance(node, ast.Name) and node.id in INTERPRETER_NAMES:
-            problems.append(f"line {line}: {node.id} reaches into the interpreter; that is not allowed")
+        if isinstance(node, ast.Name) and node.id in INTERPRETER_NAMES and isinstance(node.ctx, ast.Load):
+            problems.append(f"line {line}: {node.id} reaches into the interpreter; that is not allowed "
+                            f"(a variable of yours with this name: rename it)")
     return missing, problems

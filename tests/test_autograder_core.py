@@ -44,6 +44,11 @@ def test_scan_flags_forbidden_constructs_by_name(code, expect):
     assert any(expect in p for p in problems), problems
 
 
+def test_scan_lets_a_variable_shadow_a_builtin_name():
+    assert scan.scan("dir = 1\nvars = {}\n")[1] == []
+    assert scan.scan("dir = 1\nprint(dir)\n")[1]             # reading it is still refused: it may be the builtin
+
+
 def test_scan_names_each_missing_api():
     missing, _ = scan.scan("def rmsnorm_forward(x, g, eps=1e-5):\n    pass\n")
     assert "rmsnorm.py does not define rmsnorm_bwd_kernel" in missing

@@ -19,6 +19,7 @@ import concurrent.futures
 import csv
 import json
 import os
+import queue
 import re
 import sys
 import threading
@@ -112,7 +113,7 @@ def regrade(export: Path, out_csv: Path, jobs: int = 1) -> list[dict]:
     print(f"{len(subs)} submissions, {len(subs) - len(todo)} already graded; {workers} worker(s)"
           + (f" on GPUs {','.join(devices)}" if devices else " on the CPU"), file=sys.stderr)
     slots = list(devices) if devices else [None] * workers
-    free = __import__("queue").Queue()
+    free = queue.Queue()
     for s in slots:
         free.put(s)
     progress = Progress(len(todo))

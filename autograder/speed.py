@@ -61,8 +61,7 @@ def verdict(kind: str, dtype: str, shape, ms: float, base: dict, needed: float) 
     what = {"fwd": "forward", "fwdbwd": "forward+backward"}[kind]
     name = {"float32": "fp32", "bfloat16": "bf16"}[dtype]
     nbytes = traffic_bytes(kind, shape, dtype)
-    copy_gbs = 2 * shape[0] * shape[1] * torch.empty((), dtype=getattr(torch, dtype)).element_size() \
-        / base["copy"] / 1e6
+    copy_gbs = traffic_bytes("fwd", shape, dtype) / base["copy"] / 1e6      # a copy moves what a forward does
     if not ms or ms <= 0:
         return False, f"{what} {name}: no valid time was measured"
     gbs = nbytes / ms / 1e6

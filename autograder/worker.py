@@ -168,10 +168,11 @@ def time_cuda(fn, warmup_ms=100.0, rep_ms=200.0, min_reps=25, rounds=3):
 
 
 def _median_cuda(fn, warmup_ms, rep_ms, min_reps):
+    import torch
     if not _CUDA:
         capture_cuda()
     event, record, elapsed, sync = _CUDA["event"], _CUDA["record"], _CUDA["elapsed"], _CUDA["sync"]
-    flush = _CUDA["empty"](256 * 1024 * 1024, dtype=__import__("torch").int8, device="cuda")
+    flush = _CUDA["empty"](256 * 1024 * 1024, dtype=torch.int8, device="cuda")
     fn()
     sync()
     start, end = event(enable_timing=True), event(enable_timing=True)

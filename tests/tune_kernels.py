@@ -35,7 +35,7 @@ def sweep(impl, M, N, dtype, fwd_cfgs, bwd_cfgs, bench):
     elem = x.element_size()
     pct = lambda passes, ms: 100 * (passes * M * N * elem / ms) / (2 * M * N * elem / copy)  # noqa: E731
     single = N <= impl.MAX_FUSED_N
-    block_n = triton_next_pow2(impl, N) if single else 4096
+    block_n = impl.triton.next_power_of_2(N) if single else 4096
     rows = []
     for bm, w in fwd_cfgs:
         if not single and bm != 1:
@@ -69,10 +69,6 @@ def sweep(impl, M, N, dtype, fwd_cfgs, bwd_cfgs, bench):
         ms = bench(launch)
         rows.append(("bwd+sum", f"programs={per_sm}xSM BLOCK_M={bm} warps={w}", ms, pct(3, ms), ok))
     return copy, rows
-
-
-def triton_next_pow2(impl, n):
-    return impl.triton.next_power_of_2(n)
 
 
 def main(argv):

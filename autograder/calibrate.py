@@ -38,13 +38,12 @@ def calibrate(subs, runs: int):
                              t["output"] if not m else ""))
             for num, v in sorted(seen.items()):
                 xs = [s[1] for s in v]
-                kind = "fwd" if "backward" not in PARTS[num].name else "fwdbwd"
                 verdicts = {s[0] for s in v}
                 rows.append((Path(sub).stem if Path(sub).name != "rmsnorm.py" else Path(sub).parent.name, num,
                              PARTS[num].name, min(xs), statistics.median(xs), max(xs),
-                             statistics.median(s[2] for s in v), SPEEDUP_NEEDED[kind],
+                             statistics.median(s[2] for s in v), SPEEDUP_NEEDED[num],
                              "/".join(sorted(verdicts)), f"{sum(s[0] == 'passed' for s in v)}/{len(v)}",
-                             min(xs) / SPEEDUP_NEEDED[kind], next((s[3] for s in v if s[3]), "")))
+                             min(xs) / SPEEDUP_NEEDED[num], next((s[3] for s in v if s[3]), "")))
     return rows
 
 

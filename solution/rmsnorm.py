@@ -41,17 +41,27 @@ else:
 DEVICE = torch.device("cuda" if BACKEND == "triton" else "cpu")
 
 # Rows up to this many columns are held in registers whole: one pass over x.
-# Longer rows are processed in chunks of this size.
-MAX_FUSED_N = 8192
+# Longer rows are processed in chunks of CHUNK_N columns.
+MAX_FUSED_N = 16384
+CHUNK_N = 4096
 
 
 @triton.jit
 def load_tile(ptr, rows, row_stride, cols, mask):
-    """Load the tile ptr[rows, cols] (rows with a stride, columns contiguous) as fp32.
+    """Load the tile ptr[rows, cols] (rows with a stride, columns contiguous), in ptr's dtype.
 
     Masked-off lanes read as 0, so they add nothing to sums over the tile.
     """
-    return tl.load(ptr + rows[:, None] * row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    return tl.load(ptr + rows[:, None] * row_stride + cols[None, :], mask=mask, other=0.0)
+
+
+@triton.jit
+def row_tile(first_row, start, rows_per_program, n_rows, BLOCK_M: tl.constexpr):
+    """Rows [start, start + BLOCK_M) of a program's share (which begins at first_row), as int64
+    indices, and which of them exist: inside the share and below n_rows."""
+    local = start + tl.arange(0, BLOCK_M)
+    rows = first_row + local
+    return rows.to(tl.int64), (local < rows_per_program) & (rows < n_rows)
 
 
 # ---------------------------------------------------------------------------
@@ -81,7 +91,7 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, n_rows, n_cols, x_row_stride,
         # The whole row fits in registers: read x once, write y once.
         col_mask = cols < n_cols
         mask = row_mask[:, None] & col_mask[None, :]
-        x = load_tile(x_ptr, rows, x_row_stride, cols, mask)
+        x = load_tile(x_ptr, rows, x_row_stride, cols, mask).to(tl.float32)
         g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)   # once per program
         r = tl.rsqrt(tl.sum(x * x, axis=1) / n_cols + eps)        # masked lanes add 0
         tl.store(y_rows + cols[None, :], x * r[:, None] * g[None, :], mask=mask)
@@ -92,13 +102,13 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, n_rows, n_cols, x_row_stride,
         for start in range(0, n_cols, BLOCK_N):
             c = start + cols
             mask = row_mask[:, None] & (c < n_cols)[None, :]
-            x = load_tile(x_ptr, rows, x_row_stride, c, mask)
+            x = load_tile(x_ptr, rows, x_row_stride, c, mask).to(tl.float32)
             sq += x * x
         r = tl.rsqrt(tl.sum(sq, axis=1) / n_cols + eps)
         for start in range(0, n_cols, BLOCK_N):
             c = start + cols
             mask = row_mask[:, None] & (c < n_cols)[None, :]
-            x = load_tile(x_ptr, rows, x_row_stride, c, mask)
+            x = load_tile(x_ptr, rows, x_row_stride, c, mask).to(tl.float32)
             g = tl.load(g_ptr + c, mask=c < n_cols, other=0.0).to(tl.float32)
             tl.store(y_rows + c[None, :], x * r[:, None] * g[None, :], mask=mask)
     tl.store(r_ptr + rows, r, mask=row_mask)
@@ -108,6 +118,17 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, n_rows, n_cols, x_row_stride,
 # ---------------------------------------------------------------------------
 # Part (b): the backward kernel
 # ---------------------------------------------------------------------------
+@triton.jit
+def bwd_tile(x, dy, g, r, n_cols):
+    """For a tile of rows (any dtype in, fp32 math): dx, and the tile's terms dy * x * r of dg."""
+    # [TODO] Part (b), optional helper: the math of one tile of rows.
+    x, dy = x.to(tl.float32), dy.to(tl.float32)
+    dyg = dy * g[None, :]
+    c = tl.sum(dyg * x, axis=1) * (r * r * r) / n_cols        # (r^3 / N) * sum_i dy_i g_i x_i
+    return dyg * r[:, None] - x * c[:, None], dy * x * r[:, None]     # masked lanes give 0
+    # [/TODO]
+
+
 @triton.jit
 def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
                        x_row_stride, dy_row_stride, dx_row_stride, rows_per_program,
@@ -135,47 +156,59 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_ro
         col_mask = cols < n_cols
         g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
         dg = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        # Every program runs the same number of iterations; rows past the
-        # program's share or past n_rows are masked.
-        for i in range(0, rows_per_program, BLOCK_M):
-            local = i + tl.arange(0, BLOCK_M)
-            rows = first_row + local
-            row_mask = (local < rows_per_program) & (rows < n_rows)
-            rows = rows.to(tl.int64)
+        # The program walks its rows BLOCK_M at a time. Every program runs the same
+        # number of iterations; rows past its share or past n_rows are masked.
+        if BLOCK_M * BLOCK_N <= 8192:
+            # Prefetch: the loads of the next tile are issued before the work on this
+            # one, so memory stays busy during this tile's reduction and stores (a GPU
+            # thread only waits for a load when it first uses the value). It costs a
+            # second tile of registers, hence only for tiles of up to 8192 elements.
+            rows, row_mask = row_tile(first_row, 0, rows_per_program, n_rows, BLOCK_M)
             mask = row_mask[:, None] & col_mask[None, :]
             x = load_tile(x_ptr, rows, x_row_stride, cols, mask)
             dy = load_tile(dy_ptr, rows, dy_row_stride, cols, mask)
-            r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
-            dyg = dy * g[None, :]
-            c = tl.sum(dyg * x, axis=1) * (r * r * r) / n_cols
-            tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dyg * r[:, None] - x * c[:, None],
-                     mask=mask)
-            dg += dy * x * r[:, None]                   # masked lanes hold 0
+            for i in range(0, rows_per_program, BLOCK_M):
+                next_rows, next_row_mask = row_tile(first_row, i + BLOCK_M, rows_per_program, n_rows, BLOCK_M)
+                next_mask = next_row_mask[:, None] & col_mask[None, :]
+                next_x = load_tile(x_ptr, next_rows, x_row_stride, cols, next_mask)
+                next_dy = load_tile(dy_ptr, next_rows, dy_row_stride, cols, next_mask)
+                r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
+                dx, dg_rows = bwd_tile(x, dy, g, r, n_cols)
+                tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dx, mask=mask)
+                dg += dg_rows
+                rows, row_mask, mask, x, dy = next_rows, next_row_mask, next_mask, next_x, next_dy
+        else:
+            for i in range(0, rows_per_program, BLOCK_M):
+                rows, row_mask = row_tile(first_row, i, rows_per_program, n_rows, BLOCK_M)
+                mask = row_mask[:, None] & col_mask[None, :]
+                x = load_tile(x_ptr, rows, x_row_stride, cols, mask)
+                dy = load_tile(dy_ptr, rows, dy_row_stride, cols, mask)
+                r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
+                dx, dg_rows = bwd_tile(x, dy, g, r, n_cols)
+                tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dx, mask=mask)
+                dg += dg_rows
         tl.store(dg_partial_ptr + pid * n_cols + cols, tl.sum(dg, axis=0), mask=col_mask)
     else:
         # Long rows (BLOCK_M of them at a time, in chunks of BLOCK_N columns):
         # pass 1 computes sum(dy g x), pass 2 writes dx and adds into this
         # program's own row of dg_partial, which no other program touches.
         for i in range(0, rows_per_program, BLOCK_M):
-            local = i + tl.arange(0, BLOCK_M)
-            rows = first_row + local
-            row_mask = (local < rows_per_program) & (rows < n_rows)
-            rows = rows.to(tl.int64)
+            rows, row_mask = row_tile(first_row, i, rows_per_program, n_rows, BLOCK_M)
             r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
             acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
             for start in range(0, n_cols, BLOCK_N):
                 c = start + cols
                 mask = row_mask[:, None] & (c < n_cols)[None, :]
-                x = load_tile(x_ptr, rows, x_row_stride, c, mask)
-                dy = load_tile(dy_ptr, rows, dy_row_stride, c, mask)
+                x = load_tile(x_ptr, rows, x_row_stride, c, mask).to(tl.float32)
+                dy = load_tile(dy_ptr, rows, dy_row_stride, c, mask).to(tl.float32)
                 g = tl.load(g_ptr + c, mask=c < n_cols, other=0.0).to(tl.float32)
                 acc += dy * g[None, :] * x
             coef = tl.sum(acc, axis=1) * (r * r * r) / n_cols
             for start in range(0, n_cols, BLOCK_N):
                 c = start + cols
                 mask = row_mask[:, None] & (c < n_cols)[None, :]
-                x = load_tile(x_ptr, rows, x_row_stride, c, mask)
-                dy = load_tile(dy_ptr, rows, dy_row_stride, c, mask)
+                x = load_tile(x_ptr, rows, x_row_stride, c, mask).to(tl.float32)
+                dy = load_tile(dy_ptr, rows, dy_row_stride, c, mask).to(tl.float32)
                 g = tl.load(g_ptr + c, mask=c < n_cols, other=0.0).to(tl.float32)
                 tl.store(dx_ptr + rows[:, None] * dx_row_stride + c[None, :],
                          dy * g[None, :] * r[:, None] - x * coef[:, None], mask=mask)
@@ -183,6 +216,20 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_ro
                 tl.store(part, tl.load(part, mask=c < n_cols, other=0.0) + tl.sum(dy * x * r[:, None], axis=0),
                          mask=c < n_cols)
     # [/TODO]
+
+
+@triton.jit
+def dg_sum_kernel(dg_partial_ptr, dg_ptr, n_parts, n_cols, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr):
+    """dg_j = sum_p dg_partial[p, j], given to you: each program sums BLOCK_N columns over all rows
+    of the (parts x N) fp32 buffer, in a fixed order (same result every run), and stores dg in
+    dg's dtype. It does what ``dg_partial.sum(0).to(g.dtype)`` does, in one launch."""
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_P, BLOCK_N), dtype=tl.float32)
+    for p in range(0, n_parts, BLOCK_P):
+        parts = p + tl.arange(0, BLOCK_P)
+        mask = (parts < n_parts)[:, None] & (cols < n_cols)[None, :]
+        acc += tl.load(dg_partial_ptr + parts[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
+    tl.store(dg_ptr + cols, tl.sum(acc, axis=0), mask=cols < n_cols)
 
 
 # ---------------------------------------------------------------------------
@@ -225,23 +272,41 @@ def _rows(t, n):
     return t.reshape(-1, n).contiguous()
 
 
-def _config(n_cols):
-    """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps) for rows of n_cols elements."""
+def _block_n(n_cols):
+    """(BLOCK_N, SINGLE_PASS): a whole row per tile when it fits in registers, else chunks."""
     if n_cols <= MAX_FUSED_N:
-        block_n = triton.next_power_of_2(n_cols)
-        # Short rows: several rows per program, so a program has ~4K elements of work.
-        block_m = max(1, min(16, 4096 // block_n))
-        single = True
-    else:
-        block_n, block_m, single = 4096, 1, False
-    num_warps = 4 if block_m * block_n <= 2048 else (8 if block_m * block_n <= 8192 else 16)
-    return block_m, block_n, single, num_warps
+        return triton.next_power_of_2(n_cols), True
+    return CHUNK_N, False
 
 
-def _num_programs_bwd(n_rows, device):
+def _warps(tile):
+    """num_warps for a tile of `tile` elements: ~16 per thread (32 threads a warp), 4 to 16 warps."""
+    return min(16, max(4, tile // 512))
+
+
+# Launch choices below were measured on an NVIDIA H200 (tests/tune_kernels.py; docs/perf.md).
+def _fwd_config(n_cols):
+    """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps) of the forward."""
+    block_n, single = _block_n(n_cols)
+    # Short rows: 2-4 rows per program, so each program has ~2K elements to move.
+    block_m = max(1, min(4, 2048 // block_n)) if single else 1
+    return block_m, block_n, single, _warps(block_m * block_n)
+
+
+def _bwd_config(n_cols):
+    """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps, programs per SM) of the backward."""
+    block_n, single = _block_n(n_cols)
+    block_m = 2 if single and block_n <= 4096 else 1
+    tile = block_m * block_n
+    # A persistent grid: enough programs that each SM has ~8K elements of x and dy in flight
+    # (16K with the prefetched tile); more programs would only enlarge the partial dg buffer.
+    return block_m, block_n, single, _warps(tile), max(1, 8192 // tile)
+
+
+def _num_programs_bwd(n_rows, per_sm, device):
     """How many programs share the backward: each accumulates dg over many rows."""
     if device.type == "cuda":
-        target = 4 * torch.cuda.get_device_properties(device).multi_processor_count
+        target = per_sm * torch.cuda.get_device_properties(device).multi_processor_count
     else:
         target = 8                                   # a handful on the CPU simulators
     return max(1, min(target, triton.cdiv(n_rows, 8)))
@@ -252,12 +317,12 @@ def rmsnorm_forward(x, g, eps=1e-5):
     _check_inputs(x, g)
     n = x.shape[-1]
     # [TODO] Part (c): allocate y and r, choose the launch grid, launch rmsnorm_fwd_kernel.
-    x2 = _rows(x, n)
+    x2, g = _rows(x, n), g.contiguous()                    # the kernel reads g as g_ptr + cols
     m = x2.shape[0]
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     r = torch.empty(m, dtype=torch.float32, device=x.device)
     if m > 0:
-        block_m, block_n, single, num_warps = _config(n)
+        block_m, block_n, single, num_warps = _fwd_config(n)
         rmsnorm_fwd_kernel[(triton.cdiv(m, block_m),)](
             x2, g, y, r, m, n, x2.stride(0), y.stride(0), float(eps),
             BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_PASS=single, num_warps=num_warps)
@@ -279,18 +344,18 @@ def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):
         raise ValueError(f"dg_reduction must be 'programs' or 'rows', got {dg_reduction!r}")
     n = x.shape[-1]
     # [TODO] Part (c): allocate dx and the fp32 partial dg buffer, launch rmsnorm_bwd_kernel, sum the partials.
-    x2, dy2 = _rows(x, n), _rows(dy, n)
+    x2, dy2, g = _rows(x, n), _rows(dy, n), g.contiguous()
     m = x2.shape[0]
     if tuple(r.shape) != (m,):
         raise ValueError(f"r must have shape ({m},), one value per row, got {tuple(r.shape)}")
     dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
     if m == 0:
         return dx.view(x.shape), torch.zeros_like(g)
-    block_m, block_n, single, num_warps = _config(n)
+    block_m, block_n, single, num_warps, per_sm = _bwd_config(n)
     if dg_reduction == "rows":
-        programs, rows_per_program, block_m = m, 1, 1
+        programs, rows_per_program, block_m, num_warps = m, 1, 1, _warps(block_n)
     else:
-        programs = _num_programs_bwd(m, x.device)
+        programs = _num_programs_bwd(m, per_sm, x.device)
         rows_per_program = triton.cdiv(m, programs)
         programs = triton.cdiv(m, rows_per_program)
     alloc = torch.empty if single else torch.zeros        # the chunked kernel adds into its row
@@ -298,7 +363,12 @@ def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):
     rmsnorm_bwd_kernel[(programs,)](
         x2, g, dy2, r, dx, dg_partial, m, n, x2.stride(0), dy2.stride(0), dx.stride(0), rows_per_program,
         BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_PASS=single, num_warps=num_warps)
-    return dx.view(x.shape), dg_partial.sum(dim=0).to(g.dtype)
+    # Sum the partial rows: dg_partial.sum(0).to(g.dtype) would do, dg_sum_kernel is faster.
+    dg = torch.empty_like(g)
+    sum_n = min(32, max(8, triton.next_power_of_2(n) // 64))    # >= 64 programs once N >= 4096
+    dg_sum_kernel[(triton.cdiv(n, sum_n),)](dg_partial, dg, programs, n, BLOCK_P=1024 // sum_n, BLOCK_N=sum_n,
+                                            num_warps=4)
+    return dx.view(x.shape), dg
     # [/TODO]
 
 

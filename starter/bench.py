@@ -2,9 +2,11 @@
 
 On a GPU (real Triton): for each dtype and shape, forward and backward milliseconds, GB/s and
 the percentage of the GPU's copy bandwidth, for your kernels and for PyTorch eager,
-torch.compile, torch.nn.functional.rms_norm and Liger-Kernel (when installed). Each shape runs
-in a fresh process (allocator state from earlier shapes skews later ones). A plot of GB/s
-against N goes to build/bench_gpu.png.
+torch.compile, torch.nn.functional.rms_norm and Liger-Kernel (when installed). "bwd" is the
+backward pass alone through autograd (a graph kept with retain_graph); the row "yours, no
+autograd" calls rmsnorm_backward directly: the gap between the two is host (CPU) time. Each
+shape runs in a fresh process (allocator state from earlier shapes skews later ones), one per
+visible GPU at a time. A plot of GB/s against N goes to build/bench_gpu.png.
 
 On the CPU simulator, times say nothing about a GPU, so it shows what does carry over: the
 bytes your kernels move against the minimum a fused kernel needs, as a table and a plot
@@ -14,6 +16,7 @@ Traffic counted: forward reads x and writes y (2·M·N elements); backward reads
 writes dx (3·M·N). The copy bandwidth is measured in the same process: 2·M·N elements / time.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -42,7 +45,8 @@ def providers(impl):
                           lambda x, g: F.rms_norm(x, (x.shape[-1],), g, 1e-5))}
     try:
         from liger_kernel.ops.rms_norm import LigerRMSNormFunction
-        liger = lambda x, g: LigerRMSNormFunction.apply(x, g, 1e-5, 0.0, "llama")  # noqa: E731
+        # in_place=False: by default Liger writes dx over dy, which a benchmark reuses
+        liger = lambda x, g: LigerRMSNormFunction.apply(x, g, 1e-5, 0.0, "llama", False)  # noqa: E731
         out["Liger"] = (liger, liger)
     except Exception as e:                                       # noqa: BLE001 -- optional, never fatal
         if not isinstance(e, ImportError):
@@ -65,27 +69,62 @@ def measure_one(impl_path, dtype_name, M, N):
     for name, (fwd, diff) in providers(impl).items():
         try:
             f = bench(lambda: diff(x, g)) if fwd is None else bench(lambda: fwd(x, g))
+            y = diff(xg, gg)
+            b = bench(lambda: torch.autograd.grad(y, (xg, gg), dy, retain_graph=True))
             fb = bench(lambda: torch.autograd.grad(diff(xg, gg), (xg, gg), dy))    # a fresh graph per call
-            res["providers"][name] = {"fwd": f, "bwd": max(fb - f, 1e-6), "fwdbwd": fb}
+            res["providers"][name] = {"fwd": f, "bwd": b, "fwdbwd": fb}
+            del y
         except Exception as e:                                   # noqa: BLE001 -- report, keep going
             res["providers"][name] = {"error": f"{type(e).__name__}: {str(e)[:120]}"}
+        if name == "yours" and "error" not in res["providers"][name]:
+            _, r = impl.rmsnorm_forward(x, g)
+            res["providers"]["yours, no autograd"] = {"fwd": res["providers"][name]["fwd"],
+                                                      "bwd": bench(lambda: impl.rmsnorm_backward(dy, x, g, r))}
     return res
 
 
+def _run_one(impl_path, dtype_name, M, N, gpu):
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
+    p = subprocess.run([sys.executable, __file__, "--one", dtype_name, str(M), str(N), "--impl", str(impl_path)],
+                       capture_output=True, text=True, env=env)
+    if p.returncode:
+        print(f"{dtype_name} {M}x{N}: failed\n{p.stderr[-1500:]}")
+        return None
+    return dtype_name, M, N, json.loads(p.stdout.strip().splitlines()[-1])
+
+
 def gpu_report(impl_path, shapes, out_dir):
-    rows = []
-    for dtype_name in DTYPES:
-        for M, N in shapes:
-            p = subprocess.run([sys.executable, __file__, "--one", dtype_name, str(M), str(N), "--impl",
-                                str(impl_path)], capture_output=True, text=True)
-            if p.returncode:
-                print(f"{dtype_name} {M}x{N}: failed\n{p.stderr[-1500:]}")
-                continue
-            rows.append((dtype_name, M, N, json.loads(p.stdout.strip().splitlines()[-1])))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    gpus = [d for d in visible.split(",") if d.strip()] if visible else list(range(torch.cuda.device_count()))
+    jobs = [(d, M, N) for d in DTYPES for M, N in shapes]
+    free = list(gpus)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    partial = (out_dir / "bench_gpu.jsonl").open("w")         # each shape as it finishes
+
+    def run(job):
+        gpu = free.pop()                     # one shape per GPU at a time: timings never share a GPU
+        try:
+            row = _run_one(impl_path, *job, gpu)
+            if row is not None:
+                partial.write(json.dumps(row) + "\n")
+                partial.flush()
+            return row
+        finally:
+            free.append(gpu)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(gpus)) as pool:
+        rows = [r for r in pool.map(run, jobs) if r is not None]
+    partial.close()
+    (out_dir / "bench_gpu.json").write_text(json.dumps(rows, indent=1))
+    print_gpu_tables(rows)
+    plot_gpu(rows, out_dir / "bench_gpu.png")
+
+
+def print_gpu_tables(rows):
+    """rows: (dtype name, M, N, measure_one's dict) for each shape."""
     for dtype_name in DTYPES:
         elem = torch.empty((), dtype=DTYPES[dtype_name]).element_size()
         print(f"\n{dtype_name}: ms, GB/s and % of copy bandwidth (forward 2·M·N, backward 3·M·N elements)")
-        print(f"{'shape':>12} {'copy GB/s':>9} {'provider':>14} {'fwd ms':>8} {'GB/s':>6} {'%':>4} "
+        print(f"{'shape':>12} {'copy GB/s':>9} {'provider':>19} {'fwd ms':>8} {'GB/s':>6} {'%':>4} "
               f"{'bwd ms':>8} {'GB/s':>6} {'%':>4} {'fwd+bwd':>8}")
         for d, M, N, r in rows:
             if d != dtype_name:
@@ -93,12 +132,12 @@ def gpu_report(impl_path, shapes, out_dir):
             copy = 2 * M * N * elem / r["copy"] / 1e6
             for name, t in r["providers"].items():
                 if "error" in t:
-                    print(f"{f'{M}x{N}':>12} {copy:>9.0f} {name:>14}  {t['error']}")
+                    print(f"{f'{M}x{N}':>12} {copy:>9.0f} {name:>19}  {t['error']}")
                     continue
                 fg, bg = 2 * M * N * elem / t["fwd"] / 1e6, 3 * M * N * elem / t["bwd"] / 1e6
-                print(f"{f'{M}x{N}':>12} {copy:>9.0f} {name:>14} {t['fwd']:>8.3f} {fg:>6.0f} {100 * fg / copy:>4.0f} "
-                      f"{t['bwd']:>8.3f} {bg:>6.0f} {100 * bg / copy:>4.0f} {t['fwdbwd']:>8.3f}")
-    plot_gpu(rows, out_dir / "bench_gpu.png")
+                fb = f"{t['fwdbwd']:>8.3f}" if t.get("fwdbwd") else f"{'':>8}"
+                print(f"{f'{M}x{N}':>12} {copy:>9.0f} {name:>19} {t['fwd']:>8.3f} {fg:>6.0f} {100 * fg / copy:>4.0f} "
+                      f"{t['bwd']:>8.3f} {bg:>6.0f} {100 * bg / copy:>4.0f} {fb}")
 
 
 def plot_gpu(rows, path):
@@ -113,6 +152,8 @@ def plot_gpu(rows, path):
             ax = axes[i][j]
             names = sorted({n for _, _, r in big for n in r["providers"]})
             for name in names:
+                if kind == "fwd" and name.endswith("no autograd"):      # the same forward as "yours"
+                    continue
                 pts = [(N, factor * M * N * elem / r["providers"][name][kind] / 1e6) for N, M, r in big
                        if kind in r["providers"].get(name, {})]
                 if pts:
@@ -125,7 +166,8 @@ def plot_gpu(rows, path):
             ax.grid(True, alpha=0.3)
             if i == 1:
                 ax.set_xlabel("N (M·N = 2^26)")
-    axes[0][0].legend(fontsize=8)
+    for ax in axes[0]:                        # the backward panels also show "yours, no autograd"
+        ax.legend(fontsize=8)
     _save(fig, path)
 
 

@@ -44,17 +44,27 @@ else:
 DEVICE = torch.device("cuda" if BACKEND == "triton" else "cpu")
 
 # Rows up to this many columns are held in registers whole: one pass over x.
-# Longer rows are processed in chunks of this size.
-MAX_FUSED_N = 8192
+# Longer rows are processed in chunks of CHUNK_N columns.
+MAX_FUSED_N = 16384
+CHUNK_N = 4096
 
 
 @triton.jit
 def load_tile(ptr, rows, row_stride, cols, mask):
-    """Load the tile ptr[rows, cols] (rows with a stride, columns contiguous) as fp32.
+    """Load the tile ptr[rows, cols] (rows with a stride, columns contiguous), in ptr's dtype.
 
     Masked-off lanes read as 0, so they add nothing to sums over the tile.
     """
-    return tl.load(ptr + rows[:, None] * row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    return tl.load(ptr + rows[:, None] * row_stride + cols[None, :], mask=mask, other=0.0)
+
+
+@triton.jit
+def row_tile(first_row, start, rows_per_program, n_rows, BLOCK_M: tl.constexpr):
+    """Rows [start, start + BLOCK_M) of a program's share (which begins at first_row), as int64
+    indices, and which of them exist: inside the share and below n_rows."""
+    local = start + tl.arange(0, BLOCK_M)
+    rows = first_row + local
+    return rows.to(tl.int64), (local < rows_per_program) & (rows < n_rows)
 
 
 # ---------------------------------------------------------------------------
@@ -80,6 +90,12 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, n_rows, n_cols, x_row_stride,
 # Part (b): the backward kernel
 # ---------------------------------------------------------------------------
 @triton.jit
+def bwd_tile(x, dy, g, r, n_cols):
+    """For a tile of rows (any dtype in, fp32 math): dx, and the tile's terms dy * x * r of dg."""
+    raise NotImplementedError("TODO: Part (b), optional helper: the math of one tile of rows.")
+
+
+@triton.jit
 def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
                        x_row_stride, dy_row_stride, dx_row_stride, rows_per_program,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SINGLE_PASS: tl.constexpr):
@@ -99,6 +115,20 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_ro
     the buffer shrinks to (number of programs) x N.
     """
     raise NotImplementedError("TODO: Part (b): implement the backward kernel (see the handout).")
+
+
+@triton.jit
+def dg_sum_kernel(dg_partial_ptr, dg_ptr, n_parts, n_cols, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr):
+    """dg_j = sum_p dg_partial[p, j], given to you: each program sums BLOCK_N columns over all rows
+    of the (parts x N) fp32 buffer, in a fixed order (same result every run), and stores dg in
+    dg's dtype. It does what ``dg_partial.sum(0).to(g.dtype)`` does, in one launch."""
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_P, BLOCK_N), dtype=tl.float32)
+    for p in range(0, n_parts, BLOCK_P):
+        parts = p + tl.arange(0, BLOCK_P)
+        mask = (parts < n_parts)[:, None] & (cols < n_cols)[None, :]
+        acc += tl.load(dg_partial_ptr + parts[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
+    tl.store(dg_ptr + cols, tl.sum(acc, axis=0), mask=cols < n_cols)
 
 
 # ---------------------------------------------------------------------------
@@ -141,23 +171,41 @@ def _rows(t, n):
     return t.reshape(-1, n).contiguous()
 
 
-def _config(n_cols):
-    """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps) for rows of n_cols elements."""
+def _block_n(n_cols):
+    """(BLOCK_N, SINGLE_PASS): a whole row per tile when it fits in registers, else chunks."""
     if n_cols <= MAX_FUSED_N:
-        block_n = triton.next_power_of_2(n_cols)
-        # Short rows: several rows per program, so a program has ~4K elements of work.
-        block_m = max(1, min(16, 4096 // block_n))
-        single = True
-    else:
-        block_n, block_m, single = 4096, 1, False
-    num_warps = 4 if block_m * block_n <= 2048 else (8 if block_m * block_n <= 8192 else 16)
-    return block_m, block_n, single, num_warps
+        return triton.next_power_of_2(n_cols), True
+    return CHUNK_N, False
 
 
-def _num_programs_bwd(n_rows, device):
+def _warps(tile):
+    """num_warps for a tile of `tile` elements: ~16 per thread (32 threads a warp), 4 to 16 warps."""
+    return min(16, max(4, tile // 512))
+
+
+# Launch choices below were measured on an NVIDIA H200 (tests/tune_kernels.py; docs/perf.md).
+def _fwd_config(n_cols):
+    """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps) of the forward."""
+    block_n, single = _block_n(n_cols)
+    # Short rows: 2-4 rows per program, so each program has ~2K elements to move.
+    block_m = max(1, min(4, 2048 // block_n)) if single else 1
+    return block_m, block_n, single, _warps(block_m * block_n)
+
+
+def _bwd_config(n_cols):
+    """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps, programs per SM) of the backward."""
+    block_n, single = _block_n(n_cols)
+    block_m = 2 if single and block_n <= 4096 else 1
+    tile = block_m * block_n
+    # A persistent grid: enough programs that each SM has ~8K elements of x and dy in flight
+    # (16K with the prefetched tile); more programs would only enlarge the partial dg buffer.
+    return block_m, block_n, single, _warps(tile), max(1, 8192 // tile)
+
+
+def _num_programs_bwd(n_rows, per_sm, device):
     """How many programs share the backward: each accumulates dg over many rows."""
     if device.type == "cuda":
-        target = 4 * torch.cuda.get_device_properties(device).multi_processor_count
+        target = per_sm * torch.cuda.get_device_properties(device).multi_processor_count
     else:
         target = 8                                   # a handful on the CPU simulators
     return max(1, min(target, triton.cdiv(n_rows, 8)))

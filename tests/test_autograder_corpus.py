@@ -7,6 +7,7 @@ must contain, and the parts it must still pass; attacks must leave the grade unt
 import concurrent.futures
 import json
 import os
+import sys
 import time
 
 import pytest
@@ -15,6 +16,8 @@ from autograder import grade, scan
 from conftest import ROOT
 
 CORPUS = ROOT / "tests" / "corpus"
+sys.path.insert(0, str(CORPUS))
+from variants import variant  # noqa: E402
 SIMPLE = (CORPUS / "simple.py").read_text()
 ALL_CPU = ["1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "5", "6", "7", "8"]
 BACKWARD = ["2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "6", "7", "8", "9"]
@@ -64,6 +67,8 @@ HOST_DX_NEW = '''    xf, dyf = x2.float(), dy2.float() * g.float()
 CASES = {
     "simple": (SIMPLE, {"9": "partial dg buffer"}, ALL_CPU),
     "solution": ((ROOT / "solution" / "rmsnorm.py").read_text(), {}, ALL_CPU + ["9"]),
+    # the lecture's M x N partial dg buffer: full credit, no extra credit
+    "rows_partial_dg": (variant("rows_partial_dg"), {"9": "partial dg buffer"}, ALL_CPU),
     "unfused_forward": ((CORPUS / "unfused_forward.py").read_text(),
                         {"5": "stored 0.0 values per element of y", "7": "host-side torch op"},
                         ["1", "2", "3", "6", "8"]),

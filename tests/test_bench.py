@@ -8,12 +8,12 @@ import bench  # noqa: E402
 
 
 def test_traffic_table_and_plot_on_the_simulator(tmp_path, capsys):
-    assert bench.main(["--impl", str(ROOT / "solution" / "rmsnorm.py"), "--shapes", "64x128", "4x16384",
+    assert bench.main(["--impl", str(ROOT / "solution" / "rmsnorm.py"), "--shapes", "64x128", "2x32768",
                        "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    rows = {tuple(ln.split()[:2]): ln.split() for ln in out.splitlines() if ln.strip().startswith(("64x", "4x"))}
+    rows = {tuple(ln.split()[:2]): ln.split() for ln in out.splitlines() if ln.strip().startswith(("64x", "2x"))}
     assert rows[("64x128", "forward")][4] == "1.00" and rows[("64x128", "backward")][4] == "1.00"
-    assert float(rows[("4x16384", "forward")][4]) == 1.5          # N > 8192: x read twice, as allowed
+    assert float(rows[("2x32768", "forward")][4]) == 1.5          # N > 16384: x read twice, as allowed
     assert (tmp_path / "bench_sim.png").stat().st_size > 10_000
 
 
@@ -38,3 +38,24 @@ def test_gpu_providers_include_the_references():
     assert {"yours", "eager", "torch.compile", "F.rms_norm"} <= set(names)
     x, g = torch.randn(4, 8), torch.rand(8)
     torch.testing.assert_close(names["F.rms_norm"][0](x, g), names["eager"][0](x, g))
+
+
+def test_gpu_tables_and_plot_from_measurements(tmp_path, capsys):
+    M, N = 1024, 4096
+    copy = 0.0084                                  # ms for 2·M·N fp32 elements: 3995 GB/s
+    row = {"copy": copy, "providers": {
+        "yours": {"fwd": copy, "bwd": 3 * copy, "fwdbwd": 5 * copy},
+        "yours, no autograd": {"fwd": copy, "bwd": 1.5 * copy},
+        "Liger": {"error": "RuntimeError: boom"}}}
+    rows = [("fp32", M, N, row)]
+    bench.print_gpu_tables(rows)
+    out = capsys.readouterr().out
+    lines = {ln.split("  ")[0].strip() + "|" + ln[22:42].strip(): ln.split() for ln in out.splitlines()
+             if ln.strip().startswith(f"{M}x{N}")}
+    yours = next(v for k, v in lines.items() if k.endswith("|yours"))
+    assert yours[-7:] == ["0.008", "3995", "100", "0.025", "1997", "50", "0.042"], yours
+    direct = next(v for k, v in lines.items() if k.endswith("no autograd"))
+    assert direct[-3:] == ["0.013", "3995", "100"], direct            # 3·M·N elements in 1.5 copies
+    assert "RuntimeError: boom" in out
+    bench.plot_gpu(rows * 1 + [("bf16", 2 * M, N, row)], tmp_path / "gpu.png")
+    assert (tmp_path / "gpu.png").stat().st_size > 10_000

@@ -55,7 +55,7 @@ def test_matches_float64_reference(backend, shape, dtype):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dg_reduction", ["programs", "rows"])
-@pytest.mark.parametrize("shape", [(64, 100), (130, 257), (33, 9000)], ids=str)
+@pytest.mark.parametrize("shape", [(64, 100), (130, 257), (33, 9000), (5, 20000)], ids=str)
 def test_both_dg_reductions(backend, dg_reduction, shape):
     check_all(solution(backend), *make(shape, torch.float32, device=solution(backend).DEVICE), dg_reduction=dg_reduction)
 
@@ -93,6 +93,14 @@ def test_non_contiguous_inputs(backend, layout):
 def test_g_may_differ_in_dtype_from_x(backend):
     check_all(solution(backend), *make((11, 130), torch.bfloat16, g_dtype=torch.float32,
                                        device=solution(backend).DEVICE))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_strided_g_is_read_by_its_stride(backend):
+    S = solution(backend)
+    x, g2, dy = make((6, 2 * 48), torch.float32, device=S.DEVICE)
+    x, dy = x[:, :48], dy[:, :48]
+    check_all(S, x, g2[::2], dy)                     # g = every other element of a longer vector
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -155,11 +163,14 @@ def test_improved_reduction_uses_a_small_partial_buffer():
     for red, most in (("programs", M * N // 8), ("rows", M * N)):
         with triton.record() as rec:
             S.rmsnorm_backward(dy, x, g, r, dg_reduction=red)
-        (launch,) = rec.launches
+        launch, final_sum = rec.launches
+        assert (launch.kernel, final_sum.kernel) == ("rmsnorm_bwd_kernel", "dg_sum_kernel")
         partial = launch.args["dg_partial_ptr"]
         assert partial.numel <= most and partial.stored == partial.numel
         assert launch.args["x_ptr"].loaded == M * N and launch.args["dy_ptr"].loaded == M * N
         assert launch.args["dx_ptr"].stored == M * N
+        # the partial rows are read once more, by the final sum, which writes dg once
+        assert final_sum.args["dg_partial_ptr"].loaded == partial.numel and final_sum.args["dg_ptr"].stored == N
 
 
 def test_forward_is_fused():

@@ -9,7 +9,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 def test_every_swept_configuration_is_correct(monkeypatch, capsys):
     monkeypatch.setenv("MINI_TRITON", "1")
     import tune_kernels
-    rc = tune_kernels.main(["--shapes", "32x256", "3x9000", "--dtypes", "fp32", "bf16"])
+    rc = tune_kernels.main(["--shapes", "32x256", "3x20000", "--dtypes", "fp32", "bf16"])
     out = capsys.readouterr().out
     assert rc == 0 and "WRONG" not in out, out
-    assert out.count("bwd+sum") >= 2 * (18 + 9) and out.count("fwd ") >= 2 * (9 + 3)
+    grid, fwd = tune_kernels.SIM_BWD_GRID, tune_kernels.FWD_GRID
+    per_pass = len(grid["per_sm"]) * len(grid["warps"]) * len(grid["stages"])
+    # 32x256: one pass, every BLOCK_M; 3x20000: chunked (BLOCK_M=1) and single pass (every BLOCK_M).
+    n_bm = len(grid["block_m"])
+    assert out.count("bwd+sum") == 2 * per_pass * (n_bm + 1 + n_bm), out
+    assert out.count("fwd ") == 2 * len(fwd["warps"]) * (len(fwd["block_m"]) + 1 + len(fwd["block_m"])), out

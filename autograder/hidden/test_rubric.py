@@ -340,7 +340,7 @@ def _speed(gpu, baseline, part, record_property):
         "dg", got, ref["dg"], x, tol=dg_tolerance(x.dtype, SPEED_SHAPE[0], ref["dg"]))
     if msg:
         fail(msg.replace(f"shape {tuple(x.shape)}", f"shape {SPEED_SHAPE}"))
-    ok, msg = verdict(kind, dtype, SPEED_SHAPE, info[f"{kind}_ms"], baseline[dtype], SPEEDUP_NEEDED[kind])
+    ok, msg = verdict(kind, dtype, SPEED_SHAPE, info[f"{kind}_ms"], baseline[dtype], SPEEDUP_NEEDED[part])
     record_property("output", msg)
     if not ok:
         fail(msg)

@@ -1,0 +1,33 @@
+"""Slow-but-correct variants of the reference solution, made from it by one edit each.
+
+    python3 tests/corpus/variants.py OUT_DIR     # writes OUT_DIR/<name>.py for autograder.calibrate
+
+- rows_partial_dg: the lecture's backward, one program per row and an M x N fp32 partial dg
+  buffer summed by the host (full credit on the simulator, no extra credit; the GPU speed
+  thresholds are calibrated against it).
+"""
+import sys
+from pathlib import Path
+
+SOLUTION = Path(__file__).resolve().parents[2] / "solution" / "rmsnorm.py"
+EDITS = {
+    "rows_partial_dg": [('def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):',
+                         'def rmsnorm_backward(dy, x, g, r, dg_reduction="rows"):')],
+}
+
+
+def variant(name: str) -> str:
+    src = SOLUTION.read_text()
+    for old, new in EDITS[name]:
+        if old not in src:
+            raise ValueError(f"variant {name}: the solution no longer contains {old!r}")
+        src = src.replace(old, new)
+    return src
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    for name in EDITS:
+        (out / f"{name}.py").write_text(variant(name))
+        print(out / f"{name}.py")

@@ -8,7 +8,7 @@ IMPL     ?= starter
 SHAPES   ?=
 impl_path = $(if $(filter starter solution,$(1)),$(1)/rmsnorm.py,$(1))
 
-.PHONY: help setup check test bench bench-sim grade grade-all autograder starter student clean
+.PHONY: help setup sandbox-accounts check test bench bench-sim grade grade-all autograder starter student clean
 
 help:
 	@echo "make grade        grade the reference solution (sets up .venv/ first)"
@@ -20,17 +20,24 @@ help:
 	@echo "make grade-all EXPORT=dir [JOBS=N] [OUT=csv] regrade a Gradescope export into a CSV"
 	@echo "make autograder   build dist/autograder.zip, the Gradescope autograder"
 	@echo "make student      build dist/rmsnorm-student.zip, the student bundle"
+	@echo "make sandbox-accounts   as root: create the accounts submissions run as (grade and check do it)"
 	@echo "make starter      regenerate starter/rmsnorm.py from solution/rmsnorm.py"
 	@echo "make clean        remove build outputs"
 
 setup: $(VENV)/.ready
 
+# As root, the venv's Python must be one the sandbox accounts can run (autograder/pick_python.py).
 $(VENV)/.ready: requirements.txt
-	$(PYTHON) -m venv $(VENV)
+	@echo "setting up $(VENV)/ with the pinned requirements (a few minutes, once)"
+	$$($(PYTHON) autograder/pick_python.py $(PYTHON)) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
-check: setup
+# As root, submissions run as the accounts rmsnorm-sbx0..7 (autograder/accounts.py): never as root.
+sandbox-accounts: setup
+	@$(PY) -m autograder.accounts create
+
+check: setup sandbox-accounts
 	$(PY) -m pytest -q tests
 
 test: setup
@@ -42,14 +49,14 @@ bench: setup
 SUBMISSION ?= solution
 RESULTS    ?= build/results.json
 
-grade: setup
+grade: setup sandbox-accounts
 	$(PY) -m autograder.grade $(call impl_path,$(SUBMISSION)) $(RESULTS)
 
 EXPORT ?=
 JOBS   ?= 1
 OUT    ?= $(EXPORT)/regrade.csv
 
-grade-all: setup
+grade-all: setup sandbox-accounts
 	@test -n "$(EXPORT)" || { echo "usage: make grade-all EXPORT=path/to/unzipped/export [JOBS=N] [OUT=grades.csv]"; exit 2; }
 	$(PY) -m autograder.grade_all $(EXPORT) --jobs $(JOBS) --out $(OUT)
 

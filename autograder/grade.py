@@ -1,8 +1,11 @@
 """Grade one submission: ``python -m autograder.grade SUBMISSION [RESULTS]`` (``make grade``).
 
 Writes a fallback results.json first (so a crash still leaves a valid file),
-runs the hidden tests in a pytest process that never imports the submission,
-then prints a table per rubric item. Exits 0 whenever grading itself worked.
+checks that the grader itself can work (preflight.py), runs the hidden tests in a
+pytest process that never imports the submission, then prints a table per rubric
+item. A grading that the grader could not carry out raises GraderError: the
+results.json then says "autograder error" (no score), and ``main`` prints the
+cause and the fix and exits 1.
 """
 import json
 import os
@@ -10,34 +13,43 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import preflight
+from .config import RESULTS_VAR, SUBMISSION_VAR
+from .errors import STUDENT_MESSAGE, GraderError
 from .plugin import write_results
 from .rubric import ITEMS, PARTS
 
 HERE = Path(__file__).resolve().parent
-FALLBACK = {"score": 0, "execution_time": 0, "stdout_visibility": "hidden", "tests": [],
-            "output": "The autograder did not finish; please contact the course staff."}
+FALLBACK = {"score": 0, "execution_time": 0, "stdout_visibility": "hidden", "tests": [], "output": STUDENT_MESSAGE,
+            "extra_data": {"autograder_error": True}}      # replaced when grading completes
 
 
 def grade(submission: Path, results: Path, env: dict | None = None, select: str | None = None) -> dict:
     """Run the hidden tests on ``submission`` (a file, or a folder holding rmsnorm.py); return results.json.
 
     ``select``: a pytest ``-k`` expression, to run some tests only (calibrate.py times item 10 alone).
+    Raises GraderError when the grader, not the submission, failed; results.json then says so.
     """
     submission = Path(submission)
     if submission.is_dir():
         submission = submission / "rmsnorm.py"
     write_results(results, FALLBACK)
-    env = dict(os.environ if env is None else env, RMSNORM_SUBMISSION=str(submission.resolve()),
-               RMSNORM_RESULTS=str(Path(results).resolve()))
+    preflight.check()
+    env = dict(os.environ if env is None else env, **{SUBMISSION_VAR: str(submission.resolve()),
+                                                      RESULTS_VAR: str(Path(results).resolve())})
     log = Path(results).with_suffix(".log")           # pytest's own output: for the staff, never for students
     with open(log, "wb") as out:
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "autograder.plugin", "-p", "no:cacheprovider",
                         str(HERE / "hidden"), *(["-k", select] if select else [])], env=env, cwd=HERE.parent,
                        stdout=out, stderr=subprocess.STDOUT, check=False)
     res = json.loads(Path(results).read_text())
+    cause = res.pop("autograder_error", None)
+    if cause:
+        write_results(results, res)                    # the student's copy: the message, not the cause
+        raise GraderError(cause)
     if not res.get("tests"):
         tail = log.read_text(errors="replace").strip().splitlines()[-15:]
-        print(f"grading did not complete; pytest said ({log}):\n  " + "\n  ".join(tail), file=sys.stderr)
+        raise GraderError("the hidden tests did not run; pytest said (" + str(log) + "):\n  " + "\n  ".join(tail))
     return res
 
 
@@ -60,34 +72,49 @@ def table(res: dict) -> str:
     for it in ITEMS:
         parts = [by_num[p.number] for p in it.graded() if p.number in by_num]
         if not parts:
+            if it.gpu_only:
+                lines.append(row.format(it.number, it.name + " (on the course GPU machine only)", "-",
+                                        f"{it.points:g}"))
             continue
-        got, out_of = sum(t["score"] for t in parts), sum(t["max_score"] for t in parts)
+        got = sum(t["score"] for t in parts)
+        out_of = it.points if it.extra_credit else sum(t["max_score"] for t in parts)
         label = it.name + (" (extra credit)" if it.extra_credit else "")
         lines.append(row.format(it.number, label, f"{got:g}", f"{out_of:g}"))
         for t in parts:
             if len(it.graded()) > 1:
                 lines.append(row.format("  " + t["number"], "  " + PARTS[t["number"]].name,
                                         f"{t['score']:g}", f"{t['max_score']:g}"))
-            if t["output"] and (t["status"] == "failed" or t["number"].startswith("10")) \
-                    and t["output"] not in notes:
+            if t["output"] and (t["status"] == "failed" or it.gpu_only) and t["output"] not in notes:
                 notes.add(t["output"])
                 lines.append(f"          {t['output'][:400]}")
     for t in res["tests"]:
         if t["number"] == "0" and t["status"] == "failed":
             lines.append(f"static checks: {t['output'][:400]}")
-    regular = [t for t in res["tests"] if not t["number"].startswith("9")]
-    extra = sum(t["score"] for t in res["tests"] if t["number"].startswith("9"))
+    extra_items = {i.number for i in ITEMS if i.extra_credit}
+    regular = [t for t in res["tests"] if t["number"].split(".")[0] not in extra_items]
+    extra = sum(t["score"] for t in res["tests"] if t["number"].split(".")[0] in extra_items)
     lines += ["-" * 78, row.format("total", "", f"{sum(t['score'] for t in regular):g}",
                                    f"{sum(t['max_score'] for t in regular):g}") + f" + {extra:g} extra credit"]
-    if not res["tests"]:
-        lines.append(res.get("output", ""))
+    if res.get("output"):
+        lines.append(res["output"])
     return "\n".join(lines)
+
+
+def explain(e: GraderError) -> str:
+    """What `make grade` and grade-all print for an autograder error: for staff."""
+    return f"AUTOGRADER ERROR (the grader failed, not the submission): {e}"
 
 
 def main(argv):
     submission = Path(argv[0]) if argv else HERE.parent / "solution" / "rmsnorm.py"
     results = Path(argv[1]) if len(argv) > 1 else HERE.parent / "build" / "results.json"
-    print(table(grade(submission, results)))
+    try:
+        res = grade(submission, results)
+    except GraderError as e:
+        print(explain(e), file=sys.stderr)
+        print(f"\nresults: {results} (\"autograder error\", no score)", file=sys.stderr)
+        return 1
+    print(table(res))
     print(f"\nresults: {results}")
     return 0
 

@@ -1,8 +1,9 @@
 """Regrade a Gradescope export: ``python -m autograder.grade_all EXPORT [--out CSV] [--jobs N]``
 (``make grade-all EXPORT=dir``).
 
-EXPORT is Gradescope's "Export Submissions" folder: one folder per submission
-(``submission_123456/``) and ``submission_metadata.yml`` naming its submitters.
+EXPORT is Gradescope's "Export Submissions" folder, unzipped: one folder per
+submission (``submission_123456/``) and ``submission_metadata.yml`` (YAML) naming
+its submitters; the folder above it (holding only that folder) is accepted too.
 Each submission is graded by the same hidden tests as on Gradescope (grade.py);
 on a GPU machine that includes item 10. Results go to ``EXPORT/regrade/`` (one
 results.json per submission: a rerun skips those already graded, so an
@@ -20,45 +21,96 @@ import csv
 import json
 import os
 import queue
-import re
 import sys
 import threading
 import time
 from pathlib import Path
 
-from . import grade
+import yaml
+
+from . import grade, preflight
+from .errors import GraderError
+from .gradescope import find_submission
 from .rubric import ITEMS
+
+META = "submission_metadata.yml"
+NOT_SUBMISSIONS = {"regrade", "__MACOSX"}     # our results folder; macOS's zip leftovers
+
+
+def subfolders(folder: Path) -> list[Path]:
+    """The folders of ``folder`` that may be submissions (no hidden ones, no NOT_SUBMISSIONS)."""
+    return sorted(p for p in folder.iterdir()
+                  if p.is_dir() and not p.name.startswith(".") and p.name not in NOT_SUBMISSIONS)
+
+
+def export_folder(path: Path) -> Path:
+    """The folder holding submission_metadata.yml: ``path`` itself or its only subfolder.
+
+    Gradescope's zip unzips to one folder (``assignment_123_export/``); a TA may
+    pass that folder or the one above it. Anything else exits with a message.
+    """
+    if (path / META).is_file():
+        return path
+    inner = subfolders(path) if path.is_dir() else []
+    if len(inner) == 1 and (inner[0] / META).is_file():
+        return inner[0]
+    raise SystemExit(f"{META} not found in {path} or in its only subfolder: "
+                     f"pass the unzipped Gradescope export")
+
+
+def load_yaml(path: Path):
+    """``path`` parsed by yaml.safe_load; a missing or malformed file exits naming it."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SystemExit(f"{path} not found: pass the unzipped Gradescope export") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise SystemExit(f"{path} is not valid YAML{where}: {getattr(err, 'problem', None) or err}") from None
+
+
+def text(value) -> str:
+    """A metadata value as text: sids may be numbers, absent values are empty."""
+    return "" if value is None else str(value)
+
+
+def submitters(entry) -> list[dict]:
+    """[{"name", "sid", "email"}] from one submission's entry; its other keys (:results:...) are ignored."""
+    people = entry.get(":submitters") if isinstance(entry, dict) else None
+    return [{k: text(p.get(f":{k}")) for k in ("name", "sid", "email")}
+            for p in people or [] if isinstance(p, dict)]
 
 
 def read_metadata(path: Path) -> dict:
     """{submission folder: [{"name", "sid", "email"}]} from Gradescope's submission_metadata.yml.
 
-    A small reader for that one file's layout (keys like ``:submitters:``), so
-    regrading needs no YAML library.
+    Only each submission's ``:submitters:`` are read. Exits with a message when
+    the file is missing, is not valid YAML or lists no submissions.
     """
-    subs, current, person = {}, None, None
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        if not raw.strip() or raw.lstrip().startswith("#"):
-            continue
-        top = re.match(r"^(\S[^:]*):\s*$", raw)
-        if top:
-            current, person = top.group(1).strip("'\""), None
-            subs[current] = []
-            continue
-        field = re.match(r"^\s*(-\s*)?:?(name|sid|email):\s*(.*)$", raw)
-        if current is None or not field:
-            continue
-        if field.group(1) or person is None:
-            person = {}
-            subs[current].append(person)
-        person[field.group(2)] = field.group(3).strip().strip("'\"")
-    return subs
+    data = load_yaml(path)
+    if not isinstance(data, dict) or not data:
+        raise SystemExit(f"{path} lists no submissions: pass the unzipped Gradescope export")
+    return {str(folder): submitters(entry) for folder, entry in data.items()}
+
+
+def warn(message: str):
+    print(f"warning: {message}", file=sys.stderr)
 
 
 def submissions(export: Path) -> list[tuple[str, Path, list]]:
-    meta_file = export / "submission_metadata.yml"
-    meta = read_metadata(meta_file) if meta_file.exists() else {}
-    folders = sorted(p for p in export.iterdir() if p.is_dir() and p.name != "regrade")
+    """(folder name, folder, submitters) for every submission folder of the export.
+
+    A folder the metadata does not list is graded all the same (no name, sid or
+    email); a listed submission without a folder is not: both are warned about.
+    """
+    meta = read_metadata(export / META)
+    folders = subfolders(export)
+    on_disk = {p.name for p in folders}
+    for name in sorted(on_disk - set(meta)):
+        warn(f"{name} is not in {META}: graded, with no name, sid or email")
+    for name in sorted(set(meta) - on_disk):
+        warn(f"{META} lists {name} but {export} has no such folder: not graded")
     return [(p.name, p, meta.get(p.name, [])) for p in folders]
 
 
@@ -98,13 +150,11 @@ def graded_already(path: Path) -> bool:
         return False
 
 
-def find_rmsnorm(folder: Path):
-    found = sorted(folder.rglob("rmsnorm.py"))
-    return found[0] if len(found) == 1 else None
-
-
-def regrade(export: Path, out_csv: Path, jobs: int = 1) -> list[dict]:
+def regrade(export: Path, out_csv: Path, jobs: int = 1) -> tuple[list[dict], dict]:
+    """Grade what is not graded yet; (CSV rows, {submission: autograder error}) ."""
+    export = export_folder(export)
     subs = submissions(export)
+    preflight.check()                      # a grader that cannot grade stops here, before any submission
     results_dir = export / "regrade"
     results_dir.mkdir(exist_ok=True)
     todo = [(sid, folder) for sid, folder, _ in subs if not graded_already(results_dir / f"{sid}.json")]
@@ -117,6 +167,7 @@ def regrade(export: Path, out_csv: Path, jobs: int = 1) -> list[dict]:
     for s in slots:
         free.put(s)
     progress = Progress(len(todo))
+    errors = {}
 
     def one(item):
         sid, folder = item
@@ -125,26 +176,27 @@ def regrade(export: Path, out_csv: Path, jobs: int = 1) -> list[dict]:
             env = dict(os.environ)
             if device is not None:
                 env["CUDA_VISIBLE_DEVICES"] = device
-            if workers > 1:
-                env["RMSNORM_SANDBOX_USER"] = ""    # concurrent jobs: no per-user kill (it would reach the others)
-            sub = find_rmsnorm(folder)
+            sub, problem = find_submission(folder)
             out = results_dir / f"{sid}.json"
             if sub is None:
-                out.write_text(json.dumps({"tests": [], "complete": True,
-                                            "output": "no single rmsnorm.py in the submission"}))
+                out.write_text(json.dumps({"tests": [], "complete": True, "output": problem}))
             else:
                 grade.grade(sub, out, env=env)
+        except GraderError as e:
+            errors[sid] = str(e)
         finally:
             free.put(device)
             progress.step(sid)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(one, todo))
-    return write_csv(subs, results_dir, out_csv)
+    return write_csv(subs, results_dir, out_csv, errors), errors
 
 
-def write_csv(subs, results_dir: Path, out_csv: Path) -> list[dict]:
+def write_csv(subs, results_dir: Path, out_csv: Path, errors: dict | None = None) -> list[dict]:
+    """One row per student; a submission whose grading failed on the grader's side gets no scores."""
     rows = []
+    errors = errors or {}
     for sid, _, people in subs:
         try:
             res = json.loads((results_dir / f"{sid}.json").read_text())
@@ -158,6 +210,9 @@ def write_csv(subs, results_dir: Path, out_csv: Path) -> list[dict]:
                             {i.number for i in ITEMS if not i.extra_credit})
         base["extra credit"] = sum(by_item.get(i.number, (0, 0))[0] for i in ITEMS if i.extra_credit)
         base["note"] = res.get("output", "") if not res.get("tests") else ""
+        if sid in errors:
+            base = {**{k: "" for k in base}, "submission": sid,
+                    "note": "AUTOGRADER ERROR (not a grade; rerun to regrade): " + errors[sid].splitlines()[0]}
         for person in people or [{}]:
             rows.append({"name": person.get("name", ""), "sid": person.get("sid", ""),
                          "email": person.get("email", ""), **base})
@@ -177,9 +232,20 @@ def main(argv):
     args = ap.parse_args(argv)
     if not args.export.is_dir():
         ap.error(f"{args.export} is not a folder (unzip the Gradescope export first)")
-    out = args.out or args.export / "regrade.csv"
-    rows = regrade(args.export, out, args.jobs)
+    export = export_folder(args.export)
+    out = args.out or export / "regrade.csv"
+    try:
+        rows, errors = regrade(export, out, args.jobs)
+    except GraderError as e:
+        print(grade.explain(e), file=sys.stderr)
+        return 1
     print(f"{len(rows)} rows written to {out}")
+    for sid, why in errors.items():
+        print(f"{sid}: {grade.explain(why)}", file=sys.stderr)
+    if errors:
+        print(f"{len(errors)} submission(s) not graded because of autograder errors (rows marked AUTOGRADER "
+              f"ERROR); fix the cause and rerun: graded submissions are kept", file=sys.stderr)
+        return 1
     return 0
 
 

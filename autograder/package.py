@@ -1,7 +1,8 @@
 """Build dist/autograder.zip, the Gradescope autograder (``make autograder``).
 
 The zip holds setup.sh and run_autograder at its root, the grader (autograder/),
-the simulator (mini_triton/), the shared comparison helpers and the pinned
+the simulator (mini_triton/), the shared comparison helpers, the known-good
+submission of setup.sh's self-test (tests/corpus/simple.py) and the pinned
 requirements minus what grading on a CPU does not need (triton, matplotlib).
 It never holds the reference solution: a check below refuses to build if any
 line of the solution's answers would end up inside.
@@ -19,7 +20,8 @@ def files():
     """(path in the zip, source path) of every file shipped."""
     out = [("setup.sh", ROOT / "autograder" / "zip" / "setup.sh"),
            ("run_autograder", ROOT / "autograder" / "zip" / "run_autograder"),
-           ("starter/tests/rmsnorm_check.py", ROOT / "starter" / "tests" / "rmsnorm_check.py")]
+           ("starter/tests/rmsnorm_check.py", ROOT / "starter" / "tests" / "rmsnorm_check.py"),
+           ("autograder/selftest/rmsnorm.py", ROOT / "tests" / "corpus" / "simple.py")]   # setup.sh's self-test
     for folder in ("autograder", "mini_triton"):
         for p in sorted((ROOT / folder).rglob("*")):
             if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".md") \

@@ -6,14 +6,26 @@ traceback, which would show hidden test code. Output is capped.
 
 A passing test may add a note (``record_property("output", msg)``): the GPU
 speed tests report their GB/s that way. A skipped test (GPU items without a
-GPU) is worth 0 / 0 and carries the skip reason.
+GPU) is left out of the tests; its reason goes to the top-level output, once.
+Extra credit is a test with ``max_score`` 0 that scores its points when it
+passes, so the maxima add up to the regular total.
+
+If any test meets a :class:`~autograder.errors.GraderError` (the grader, not the
+submission, failed), the whole results.json becomes an *autograder error*: no
+tests, score 0, ``errors.STUDENT_MESSAGE`` for the student, and the cause under
+``autograder_error`` for grade.py, which removes it before a student can see it.
 """
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+
+from .config import RESULTS_VAR
+from .errors import STUDENT_MESSAGE, GraderError
+from .rubric import PARTS, item_of
 
 MESSAGE_CAP = 4000
 WITHHELD = "(this message quoted the grader's own files and was withheld)"
@@ -39,6 +51,8 @@ class ResultsWriter:
     def __init__(self, path: Path):
         self.path = path
         self.tests = {}
+        self.notes = []                   # skip reasons, once each: the top-level output
+        self.grader_errors = []
         self.start = time.monotonic()
         self.hidden = _hidden_lines()
 
@@ -46,6 +60,8 @@ class ResultsWriter:
     def pytest_runtest_makereport(self, item, call):
         outcome = yield
         rep = outcome.get_result()
+        if call.excinfo is not None and call.excinfo.errisinstance(GraderError):
+            self.grader_errors.append(str(call.excinfo.value))
         fn = getattr(item, "function", None)
         entry = self.tests.setdefault(item.nodeid, {
             "name": _name(fn, item),
@@ -58,7 +74,10 @@ class ResultsWriter:
             if key == "output" and not entry["output"]:
                 entry["output"] = scrub(str(value), self.hidden)
         if rep.skipped:
-            entry.update(max_score=0.0, output=_skip_reason(rep)[:MESSAGE_CAP])
+            entry["skipped"] = True
+            reason = _skip_reason(rep)[:MESSAGE_CAP]
+            if reason not in self.notes:
+                self.notes.append(reason)
         elif rep.failed:
             entry["status"] = "failed"
             crash = getattr(rep.longrepr, "reprcrash", None)       # the message, never the traceback
@@ -66,22 +85,36 @@ class ResultsWriter:
             entry["output"] = scrub(msg.removeprefix("Failed: "), self.hidden)
 
     def pytest_sessionfinish(self, session):
-        tests = []
-        for e in self.tests.values():
-            e["score"] = e["max_score"] if e["status"] == "passed" else 0.0
-            tests.append(e)
+        elapsed = round(time.monotonic() - self.start, 2)
+        if self.grader_errors:
+            write_results(self.path, {"score": 0, "execution_time": elapsed, "stdout_visibility": "hidden",
+                                      "tests": [], "output": STUDENT_MESSAGE,
+                                      "extra_data": {"autograder_error": True},
+                                      "autograder_error": self.grader_errors[0]})
+            return
+        tests = [_scored(e) for e in self.tests.values() if not e.pop("skipped", False)]
         tests.sort(key=lambda e: [int(p) if p.isdigit() else p for p in e["number"].split(".")])
-        write_results(self.path, {"tests": tests, "execution_time": round(time.monotonic() - self.start, 2),
-                                  "stdout_visibility": "hidden"})
+        write_results(self.path, {"tests": tests, "execution_time": elapsed, "stdout_visibility": "hidden",
+                                  "output": "\n".join(self.notes)})
+
+
+def _scored(entry: dict) -> dict:
+    """Its score; extra credit is out of 0 and adds its points when earned."""
+    points = entry["max_score"]
+    if entry["number"] in PARTS and item_of(entry["number"]).extra_credit:
+        entry["max_score"] = 0.0
+    entry["score"] = points if entry["status"] == "passed" else 0.0
+    return entry
 
 
 def _name(fn, item) -> str:
-    """The rubric's name for the test's part ("4.3 Robustness: non-contiguous x and dy")."""
-    from .rubric import PARTS, item_of
+    """The rubric's name for the test's part ("Robustness: non-contiguous x and dy"); Gradescope shows the
+    number beside it."""
     num = str(getattr(fn, "__number__", ""))
     if num in PARTS:
         whole, part = item_of(num), PARTS[num]
-        return f"{num} {whole.name}" + (f": {part.name}" if part.name != whole.name else "")
+        name = whole.name + (f": {part.name}" if part.name != whole.name else "")
+        return name + (" (extra credit)" if whole.extra_credit else "")
     return item.name.replace("test_", "", 1).replace("_", " ")
 
 
@@ -95,12 +128,14 @@ def _skip_reason(rep) -> str:
 def write_results(path: Path, results: dict):
     """Write atomically: Gradescope never sees a half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=2))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(results, indent=2))
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
 
 
 def pytest_configure(config):
-    path = os.environ.get("RMSNORM_RESULTS")
+    path = os.environ.get(RESULTS_VAR)
     if path:
         config.pluginmanager.register(ResultsWriter(Path(path)), "rmsnorm-results")

@@ -5,16 +5,18 @@ part), `make grade` prints its table from here, and a test in `make check`
 compares the handout's points table with this file.
 
 Policy for item 10 (GPU speed): it is graded only where CUDA is present (the
-course GPU machine, ``make grade-all``). Without a GPU its parts appear in
-results.json as 0 / 0 with the note ``GPU_NOTE``; Gradescope's CPU run is
-therefore out of 90 points (+5 extra credit) and the TA adds item 10 from the
-GPU regrade.
+course GPU machine, ``make grade-all``). Without a GPU its parts are left out of
+results.json and its top-level output says ``GPU_NOTE``; Gradescope's CPU run is
+therefore out of 90 points (+5 extra credit, shown as extra credit: a test out
+of 0 that adds its points when earned), and the TA adds item 10 from the GPU
+regrade (docs/ta-guide.md).
 """
 from __future__ import annotations
 
 import dataclasses
 
-GPU_NOTE = "graded on the course GPU machine (no GPU here): 0 / 0 in this run"
+GPU_NOTE = ("Item 10 (GPU speed, 10 points) is graded on the course GPU machine after the deadline, "
+            "not in this run (no GPU here).")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,20 +14,17 @@ import dataclasses
 import hashlib
 import hmac
 import json
-import secrets
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
 
 import torch
 
-from . import sandbox
-
-ROOT = Path(__file__).resolve().parent.parent
-# What the child needs (worker.py and mini_triton/), readable by the sandbox user. On Gradescope
-# setup.sh copies them out of the grader's private folder into a world-readable runtime folder.
-RUNTIME = Path(os.environ.get("RMSNORM_RUNTIME", ROOT))
+from . import accounts, sandbox
+from .config import RUNTIME, Limits
+from .errors import GraderError
 
 
 @dataclasses.dataclass
@@ -68,32 +65,51 @@ def run_jobs(submission: Path, jobs: dict, inputs: dict, **kw) -> Combined:
     return Combined({name: (set(tasks), run_job(submission, tasks, inputs, **kw)) for name, tasks in jobs.items()})
 
 
-def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: sandbox.Limits | None = None,
+def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | None = None,
             backend: str = "mini_triton", runtime_root: Path = RUNTIME) -> Outcome:
-    limits = limits or sandbox.Limits()
+    """Run ``tasks`` on ``submission`` in one sandboxed worker; raises GraderError if the worker never started."""
+    limits = limits or Limits()
+    with accounts.for_job() as account:
+        job = _job_dir(submission, tasks, inputs, backend, account)
+        try:
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "TMPDIR": str(job / "tmp"),
+                   "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
+                   "OPENBLAS_NUM_THREADS": "1"}
+            if backend == "mini_triton":
+                env["MINI_TRITON"] = "1"
+            for k in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH"):
+                if k in os.environ:
+                    env[k] = os.environ[k]
+            worker = Path(runtime_root) / "autograder" / "worker.py"
+            key = secrets.token_bytes(32)              # the worker signs its outputs with it (see worker.py)
+            res = sandbox.run(sandbox.python_argv(worker, job / "rmsnorm.py", job, runtime_root), cwd=job,
+                              env=env, limits=limits, account=account, stdin=key)
+            return _collect(job, res, limits, key, account)
+        finally:
+            shutil.rmtree(job, ignore_errors=True)
+
+
+def _job_dir(submission: Path, tasks: dict, inputs: dict, backend: str, account) -> Path:
+    """A private folder with the job's files, owned by the account the job runs as (mode 700)."""
     job = Path(tempfile.mkdtemp(prefix="rmsnorm-job-"))
     try:
         shutil.copyfile(submission, job / "rmsnorm.py")
-        os.chmod(job / "rmsnorm.py", 0o644)              # readable by the sandbox user, whatever the upload's mode
         (job / "job.json").write_text(json.dumps({"backend": backend, "tasks": tasks}))
         torch.save({k: v.contiguous() for k, v in inputs.items()}, job / "inputs.pt")
-        os.chmod(job, 0o777)                         # the unprivileged child writes its outputs here
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "PYTHONHASHSEED": "0",
-               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"), "OPENBLAS_NUM_THREADS": "1"}
-        if backend == "mini_triton":
-            env["MINI_TRITON"] = "1"
-        for k in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_CACHE_DIR"):
-            if k in os.environ:
-                env[k] = os.environ[k]
-        worker = Path(runtime_root) / "autograder" / "worker.py"
-        key = secrets.token_bytes(32)              # the worker signs its outputs with it (see worker.py)
-        res = sandbox.run(sandbox.python_argv(worker, job / "rmsnorm.py", job, runtime_root), cwd=job,
-                          env=env, limits=limits, stdin=key)
-        return _collect(job, res, limits, key)
-    finally:
+        (job / "tmp").mkdir()
+        if account is not None:
+            for p in (job, *job.iterdir()):
+                os.chown(p, account.pw_uid, account.pw_gid)
+    except OSError as e:
         shutil.rmtree(job, ignore_errors=True)
+        raise GraderError(f"could not prepare the job folder {job}: {e}",
+                          "the grader needs a writable temporary folder (TMPDIR) it can chown") from e
+    return job
 
 
+READY = "rmsnorm-worker: ready"        # printed by the worker once its own setup is done, before the submission loads
+SLOW_HINT = ("an infinite loop, or far more work than needed (the simulator runs a kernel one block operation "
+             "at a time, so element-by-element loops are very slow)")
 TAMPERED = ("the grader's output files were changed after the grader wrote them: the submission "
             "tampered with grading, so nothing it produced is graded")
 
@@ -113,18 +129,21 @@ def _signed(job: Path, key: bytes) -> bool:
         return False
 
 
-def _collect(job: Path, res: sandbox.Result, limits, key: bytes | None = None) -> Outcome:
+def _collect(job: Path, res: sandbox.Result, limits, key: bytes | None = None, account=None) -> Outcome:
+    if READY not in res.stdout:
+        raise GraderError(_not_started(res, limits, account), "see the cause above; `python -m autograder.preflight` "
+                                                             "checks the grader's setup without a submission")
     if res.timed_out:
-        return Outcome({}, {}, f"timed out after {limits.timeout_s:.0f} s: an infinite loop, or far more work "
-                               f"than needed (the simulator runs a kernel one block operation at a time, so "
-                               f"element-by-element loops are very slow)", res)
+        return Outcome({}, {}, f"timed out after {limits.timeout_s:.0f} s: {SLOW_HINT}", res)
+    if res.out_of_cpu:
+        return Outcome({}, {}, f"ran out of CPU time ({limits.cpu_s} s): {SLOW_HINT}", res)
     if key is not None and (job / "outputs.json").exists() and not _signed(job, key):
         return Outcome({}, {}, TAMPERED, res)
     info, tensors, error = {}, {}, None
     try:
         info = json.loads((job / "outputs.json").read_text())
     except (OSError, ValueError):
-        tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
+        tail = (res.stderr or res.stdout.replace(READY, "")).strip().splitlines()[-3:]
         error = f"the submission crashed (exit code {res.returncode})" + (": " + " | ".join(tail) if tail else "")
     if "_import" in info:
         error = f"importing rmsnorm.py failed: {info['_import']['error']}"
@@ -134,3 +153,16 @@ def _collect(job: Path, res: sandbox.Result, limits, key: bytes | None = None) -
     except Exception:                                  # noqa: BLE001 -- missing or forged outputs
         tensors = {}
     return Outcome(tensors, info if isinstance(info, dict) else {}, error, res)
+
+
+def _not_started(res: sandbox.Result, limits, account) -> str:
+    """Why the worker stopped before it loaded the submission: always the grader's problem."""
+    who = f" as {account.pw_name}" if account is not None else ""
+    tail = " | ".join((res.stderr or res.stdout).strip().splitlines()[-4:])
+    if res.timed_out:
+        return f"the grader's worker did not start within {limits.timeout_s:.0f} s{who} (importing torch?)"
+    if "failed to map segment" in tail or "MemoryError" in tail or "Cannot allocate memory" in tail:
+        return (f"torch does not load{who} under the sandbox's address-space cap of "
+                f"{(limits.memory_bytes or 0) / 2**30:.0f} GiB (a CUDA build of torch on a machine without a GPU?): "
+                f"{tail}")
+    return f"the grader's worker failed{who} before loading the submission (exit code {res.returncode}): {tail}"

@@ -2,53 +2,57 @@
 
 The grader never imports a submission. Each run is a fresh interpreter in its
 own session (so its whole process group can be killed), with rlimits on CPU
-time, memory, file size and processes, its output read through a cap, and --
-when the grader runs as root, as on Gradescope -- an unprivileged user that
-cannot read the grader's files or write its results. Afterwards every process
-of the run dies: its process group, every process of the unprivileged user, and
-every process that inherited the run's environment token (a daemon that left
-the process group with setsid()).
+time, memory, file size and processes, and its output read through a cap. When
+the grader runs as root, as on Gradescope, the child runs as a sandbox account
+of its own (accounts.py): it cannot read the grader's files, write its results,
+or signal another job. Afterwards every process of the run dies: its process
+group, every process that inherited the run's environment token (a daemon that
+left the process group with setsid()), and every process of its account.
+
+A child that never started (an interpreter the account cannot execute) is the
+grader's failure: :class:`~autograder.errors.GraderError`, never a student's zero.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
-import pwd
 import resource
 import secrets
 import signal
 import subprocess
 import sys
+import stat
 import threading
 import time
+from pathlib import Path
 
-TOKEN_VAR = "RMSNORM_SANDBOX_TOKEN"   # marks every process of one run, even after setsid()
+from . import accounts
+from .config import TOKEN_VAR, Limits
+from .errors import GraderError
+
+__all__ = ["Limits", "Result", "run", "python_argv", "cannot_reach"]
 OUTPUT_CAP = 64 * 1024          # bytes of stdout/stderr kept from one run
-# The unprivileged user a root grader runs submissions as (created by setup.sh on Gradescope).
-# Set RMSNORM_SANDBOX_USER="" to run as the grader's own user (several jobs at once).
-STUDENT_USER = os.environ.get("RMSNORM_SANDBOX_USER", "student") or None
-
-
-@dataclasses.dataclass
-class Limits:
-    timeout_s: float = 60.0                 # wall clock, then the process group is killed
-    cpu_s: int = 120                        # RLIMIT_CPU
-    memory_bytes: int | None = 2 * 1024 ** 3   # RLIMIT_AS; None on a GPU (CUDA maps huge address ranges)
-    file_bytes: int = 64 * 1024 ** 2        # RLIMIT_FSIZE
-    processes: int = 256                    # RLIMIT_NPROC (counts all of the user's processes)
 
 
 @dataclasses.dataclass
 class Result:
-    returncode: int | None
+    returncode: int | None      # None when the wall-clock limit stopped it; -N for signal N
     stdout: str
     stderr: str
     timed_out: bool
-    seconds: float
+    seconds: float              # wall clock
+    cpu_seconds: float = 0.0    # user + system time of the child itself
+    limits: Limits = dataclasses.field(default_factory=Limits)
 
     @property
     def ok(self) -> bool:
         return self.returncode == 0 and not self.timed_out
+
+    @property
+    def out_of_cpu(self) -> bool:
+        """Stopped by RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard one."""
+        return self.returncode == -signal.SIGXCPU or (
+            self.returncode == -signal.SIGKILL and self.cpu_seconds >= self.limits.cpu_s - 0.5)
 
 
 def _read_capped(stream, sink: list, cap: int):
@@ -64,17 +68,7 @@ def _read_capped(stream, sink: list, cap: int):
     stream.close()
 
 
-def _drop_privileges(user: str | None):
-    if user is None or os.geteuid() != 0:
-        return None
-    try:
-        pw = pwd.getpwnam(user)
-    except KeyError:
-        return None
-    return pw.pw_uid, pw.pw_gid
-
-
-def _preexec(limits: Limits, ids):
+def _preexec(limits: Limits, ids, nproc: int):
     def setup():                                      # runs in the child, between fork and exec
         os.setsid()                                   # a new session: killpg reaches every child
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
@@ -87,22 +81,8 @@ def _preexec(limits: Limits, ids):
             os.setgroups([])
             os.setgid(gid)
             os.setuid(uid)
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
     return setup
-
-
-def kill_user_processes(uid: int):
-    """Kill every process of ``uid`` (daemons that left the process group included)."""
-    if uid == 0 or uid == os.getuid():
-        return
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{pid}").st_uid == uid:
-                os.kill(int(pid), signal.SIGKILL)
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            pass
 
 
 def kill_marked_processes(token: str):
@@ -119,20 +99,45 @@ def kill_marked_processes(token: str):
             pass
 
 
-def run(argv, *, cwd=None, env=None, limits: Limits | None = None, user: str | None = STUDENT_USER,
+def _wait(pid: int, timeout: float | None):
+    """(exit code, CPU seconds) of child ``pid``, or (None, None) if it still runs after ``timeout``."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        done, status, usage = os.wait4(pid, 0 if deadline is None else os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
+        if time.monotonic() >= deadline:
+            return None, None
+        time.sleep(0.02)
+
+
+def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
         cap: int = OUTPUT_CAP, stdin: bytes | None = None) -> Result:
     """Run ``argv`` sandboxed; always returns, whatever the child does.
 
+    ``account``: the pwd entry of the sandbox account to run as (accounts.for_job()); None runs
+    as the grader's own user, which is refused when that user is root.
     ``stdin``: bytes the child can read once from its standard input (the worker's signing key).
     """
     limits = limits or Limits()
-    ids = _drop_privileges(user)
+    if account is None and os.geteuid() == 0:
+        raise GraderError("refusing to run a submission as root: no sandbox account was given",
+                          accounts.CREATE_FIX)
+    ids = (account.pw_uid, account.pw_gid) if account is not None else None
+    # RLIMIT_NPROC counts every process of the user: the grader's own user has others running already
+    nproc = limits.processes + (0 if ids else accounts.tasks_of(os.getuid()))
     token = secrets.token_hex(8)
     env = dict(os.environ if env is None else env, **{TOKEN_VAR: token})
     start = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, preexec_fn=_preexec(limits, ids), close_fds=True)
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env,
+                                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=_preexec(limits, ids, nproc), close_fds=True)
+    except (OSError, subprocess.SubprocessError) as e:
+        who = account.pw_name if account is not None else "the grader's user"
+        raise GraderError(f"could not start {argv[0]} as {who}: {e}. {cannot_reach(argv[0], account)}".strip(),
+                          _START_FIX) from e
     if stdin is not None:
         try:
             proc.stdin.write(stdin)
@@ -144,25 +149,45 @@ def run(argv, *, cwd=None, env=None, limits: Limits | None = None, user: str | N
                threading.Thread(target=_read_capped, args=(proc.stderr, err, cap), daemon=True)]
     for t in readers:
         t.start()
-    timed_out = False
     try:
-        proc.wait(timeout=limits.timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        code, cpu = _wait(proc.pid, limits.timeout_s)
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)         # the child and anything it started
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
             pass
-        if ids is not None:
-            kill_user_processes(ids[0])
         kill_marked_processes(token)
-        proc.wait()
+        if ids is not None:
+            accounts.kill_processes(ids[0])
+    timed_out = code is None
+    if timed_out:
+        _, cpu = _wait(proc.pid, None)                  # reap the killed child
+    proc.returncode = code if code is not None else -signal.SIGKILL
     for t in readers:
         t.join(timeout=5)
     decode = lambda parts: b"".join(parts).decode("utf-8", "replace")  # noqa: E731
-    return Result(None if timed_out else proc.returncode, decode(out), decode(err), timed_out,
-                  time.monotonic() - start)
+    return Result(code, decode(out), decode(err), timed_out, time.monotonic() - start, cpu or 0.0, limits)
+
+
+_START_FIX = ("every directory on the path to the interpreter and its packages must be searchable by the sandbox "
+              "account (o+x) and the files readable (o+r): build the grader's venv from a Python outside private "
+              "home folders (as root, `make setup` picks one; or `rm -rf .venv && make setup PYTHON=/usr/bin/python3`)")
+
+
+def cannot_reach(path, account) -> str:
+    """Why ``account`` cannot reach ``path``: the first folder on the way it may not enter, if any."""
+    if account is None:
+        return ""
+    for target in (Path(os.path.abspath(path)), Path(os.path.realpath(path))):   # the link's way, then the file's
+        for p in reversed(target.parents):
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            if not st.st_mode & 0o001 and st.st_uid != account.pw_uid:
+                return (f"{account.pw_name} cannot enter {p} (mode {stat.filemode(st.st_mode)}, owner uid "
+                        f"{st.st_uid}) on the way to {target}.")
+    return ""
 
 
 def python_argv(script, *args):

@@ -17,7 +17,15 @@ A task is a dict:
   view     (optional) {"x": [start, stop, step], "dy": [...]}: a slice of the last
            dimension, so the submission gets a non-contiguous view
   device   (optional) "cuda" to move the inputs to the GPU
-  host_ops (optional) log host-side torch ops (simulator only)
+
+On the simulator every phase also logs the host-side torch ops, and each output
+says whether the submission's kernels made it (``kernel_made``): stored by a
+kernel, or only moved, converted or summed on the host from a buffer a kernel
+stored (the lecture's ``dg_partial.sum(0)``).
+
+The worker prints ``READY`` once its own setup is done (torch, the inputs, the
+simulator), before the submission is loaded: a worker that stops before that
+line failed for the grader's reasons, never the student's.
 
 This file runs with the submission in one process, so it imports nothing from
 the grader and keeps what it needs for timing before the submission is loaded.
@@ -31,16 +39,27 @@ from pathlib import Path
 
 ERROR_CAP = 4000
 HOST_OP_CAP = 64            # host ops reported per phase
+READY = "rmsnorm-worker: ready"
+# Host ops that carry a kernel's result without computing anything new: a copy, a dtype
+# conversion, a view, or the sum of a partial buffer (the lecture's dg_partial.sum(0)).
+TRANSPORT_OPS = frozenset({"_to_copy", "copy_", "clone", "contiguous", "sum", "view", "_unsafe_view", "reshape",
+                           "expand", "squeeze", "unsqueeze", "t", "transpose", "permute", "as_strided", "slice",
+                           "select", "alias", "detach"})
 _CUDA = {}                  # CUDA timing functions, captured before the submission is imported
 
 
-def _load_submission(path: Path, root: Path, backend: str):
-    import importlib.util
-    sys.path.insert(0, str(root))                 # mini_triton lives beside the worker
+def _setup(root: Path, backend: str):
+    """The grader's own part of the job: the simulator on sys.path (it lives beside the worker)."""
+    sys.path.insert(0, str(root))
     if backend == "mini_triton":
         os.environ["MINI_TRITON"] = "1"
-    else:
-        os.environ.pop("MINI_TRITON", None)
+        return __import__("mini_triton")
+    os.environ.pop("MINI_TRITON", None)
+    return None
+
+
+def _load_submission(path: Path):
+    import importlib.util
     spec = importlib.util.spec_from_file_location("rmsnorm", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -57,13 +76,13 @@ def _storage(t):
 
 
 class Phase:
-    """Record one phase (forward or backward): launches, and host ops when asked."""
+    """Record one phase (forward or backward) on the simulator: its launches and host ops."""
 
-    def __init__(self, triton, host_ops):
-        self.triton, self.host_ops, self.rec = triton, host_ops, None
+    def __init__(self, triton):
+        self.triton, self.rec = triton, None
 
     def __enter__(self):
-        self._cm = self.triton.record(host_ops=self.host_ops) if self.triton else contextlib.nullcontext()
+        self._cm = self.triton.record(host_ops=True) if self.triton else contextlib.nullcontext()
         self.rec = self._cm.__enter__()
         return self
 
@@ -83,9 +102,32 @@ class Phase:
         if self.rec.host_ops is not None:
             reads = [o for o in self.rec.host_ops if o.reads > 0]
             out["host_ops"] = [{"op": o.name, "reads": o.reads, "output_numel": o.output_numel,
+                                "dtype": o.out_dtype,
                                 "roles": sorted({by_storage[s] for s in o.storages if s in by_storage})}
                                for o in reads[:HOST_OP_CAP]]
         return out
+
+    def kernel_made(self, t) -> bool | None:
+        """Did this phase's kernels make tensor ``t``? (None when not on the simulator.)
+
+        Made means: kernels stored at least as many elements of its storage as ``t`` has, or a
+        host op that only carries data (TRANSPORT_OPS) produced it from such a buffer.
+        """
+        if self.rec is None:
+            return None
+        covered = {}                                 # storage -> elements kernels stored into it
+        for L in self.rec.launches:
+            for a in L.args.values():
+                if a.stored:
+                    covered[a.storage] = covered.get(a.storage, 0) + a.distinct("store")
+        derived = set()
+        for op in self.rec.host_ops or ():
+            sources = op.storages[1:] if op.name == "copy_" else op.storages
+            if op.name in TRANSPORT_OPS and any(s in derived or covered.get(s, 0) >= op.max_input_numel
+                                                for s in sources):
+                derived |= set(op.out_storages)
+        storage = _storage(t)
+        return storage in derived or covered.get(storage, 0) >= t.numel()
 
 
 def run_task(mod, task, inputs, triton):
@@ -98,16 +140,15 @@ def run_task(mod, task, inputs, triton):
     for k, spec in task.get("view", {}).items():
         t[k] = apply_view(t[k], spec)
     kw = {"eps": task["eps"]} if "eps" in task else {}
-    host = task.get("host_ops", False)
     op, info = task["op"], {}
     roles = {k: _storage(v) for k, v in t.items()}
     if op == "forward":
-        with Phase(triton, host) as fwd:
+        with Phase(triton) as fwd:
             y, r = mod.rmsnorm_forward(t["x"], t["g"], **kw)
         out = {"y": y, "r": r}
         phases = {"fwd": fwd}
     elif op == "backward":
-        with Phase(triton, host) as bwd:
+        with Phase(triton) as bwd:
             dx, dg = mod.rmsnorm_backward(t["dy"], t["x"], t["g"], t["r"])
         out = {"dx": dx, "dg": dg}
         phases = {"bwd": bwd}
@@ -115,11 +156,11 @@ def run_task(mod, task, inputs, triton):
         dy_before = t["dy"].clone()
         x = t["x"].detach().requires_grad_(True)
         g = t["g"].detach().requires_grad_(True)
-        with Phase(triton, host) as fwd:
+        with Phase(triton) as fwd:
             y = mod.rmsnorm(x, g, **kw)
         if isinstance(y, torch.Tensor):
             roles["y"] = _storage(y)
-        with Phase(triton, host) as bwd:
+        with Phase(triton) as bwd:
             y.backward(t["dy"])
         out = {"y": y.detach() if isinstance(y, torch.Tensor) else y, "dx": x.grad, "dg": g.grad}
         info["dy_modified"] = not torch.equal(dy_before, t["dy"])
@@ -130,6 +171,9 @@ def run_task(mod, task, inputs, triton):
         if isinstance(out.get(k), torch.Tensor):
             roles.setdefault(k, _storage(out[k]))
     info.update({name: p.summary(roles) for name, p in phases.items()})
+    made_in = {"y": "fwd", "r": "fwd", "dx": "bwd", "dg": "bwd"}
+    info["kernel_made"] = {k: phases[made_in[k]].kernel_made(v) for k, v in out.items()
+                           if isinstance(v, torch.Tensor) and made_in[k] in phases}
     return _plain(out, info)
 
 
@@ -263,14 +307,19 @@ def main(argv):
     root = Path(argv[2]) if len(argv) > 2 else Path(__file__).resolve().parent.parent
     job = json.loads((job_dir / "job.json").read_text())
     backend = job.get("backend", "mini_triton")
-    results, tensors = {}, {}
+    # The grader's own setup: a failure here is never the submission's (it is not loaded yet).
+    import torch
+    inputs = torch.load(job_dir / "inputs.pt", weights_only=True)
+    if backend != "mini_triton" and torch.cuda.is_available():
+        capture_cuda()
+    triton = _setup(root, backend)
+    results = {"_worker": {"torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0]}}
+    (job_dir / "outputs.json").write_bytes(b"")          # the job folder is writable
+    (job_dir / "outputs.json").unlink()
+    print(READY, flush=True)
+    tensors = {}
     try:
-        import torch
-        inputs = torch.load(job_dir / "inputs.pt", weights_only=True)
-        if backend != "mini_triton" and torch.cuda.is_available():
-            capture_cuda()
-        mod = _load_submission(submission, root, backend)
-        triton = __import__("mini_triton") if backend == "mini_triton" else None
+        mod = _load_submission(submission)
     except BaseException as e:                     # noqa: BLE001 -- report, never crash silently
         results["_import"] = {"error": _describe(e)}
         _write_outputs(job_dir, results, {}, sign)

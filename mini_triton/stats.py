@@ -105,13 +105,17 @@ class HostOp:
     ``is_view`` ops (view, reshape of a contiguous tensor, transpose...) move no data,
     and neither do allocations such as ``empty_like(x)``: both read nothing.
     ``storages`` holds the storage addresses of the inputs the op reads, so a
-    grader can tell *which* tensor was read (x, dy, a scratch buffer...).
+    grader can tell *which* tensor was read (x, dy, a scratch buffer...), and
+    ``out_storages`` those of its outputs, so it can tell where a result came
+    from (a buffer a kernel wrote, summed on the host, say).
     """
     name: str
     max_input_numel: int
     output_numel: int
     is_view: bool = False
     storages: tuple = ()
+    out_storages: tuple = ()
+    out_dtype: str = ""                # of its first output: "float32" for x.to(torch.float32)
 
     @property
     def reads(self) -> int:
@@ -256,7 +260,9 @@ class _HostOpMode:
                                                max((a.numel() for a in ins), default=0),
                                                max((o.numel() for o in outs), default=0),
                                                bool(getattr(func, "is_view", False)),
-                                               tuple(_storage(a) for a in ins)))
+                                               tuple(_storage(a) for a in ins),
+                                               tuple(_storage(o) for o in outs),
+                                               str(outs[0].dtype).removeprefix("torch.") if outs else ""))
                 return out
 
         self.mode = Mode()

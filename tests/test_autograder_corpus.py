@@ -56,6 +56,64 @@ LOOP_FOREVER = '''def rmsnorm_backward(dy, x, g, r):
 
 
 def _unused_backward(dy, x, g, r):'''
+PURE_PYTORCH = '''"""The whole API in plain PyTorch: kernels defined, never launched."""
+import torch
+import mini_triton as triton
+
+
+@triton.jit
+def rmsnorm_fwd_kernel(x_ptr):
+    pass
+
+
+@triton.jit
+def rmsnorm_bwd_kernel(x_ptr):
+    pass
+
+
+def rmsnorm_forward(x, g, eps=1e-5):
+    r = torch.rsqrt(x.float().pow(2).mean(-1) + eps)
+    return (x.float() * r[..., None] * g.float()).to(x.dtype), r.reshape(-1)
+
+
+def rmsnorm_backward(dy, x, g, r):
+    xf, dyf, gf = x.float(), dy.float(), g.float()
+    rr = r.view(*x.shape[:-1], 1)
+    xhat = xf * rr
+    dxhat = dyf * gf
+    dx = rr * (dxhat - xhat * (dxhat * xhat).mean(-1, keepdim=True))
+    return dx.to(x.dtype), (dyf * xhat).reshape(-1, x.shape[-1]).sum(0).to(g.dtype)
+
+
+class TritonRMSNorm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, g, eps=1e-5):
+        y, r = rmsnorm_forward(x, g, eps)
+        ctx.save_for_backward(x, g, r)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, g, r = ctx.saved_tensors
+        dx, dg = rmsnorm_backward(dy, x, g, r)
+        return dx, dg, None
+
+
+def rmsnorm(x, g, eps=1e-5):
+    return TritonRMSNorm.apply(x, g, eps)
+'''
+# The wrapper upcasts x to fp32 on the host; the kernel reads the copy, and y is cast back at the end.
+UPCAST = ("    x2 = _matrix(x)\n    M, N = x2.shape\n    y = torch.empty((M, N), dtype=x.dtype, device=x.device)",
+          "    x2 = _matrix(x).float()\n    M, N = x2.shape\n    y = torch.empty((M, N), dtype=torch.float32, "
+          "device=x.device)")
+UPCAST_RETURN = ("    return y.view(x.shape), r", "    return y.to(x.dtype).view(x.shape), r")
+LOOP_FOREVER_FORWARD = '''def rmsnorm_forward(x, g, eps=1e-5):
+    while True:
+        pass
+
+
+def _unused_forward(x, g, eps=1e-5):'''
+TIMED_OUT = "timed out after 30 s: an infinite loop, or far more work than needed"
 HOST_DX = '''    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)'''
 HOST_DX_NEW = '''    xf, dyf = x2.float(), dy2.float() * g.float()
     dot = (dyf * xf).sum(-1, keepdim=True)
@@ -70,8 +128,10 @@ CASES = {
     # the lecture's M x N partial dg buffer: full credit, no extra credit
     "rows_partial_dg": (variant("rows_partial_dg"), {"9": "partial dg buffer"}, ALL_CPU),
     "unfused_forward": ((CORPUS / "unfused_forward.py").read_text(),
-                        {"5": "stored 0.0 values per element of y", "7": "host-side torch op"},
-                        ["1", "2", "3", "6", "8"]),
+                        {"1": "your forward returned y without any kernel storing it",
+                         "5": "stored 0.0 values per element of y",
+                         "7": "a host-side `mul` read all 32768 elements of x in your forward (fp32 x)"},
+                        ["2", "3", "6", "8"]),
     "small_blocks": ((CORPUS / "small_blocks.py").read_text(),
                      {"5": "loaded x 2.0 times per element", "6": "loaded x 2.0 times per element"},
                      ["1", "2", "3", "4.4", "7", "8"]),
@@ -83,7 +143,8 @@ CASES = {
                  {"3": "dg differs"}, ["1", "2", "5", "6", "7", "8"]),
     "ignored_eps": (mutate(("/ N + eps)", "/ N + 1e-5)")), {"4.5": "y differs"}, ["1", "2", "3", "5"]),
     "torch_forward": (mutate(("def rmsnorm_forward(x, g, eps=1e-5):", HOST_FORWARD)),
-                      {"5": "your forward launched no kernel", "7": "launched no kernel"}, ["1", "2", "3"]),
+                      {"1": "your forward returned y without any kernel storing it", "4.1": "without any kernel",
+                       "5": "your forward launched no kernel", "7": "launched no kernel"}, ["2", "3"]),
     "x_loaded_twice": (mutate((FWD_STORE_Y, "    " + FWD_X_LOAD + "\n" + FWD_STORE_Y)),
                        {"5": "your forward loaded x 2.0 times per element"}, ["1", "2", "3", "6"]),
     "racy_dg": (mutate((DG_STORE, "tl.store(dg_ptr + cols, tl.load(dg_ptr + cols, mask=mask) + dy * x * r, "
@@ -92,7 +153,9 @@ CASES = {
                 {"8": "data race"}, ["1", "5"]),
     "ignored_strides": (mutate(("row * x_stride", "row * N"), ("row * dy_stride", "row * N"), count=2),
                         {"4.3": "differs"}, ["1", "2", "3", "5", "6"]),
-    "dx_on_host": (mutate((HOST_DX, HOST_DX_NEW)), {"7": "host-side torch op"}, ["1", "2", "3", "5"]),
+    "dx_on_host": (mutate((HOST_DX, HOST_DX_NEW)),
+                   {"2": "your backward returned dx without any kernel storing it",
+                    "7": "a host-side `mul` read all 32768 elements of dy in your backward (fp32 x)"}, ["1", "3", "5"]),
     "dy_written_in_place": (mutate(("dx = torch.empty((M, N), dtype=x.dtype, device=x.device)",
                                     "dx = dy2 if dy2.is_contiguous() else torch.empty_like(dy2)")),
                             {"4.6": "modified dy"}, ["1", "5"]),
@@ -102,7 +165,17 @@ CASES = {
     "syntax_error": (SIMPLE + "\ndef broken(:\n", {p: "SyntaxError" for p in ALL_CPU}, []),
     "import_error": (prepend("import not_a_module"), {p: "ModuleNotFoundError" for p in ("1", "2", "5")}, []),
     "loop_forever_in_backward": (mutate(("def rmsnorm_backward(dy, x, g, r):", LOOP_FOREVER)),
-                                 {p: "timed out after 20 s" for p in BACKWARD}, ["1", "5"]),
+                                 {p: TIMED_OUT for p in BACKWARD}, ["1", "5"]),
+    "loop_forever_in_forward": (mutate(("def rmsnorm_forward(x, g, eps=1e-5):", LOOP_FOREVER_FORWARD)),
+                                {p: TIMED_OUT for p in ALL_CPU + ["9"]}, []),
+    # no kernel launched at all: nothing but, at most, the static checks
+    "pure_pytorch": (PURE_PYTORCH, {**{p: "without any kernel storing it" for p in ["1", "2", "3", "4.1", "4.2", "4.3",
+                                                                                  "4.4", "4.5", "4.6", "4.7", "9"]},
+                                    "5": "launched no kernel", "6": "launched no kernel", "7": "launched no kernel",
+                                    "8": "no output of yours was stored by a kernel"}, []),
+    "host_upcast": (mutate(UPCAST, UPCAST_RETURN),
+                    {"7": "a host-side `to(float32)` read all 32768 elements of x in your forward (fp16 x)"},
+                    ["1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "5", "6", "8"]),
     "sigalrm_ignored": (prepend("import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)"),
                         {p: "importing signal is not allowed" for p in ALL_CPU}, []),
     "os_exit_at_import": (prepend("import os\nos._exit(0)"), {"1": "os._exit is not allowed"}, []),
@@ -147,8 +220,11 @@ EVADES_SCAN = {"os_exit_hidden_at_import", "monkeypatch_comparisons_hidden", "re
 # Attacks on results.json: the final file must be the grader's, whatever the submission wrote.
 WRITE = ("_o = __builtins__['open'] if isinstance(__builtins__, dict) else __builtins__.open\n"
          "def _forge():\n"
-         "    with _o(RESULTS, 'w') as f:\n"
-         "        f.write('{\"score\": 1000, \"tests\": [], \"output\": \"FORGED\"}')\n")
+         "    try:\n"
+         "        with _o(RESULTS, 'w') as f:\n"
+         "            f.write('{\"score\": 1000, \"tests\": [], \"output\": \"FORGED\"}')\n"
+         "    except OSError:\n"
+         "        pass\n")
 RESULT_ATTACKS = {
     "results_written_directly": "_forge()\n",
     "results_written_at_exit": "import atexit\natexit.register(_forge)\n",
@@ -171,7 +247,8 @@ def graded(tmp_path_factory):
     for name, attack in RESULT_ATTACKS.items():
         results = d / f"{name}.json"
         jobs[name] = (f"RESULTS = {str(results)!r}\n" + WRITE + attack + SIMPLE, results)
-    env = dict(os.environ, RMSNORM_TIMEOUT="20")
+    env = dict(os.environ)
+    seconds = {}
 
     def run(item):
         name, (source, results) = item
@@ -179,12 +256,16 @@ def graded(tmp_path_factory):
         sub.parent.mkdir()
         sub.write_text(source)
         off = name in EVADES_SCAN or name in RESULT_ATTACKS
-        return name, grade.grade(sub, results, env=dict(env, RMSNORM_SCAN="off") if off else env)
+        start = time.monotonic()
+        res = grade.grade(sub, results, env=dict(env, RMSNORM_SCAN="off") if off else env)
+        seconds[name] = time.monotonic() - start
+        return name, res
 
+    slow_first = sorted(jobs.items(), key=lambda kv: not kv[0].startswith("loop_forever"))
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        out = dict(pool.map(run, jobs.items()))
+        out = dict(pool.map(run, slow_first))
     time.sleep(5)                               # a surviving daemon would have forged the file by now
-    return out, {name: results for name, (_, results) in jobs.items()}
+    return out, {name: results for name, (_, results) in jobs.items()}, seconds
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -202,6 +283,18 @@ def test_corpus_case_gets_its_expected_grade_and_feedback(graded, name):
         assert len(t["output"]) <= 4000 and "def test_" not in t["output"] and "Traceback" not in t["output"]
 
 
+def test_pure_pytorch_scores_at_most_10_of_90(graded):
+    res = graded[0]["pure_pytorch"]
+    assert sum(t["score"] for t in res["tests"]) <= 10, res
+
+
+def test_an_endless_loop_in_the_forward_gets_full_feedback_within_90_s(graded):
+    res, seconds = graded[0]["loop_forever_in_forward"], graded[2]["loop_forever_in_forward"]
+    assert seconds <= 90, seconds
+    lost = [t for t in res["tests"] if t["status"] == "failed"]
+    assert lost and all(TIMED_OUT in t["output"] or "ran out of CPU time" in t["output"] for t in lost), lost
+
+
 @pytest.mark.parametrize("name", sorted(EVADES_SCAN))
 def test_attacks_that_need_the_scan_off_are_refused_with_it_on(name):
     missing, problems = scan.scan(CASES[name][0])
@@ -210,7 +303,7 @@ def test_attacks_that_need_the_scan_off_are_refused_with_it_on(name):
 
 @pytest.mark.parametrize("name", list(RESULT_ATTACKS))
 def test_results_json_forged_by_the_submission_is_replaced_by_the_graders(graded, name):
-    results, paths = graded
+    results, paths, _ = graded
     on_disk = json.loads(paths[name].read_text())
     assert "FORGED" not in json.dumps(on_disk) and on_disk.get("score") != 1000
     assert on_disk == results[name]

@@ -15,27 +15,41 @@ def graded(tmp_path_factory):
 
 def test_solution_scores_full_marks_on_every_graded_part(graded):
     res = graded["solution"]
-    graded_parts = [t for t in res["tests"] if t["max_score"] > 0]
+    graded_parts = [t for t in res["tests"] if t["number"] != "0"]
     assert {t["number"] for t in graded_parts} == {p.number for i in rubric.ITEMS if not i.gpu_only
                                                    for p in i.graded()}
     for t in graded_parts:
-        assert t["status"] == "passed" and t["score"] == t["max_score"] == rubric.PARTS[t["number"]].points, t
+        assert t["status"] == "passed" and t["score"] == rubric.PARTS[t["number"]].points, t
+
+
+def test_extra_credit_is_out_of_zero_so_the_maxima_add_up_to_the_regular_total(graded):
+    for res in graded.values():
+        extra = [t for t in res["tests"] if t["number"] in rubric.PARTS and rubric.item_of(t["number"]).extra_credit]
+        assert extra and all(t["max_score"] == 0 for t in extra)
+        assert "(extra credit)" in extra[0]["name"]
+        assert sum(t["max_score"] for t in res["tests"]) == rubric.total(gpu=False)
+    assert sum(t["score"] for t in graded["solution"]["tests"]) == rubric.total(gpu=False) + 5
+
+
+def test_names_do_not_repeat_the_number_gradescope_shows(graded):
+    names = {t["number"]: t["name"] for t in graded["solution"]["tests"]}
+    assert names["1"] == "Forward correctness" and names["4.3"] == "Robustness: non-contiguous x and dy"
+    assert not any(name[0].isdigit() for name in names.values())
 
 
 def test_starter_scores_zero_with_todo_messages(graded):
     res = graded["starter"]
-    parts = [t for t in res["tests"] if t["max_score"] > 0]
+    parts = [t for t in res["tests"] if t["number"] != "0"]
     assert parts and all(t["score"] == 0 and "NotImplementedError: TODO" in t["output"] for t in parts), res
 
 
-def test_gpu_items_are_zero_out_of_zero_with_a_note_without_cuda(graded):
+def test_gpu_parts_are_left_out_with_a_note_without_cuda(graded):
     import torch
     gpu = [t for t in graded["solution"]["tests"] if t["number"].startswith("10.")]
-    assert len(gpu) == 4
     if torch.cuda.is_available():
-        assert all(t["max_score"] == rubric.PARTS[t["number"]].points for t in gpu)
+        assert len(gpu) == 4 and all(t["max_score"] == rubric.PARTS[t["number"]].points for t in gpu)
     else:
-        assert all(t["max_score"] == 0 == t["score"] and t["output"] == rubric.GPU_NOTE for t in gpu)
+        assert gpu == [] and graded["solution"]["output"] == rubric.GPU_NOTE
 
 
 def test_results_follow_gradescopes_format(graded):
@@ -56,5 +70,5 @@ def test_table_lists_every_item_and_the_total(graded):
     text = grade.table(graded["solution"])
     for item in rubric.ITEMS:
         assert item.name in text
-    assert "90 / 90" in text and "+ 5 extra credit" in text
+    assert "90 / 90" in text and "+ 5 extra credit" in text and "on the course GPU machine only" in text
     assert "0 / 90" in grade.table(graded["starter"])

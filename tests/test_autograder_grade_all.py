@@ -1,12 +1,18 @@
 """`make grade-all`: a Gradescope export regraded into one CSV row per student, resumable."""
 import csv
 import json
+import re
 import shutil
+
+import pytest
 
 from autograder import grade_all
 from conftest import ROOT
 
+# As Gradescope writes it: besides :submitters:, each submission carries its :results:,
+# whose tests have name:, score:, output: keys (the old regex reader took them for students).
 METADATA = """\
+---
 submission_1001:
   :submitters:
   - :name: Ada Lovelace
@@ -14,6 +20,23 @@ submission_1001:
     :email: ada@example.edu
   :created_at: 2026-11-20 10:00:00.000000000 -08:00
   :score: 90.0
+  :results:
+    score: 90.0
+    execution_time: 41.2
+    output: ''
+    tests:
+    - name: static checks
+      number: '0'
+      score: 0.0
+      max_score: 0.0
+      output: ''
+    - name: Forward correctness
+      number: '1'
+      score: 15.0
+      max_score: 15.0
+      output: |-
+        name: y matches
+        sid: not a student
 submission_1002:
   :submitters:
   - :name: Alan Turing
@@ -23,12 +46,79 @@ submission_1002:
     :sid: '003'
     :email: grace@example.edu
   :created_at: 2026-11-20 11:00:00.000000000 -08:00
+  :results:
+    tests:
+    - name: static checks
+      number: '0'
+      score: 0.0
+      max_score: 0.0
+      output: "rmsnorm.py: the starter's TODOs are still there"
 submission_1003:
   :submitters:
   - :name: Empty Handed
     :sid: '004'
     :email: empty@example.edu
 """
+
+# A larger Gradescope-like file: numeric sids, multi-line outputs, a submission's :history:.
+GRADESCOPE_METADATA = """\
+---
+submission_2001:
+  :submitters:
+  - :name: Barbara Liskov
+    :sid: 12345
+    :email: barbara@example.edu
+  - :name: "Edsger W. Dijkstra"
+    :sid: '0067'
+    :email: edsger@example.edu
+  :created_at: 2026-11-21 09:15:02.123456789 -08:00
+  :score: 42.5
+  :results:
+    score: 42.5
+    execution_time: 63.0
+    output: "Graded on the CPU: item 10 on the GPU machine"
+    tests:
+    - name: static checks
+      number: '0'
+      score: 0.0
+      max_score: 0.0
+      output: ''
+    - name: 'Backward dx: dx matches'
+      number: '2'
+      score: 0.0
+      max_score: 15.0
+      output: |-
+        Traceback (most recent call last):
+          name: dx
+          email: nobody@example.edu
+        AssertionError: max error 3.1e-2
+      visibility: visible
+  :history:
+  - :id: 1999
+    :score: 10.0
+    :created_at: 2026-11-20 08:00:00.000000000 -08:00
+    :active: false
+submission_2002:
+  :submitters:
+  - :name: Donald Knuth
+    :sid: 7
+    :email: knuth@example.edu
+  :score: 0.0
+  :results:
+    tests:
+    - name: Forward correctness
+      number: '1'
+      score: 0.0
+      max_score: 15.0
+      output: >-
+        name: y differs
+        at row 3
+"""
+
+
+def fake_grade(submission, results, env=None):
+    """Stands in for grade.grade: 15 points for item 1, no grading run."""
+    results.write_text(json.dumps({"tests": [{"number": "1", "score": 15.0, "max_score": 15.0, "output": ""}]}))
 
 
 def make_export(d):
@@ -59,7 +149,7 @@ def test_export_is_regraded_into_one_row_per_student_and_resumes(tmp_path, capsy
     ada, alan, grace, empty = rows
     assert float(ada["total"]) == 90 and float(ada["extra credit"]) == 5 and float(ada["5 Fused forward"]) == 10
     assert float(alan["total"]) == 0 == float(grace["total"]) and alan["submission"] == "submission_1002"
-    assert "no single rmsnorm.py" in empty["note"]
+    assert "No rmsnorm.py was found" in empty["note"] and "notes.txt" in empty["note"]
     assert "3 submissions, 0 already graded" in capsys.readouterr().err
 
     first = (export / "regrade" / "submission_1001.json").stat().st_mtime_ns
@@ -69,3 +159,83 @@ def test_export_is_regraded_into_one_row_per_student_and_resumes(tmp_path, capsy
     assert (export / "regrade" / "submission_1001.json").stat().st_mtime_ns == first
     assert json.loads((export / "regrade" / "submission_1002.json").read_text())["tests"]
     assert list(csv.DictReader(out.open())) == rows
+
+
+def test_metadata_reader_takes_only_the_submitters(tmp_path):
+    (tmp_path / "m.yml").write_text(GRADESCOPE_METADATA)
+    assert grade_all.read_metadata(tmp_path / "m.yml") == {
+        "submission_2001": [
+            {"name": "Barbara Liskov", "sid": "12345", "email": "barbara@example.edu"},
+            {"name": "Edsger W. Dijkstra", "sid": "0067", "email": "edsger@example.edu"},
+        ],
+        "submission_2002": [{"name": "Donald Knuth", "sid": "7", "email": "knuth@example.edu"}],
+    }
+
+
+def test_numeric_sids_become_strings(tmp_path):
+    (tmp_path / "m.yml").write_text(GRADESCOPE_METADATA)
+    meta = grade_all.read_metadata(tmp_path / "m.yml")
+    sids = [p["sid"] for people in meta.values() for p in people]
+    assert sids == ["12345", "0067", "7"]
+    assert all(type(v) is str for people in meta.values() for p in people for v in p.values())
+
+
+def test_top_level_folder_of_the_export_is_accepted(tmp_path, monkeypatch, capsys):
+    inner = tmp_path / "download" / "assignment_123_export"
+    inner.mkdir(parents=True)
+    (inner / "submission_metadata.yml").write_text(METADATA)
+    for sub in ("submission_1001", "submission_1002", "submission_1003"):
+        (inner / sub).mkdir()
+        (inner / sub / "rmsnorm.py").write_text("# not graded here\n")
+    monkeypatch.setattr(grade_all.grade, "grade", fake_grade)
+    assert grade_all.main([str(tmp_path / "download")]) == 0
+    rows = list(csv.DictReader((inner / "regrade.csv").open()))
+    assert [(r["name"], r["sid"], r["submission"]) for r in rows] == [
+        ("Ada Lovelace", "001", "submission_1001"), ("Alan Turing", "002", "submission_1002"),
+        ("Grace Hopper", "003", "submission_1002"), ("Empty Handed", "004", "submission_1003")]
+    assert all(float(r["total"]) == 15 for r in rows)
+    assert "warning" not in capsys.readouterr().err
+    assert grade_all.export_folder(tmp_path / "download") == inner
+    assert grade_all.export_folder(inner) == inner
+
+
+def test_missing_metadata_names_the_folder_searched(tmp_path):
+    export = tmp_path / "not_an_export"
+    (export / "submission_1001").mkdir(parents=True)
+    (export / "submission_1002").mkdir()
+    with pytest.raises(SystemExit) as exc:
+        grade_all.main([str(export)])
+    assert isinstance(exc.value.code, str)              # printed to stderr, exit status 1
+    assert f"submission_metadata.yml not found in {export}" in exc.value.code
+    assert "unzipped Gradescope export" in exc.value.code
+    assert not (export / "regrade").exists()
+
+
+def test_malformed_metadata_names_the_file_and_line(tmp_path):
+    bad = tmp_path / "submission_metadata.yml"
+    bad.write_text("submission_1001:\n  :submitters:\n  - :name: Ada\n   :sid: '001'\n")
+    with pytest.raises(SystemExit, match=re.escape(str(bad)) + r" is not valid YAML at line 4\b"):
+        grade_all.read_metadata(bad)
+
+
+def test_metadata_without_submissions_is_refused(tmp_path):
+    empty = tmp_path / "submission_metadata.yml"
+    empty.write_text("---\n# nothing exported\n")
+    with pytest.raises(SystemExit, match=re.escape(str(empty)) + " lists no submissions"):
+        grade_all.read_metadata(empty)
+
+
+def test_unlisted_folders_are_graded_and_both_mismatches_warned(tmp_path, capsys):
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "submission_metadata.yml").write_text(METADATA)
+    for sub in ("submission_1001", "submission_1003", "submission_9999"):
+        (export / sub).mkdir()
+    subs = grade_all.submissions(export)
+    assert [(name, people) for name, _, people in subs] == [
+        ("submission_1001", [{"name": "Ada Lovelace", "sid": "001", "email": "ada@example.edu"}]),
+        ("submission_1003", [{"name": "Empty Handed", "sid": "004", "email": "empty@example.edu"}]),
+        ("submission_9999", [])]
+    err = capsys.readouterr().err
+    assert "warning: submission_9999 is not in submission_metadata.yml" in err
+    assert "warning: submission_metadata.yml lists submission_1002 but" in err

@@ -1,26 +1,45 @@
-"""The grader's sandbox and job runner survive hostile submissions."""
+"""The grader's sandbox and job runner survive hostile submissions, and its own failures are
+autograder errors, never a student's zero. Run as root, these tests use the sandbox accounts
+(`make sandbox-accounts`); as an ordinary user, the submission runs as that user."""
 import os
+import shutil
+import signal
+import tempfile
 import textwrap
+import threading
+from pathlib import Path
 
 import pytest
 import torch
 
-from autograder import runner, sandbox
+from autograder import accounts, config, runner, sandbox
+from autograder.errors import GraderError
 from conftest import ROOT
 
 FAST = sandbox.Limits(timeout_s=8, cpu_s=20)
+AS_ROOT = os.geteuid() == 0
 
 
-def child(tmp_path, code, limits=FAST):
-    script = tmp_path / "evil.py"
+@pytest.fixture
+def box():
+    """A folder the sandbox account can enter and write (pytest's tmp_path is private to root)."""
+    d = Path(tempfile.mkdtemp(prefix="rmsnorm-sbx-test-"))
+    d.chmod(0o777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def child(folder, code, limits=FAST):
+    script = folder / "evil.py"
     script.write_text(textwrap.dedent(code))
-    return sandbox.run(sandbox.python_argv(script), cwd=tmp_path, limits=limits)
+    script.chmod(0o644)
+    with accounts.for_job() as account:
+        return sandbox.run(sandbox.python_argv(script), cwd=folder, limits=limits, account=account)
 
 
 
-
-def test_infinite_loop_that_ignores_sigalrm_and_catches_baseexception_is_killed(tmp_path):
-    r = child(tmp_path, """
+def test_infinite_loop_that_ignores_sigalrm_and_catches_baseexception_is_killed(box):
+    r = child(box, """
         import signal
         signal.signal(signal.SIGALRM, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -34,9 +53,9 @@ def test_infinite_loop_that_ignores_sigalrm_and_catches_baseexception_is_killed(
     assert r.timed_out and r.returncode is None and r.seconds < 10
 
 
-def test_children_it_spawns_die_with_it(tmp_path):
-    marker = tmp_path / "alive"
-    r = child(tmp_path, f"""
+def test_children_it_spawns_die_with_it(box):
+    marker = box / "alive"
+    r = child(box, f"""
         import os, time
         if os.fork() == 0:
             time.sleep(3)
@@ -50,8 +69,8 @@ def test_children_it_spawns_die_with_it(tmp_path):
     assert not marker.exists(), "a forked child outlived the job"
 
 
-def test_huge_output_is_capped(tmp_path):
-    r = child(tmp_path, """
+def test_huge_output_is_capped(box):
+    r = child(box, """
         import sys
         for _ in range(20 * 1024):
             sys.stdout.write("x" * 1024)
@@ -59,8 +78,8 @@ def test_huge_output_is_capped(tmp_path):
     assert r.returncode == 0 and len(r.stdout) <= sandbox.OUTPUT_CAP
 
 
-def test_memory_limit_stops_a_memory_bomb(tmp_path):
-    r = child(tmp_path, """
+def test_memory_limit_stops_a_memory_bomb(box):
+    r = child(box, """
         blocks = []
         while True:
             blocks.append(bytearray(100 * 1024 * 1024))
@@ -68,12 +87,12 @@ def test_memory_limit_stops_a_memory_bomb(tmp_path):
     assert not r.timed_out and r.returncode != 0 and "MemoryError" in r.stderr
 
 
-def test_file_size_limit(tmp_path):
-    r = child(tmp_path, """
+def test_file_size_limit(box):
+    r = child(box, """
         with open("big", "wb") as f:
             f.write(b"x" * (200 * 1024 * 1024))
     """, sandbox.Limits(timeout_s=20, file_bytes=1024 * 1024))
-    assert r.returncode != 0
+    assert r.returncode == -signal.SIGXFSZ or "File too large" in r.stderr, (r.returncode, r.stderr[-500:])
 
 
 SOLUTION = ROOT / "solution" / "rmsnorm.py"
@@ -101,13 +120,13 @@ def test_job_runs_the_solution_and_returns_plain_tensors():
     ("raise SystemExit(0)\n", "importing rmsnorm.py failed: SystemExit"),
     ("def broken(:\n", "importing rmsnorm.py failed: SyntaxError"),
     ("import not_a_module\n", "importing rmsnorm.py failed: ModuleNotFoundError"),
-    ("while True:\n    pass\n", "timed out after 3 s"),
+    ("while True:\n    pass\n", "timed out after 8 s: an infinite loop"),
 ])
 def test_job_reports_broken_submissions_in_plain_words(tmp_path, code, expect):
     sub = tmp_path / "rmsnorm.py"
     sub.write_text(code)
     out = runner.run_job(sub, {"fwd": {"op": "forward", "tensors": {"x": "x", "g": "g"}}}, inputs(),
-                         limits=sandbox.Limits(timeout_s=3, cpu_s=20))
+                         limits=sandbox.Limits(timeout_s=8, cpu_s=20))
     assert out.error is not None and expect in out.error, out.error
 
 
@@ -124,3 +143,51 @@ def test_forged_outputs_are_not_trusted_objects(tmp_path):
     out = runner.run_job(sub, {"fwd": {"op": "forward", "tensors": {"x": "x", "g": "g"}}}, inputs(),
                          limits=sandbox.Limits(timeout_s=60))
     assert type(out.tensors["fwd.y"]) is torch.Tensor and not bool((out.tensors["fwd.y"] != 0).any())
+
+
+def test_a_job_that_runs_out_of_cpu_time_is_told_so_not_that_it_crashed(tmp_path):
+    sub = tmp_path / "rmsnorm.py"
+    sub.write_text("def rmsnorm_forward(x, g, eps=1e-5):\n    while True:\n        pass\n")
+    out = runner.run_job(sub, {"fwd": {"op": "forward", "tensors": {"x": "x", "g": "g"}}}, inputs(),
+                         limits=sandbox.Limits(timeout_s=60, cpu_s=6))
+    assert out.error.startswith("ran out of CPU time (6 s): an infinite loop"), out.error
+    assert out.run.seconds < 30
+
+
+def test_a_job_runs_as_a_sandbox_account_when_root_and_as_the_grader_otherwise(box):
+    r = child(box, "import os; print(os.getuid(), os.getgid(), os.getgroups())")
+    uid, gid, groups = r.stdout.split(maxsplit=2)
+    if AS_ROOT:
+        pool = {pw.pw_uid for pw in accounts.existing()}
+        assert int(uid) in pool and int(uid) != 0 and groups.strip() == "[]"
+    else:
+        assert int(uid) == os.getuid()
+
+
+def test_two_jobs_at_once_do_not_kill_each_other(box):
+    """A job's clean-up kills its own processes only: a slow job survives a fast one ending beside it."""
+    slow, fast = box / "slow", box / "fast"
+    slow.mkdir()
+    fast.mkdir()
+    results = {}
+    t = threading.Thread(target=lambda: results.update(slow=child(slow, """
+        import time
+        time.sleep(4)
+        print("slow job finished")
+    """, sandbox.Limits(timeout_s=20, cpu_s=20))))
+    t.start()
+    for _ in range(3):
+        assert child(fast, "print('fast')").stdout.strip() == "fast"
+    t.join()
+    assert results["slow"].returncode == 0 and "slow job finished" in results["slow"].stdout, results["slow"]
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="as an ordinary user the submission runs as that user: no account needed")
+def test_as_root_without_sandbox_accounts_no_submission_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "ACCOUNT_PREFIX", "rmsnorm-nosuch")
+    sub = tmp_path / "rmsnorm.py"
+    sub.write_text("import os\nassert os.getuid() != 0\n")
+    with pytest.raises(GraderError, match="none of the sandbox accounts rmsnorm-nosuch0"):
+        runner.run_job(sub, {}, {})
+    with pytest.raises(GraderError, match="refusing to run a submission as root"):
+        sandbox.run(sandbox.python_argv(sub), cwd=tmp_path, limits=FAST)

@@ -17,7 +17,7 @@ for p in (ROOT, ROOT / "starter" / "tests"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from autograder import runner, sandbox, scan  # noqa: E402
+from autograder import config, runner, scan  # noqa: E402
 
 # name: (shape, dtype, eps, view of the last dimension or None)
 CORE = {"a": (37, 100), "b": (4, 16, 64), "c": (2, 3, 513), "d": (256, 128)}     # items 1-3, 5-9 (fp32)
@@ -45,6 +45,9 @@ ROBUST_PARTS = {
     "4.4": ("n1000", "n1", "big_n", "big_n_bf16"),
     "4.5": ("eps_small", "eps_large", "eps_one", "zero_rows"),
 }
+# Item 7 looks for host-side ops on the core shape "d" in every dtype it grades.
+HOST_CHECK = {"d": "float32", "d_fp16": "float16", "d_bf16": "bfloat16"}
+HOST_CASES = {"d_fp16": (CORE["d"], "float16", 1e-5, None), "d_bf16": (CORE["d"], "bfloat16", 1e-5, None)}
 # The GPU job: large N for 4.4 and a rerun for 4.7, then the timing shape of item 10.
 GPU_ROBUST = {"big_n_gpu": ((64, 32768), "float32", 1e-5, None),
               "big_n_bf16_gpu": ((64, 65536), "bfloat16", 1e-5, None),
@@ -81,10 +84,10 @@ def _names(k):
 def sim_jobs():
     """Two jobs: the forward alone (so a broken backward cannot cost forward points), then autograd."""
     fwd, ag = {}, {}
-    for k in CORE:
+    for k in [*CORE, *HOST_CASES]:
         t = _names(k)
-        fwd[f"fwd_{k}"] = {"op": "forward", "tensors": {"x": t["x"], "g": t["g"]}, "host_ops": k == "d"}
-        ag[f"ag_{k}"] = {"op": "autograd", "tensors": t, "host_ops": k == "d"}
+        fwd[f"fwd_{k}"] = {"op": "forward", "tensors": {"x": t["x"], "g": t["g"]}}
+        ag[f"ag_{k}"] = {"op": "autograd", "tensors": t}
     ag["ag_a_again"] = dict(ag["ag_a"])
     fwd["fwd_bf16"] = {"op": "forward", "tensors": {"x": "x_bf16", "g": "g_bf16"}}     # r stays fp32 (4.6)
     for k, (shape, dtype, eps, view) in ROBUST.items():
@@ -92,6 +95,11 @@ def sim_jobs():
         if view:
             ag[f"ag_{k}"]["view"] = {"x": view, "dy": view}
     return {"forward": fwd, "autograd": ag}
+
+
+def sim_inputs():
+    """Every simulator task's tensors, drawn in a fixed order from one seed."""
+    return make_inputs({**{k: (s, "float32", 1e-5, None) for k, s in CORE.items()}, **ROBUST, **HOST_CASES})
 
 
 def gpu_tasks(speed_only=False):
@@ -118,7 +126,7 @@ class NotRun:
 
 
 def submission_path() -> Path:
-    return Path(os.environ["RMSNORM_SUBMISSION"])
+    return Path(os.environ[config.SUBMISSION_VAR])
 
 
 @pytest.fixture(scope="session")
@@ -137,7 +145,7 @@ def _refused(scanned):
     RMSNORM_SCAN=off (set by whoever runs the grader, never by a submission) skips this, so
     the project's tests can prove that the sandbox alone also stops an attack that evades the scan.
     """
-    if os.environ.get("RMSNORM_SCAN") == "off":
+    if not config.scan_enabled():
         return None
     missing, problems = scanned
     if problems and "does not parse" in problems[0]:
@@ -151,13 +159,11 @@ def _refused(scanned):
 @pytest.fixture(scope="session")
 def sim(scanned):
     """(inputs, outcome) of the submission on every simulator task."""
-    inputs = make_inputs({**{k: (s, "float32", 1e-5, None) for k, s in CORE.items()}, **ROBUST})
+    inputs = sim_inputs()
     refused = _refused(scanned)
     if refused:
         return inputs, refused
-    limits = sandbox.Limits(timeout_s=float(os.environ.get("RMSNORM_TIMEOUT", 180)))
-    if torch.cuda.is_available():          # a CUDA build of torch maps GBs of address space at import
-        limits.memory_bytes = None
+    limits = config.sim_limits(torch.cuda.is_available())
     return inputs, runner.run_jobs(submission_path(), sim_jobs(), inputs, limits=limits)
 
 
@@ -167,11 +173,10 @@ def gpu(scanned):
     from autograder.rubric import GPU_NOTE
     if not torch.cuda.is_available():
         pytest.skip(GPU_NOTE)
-    speed_only = os.environ.get("RMSNORM_GPU_TASKS") == "speed"
+    speed_only = config.gpu_speed_only()
     inputs = {} if speed_only else make_inputs(GPU_ROBUST)
     refused = _refused(scanned)
     if refused:
         return inputs, refused
-    limits = sandbox.Limits(timeout_s=float(os.environ.get("RMSNORM_GPU_TIMEOUT", 300)), cpu_s=600,
-                            memory_bytes=None, file_bytes=1024 ** 3)
-    return inputs, runner.run_job(submission_path(), gpu_tasks(speed_only), inputs, limits=limits, backend="triton")
+    return inputs, runner.run_job(submission_path(), gpu_tasks(speed_only), inputs, limits=config.GPU_LIMITS,
+                                  backend="triton")

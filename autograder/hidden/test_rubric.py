@@ -11,7 +11,7 @@ from autograder.rubric import PARTS, SPEEDUP_NEEDED
 from autograder.worker import apply_view
 from rmsnorm_check import DTYPE_NAMES, compare, dg_tolerance, reference_grads
 
-from conftest import CORE, GPU_ROBUST, ROBUST, ROBUST_PARTS, SPEED_ROWS, SPEED_SEED, SPEED_SHAPE
+from conftest import CORE, GPU_ROBUST, HOST_CHECK, ROBUST, ROBUST_PARTS, SPEED_ROWS, SPEED_SEED, SPEED_SHAPE
 
 
 def item(n):
@@ -41,7 +41,26 @@ def case(inputs, k, eps=1e-5, view=None):
     return x, g, dy, {"y": y, "dx": dx, "dg": dg, "r": r}
 
 
+# Who must have made each output: credit for correct values goes only to values the kernels computed.
+MADE_BY = {"y": "forward", "r": "forward", "dx": "backward", "dg": "backward"}
+
+
+def gate(outcome, task, names, x):
+    """Fail unless the submission's kernels produced ``names`` (known on the simulator only)."""
+    made = outcome.info.get(task, {}).get("kernel_made")
+    if made is None:
+        return
+    for name in names:
+        if made.get(name) is False:
+            how = (" (stored by a kernel, or summed on the host from a partial buffer your kernels stored)"
+                   if name == "dg" else "")
+            fail(f"your {MADE_BY[name]} returned {name} without any kernel storing it{how}, for x of shape "
+                 f"{tuple(x.shape)} {DTYPE_NAMES[x.dtype]}: points for correct values go only to values "
+                 f"your Triton kernels compute")
+
+
 def check(outcome, task, names, x, ref, dtype=None):
+    gate(outcome, task, names, x)
     for name in names:
         got = outcome.tensors.get(f"{task}.{name}")
         if got is None:
@@ -139,6 +158,7 @@ def test_dy_untouched_grad_set_and_output_dtypes(sim):
     for k, (shape, dtype, eps, view) in ROBUST.items():
         info = need(outcome, f"ag_{k}")
         x = apply_view(inputs[f"x_{k}"], view)
+        gate(outcome, f"ag_{k}", ("y", "dx", "dg"), x)
         where = f"for x of shape {tuple(x.shape)} {DTYPE_NAMES[x.dtype]}"
         if info.get("dy_modified"):
             fail(f"your backward modified dy {where}: callers may reuse dy, so never write into it")
@@ -155,6 +175,7 @@ def test_dy_untouched_grad_set_and_output_dtypes(sim):
             if tuple(t.shape) != expect:
                 fail(f"{name} has shape {tuple(t.shape)} {where}; expected {expect}")
     info = need(outcome, "fwd_bf16")                 # rmsnorm_forward on bf16: y bf16, r fp32 (M,)
+    gate(outcome, "fwd_bf16", ("y", "r"), inputs["x_bf16"])
     shape = ROBUST["bf16"][0]
     dtypes = info.get("dtypes", {})
     if dtypes.get("y") != "bfloat16":
@@ -176,6 +197,7 @@ def test_identical_results_when_run_twice(sim, request):
     for (inputs, outcome), first, again in pairs:
         need(outcome, first)
         need(outcome, again)
+        gate(outcome, first, ("y", "dx", "dg"), inputs[f"x_{first.removeprefix('ag_')}"])
         for name in ("y", "dx", "dg"):
             a, b = outcome.tensors.get(f"{first}.{name}"), outcome.tensors.get(f"{again}.{name}")
             if a is None or b is None or not torch.equal(a, b):
@@ -245,15 +267,23 @@ def test_fused_backward(sim):
              f"only the partial dg buffer (at most M·N, written once, reduced once) is allowed")
 
 
+def _op_name(op) -> str:
+    """A host op as the student wrote it: aten's _to_copy is x.to(dtype)."""
+    return f"to({op['dtype']})" if op["op"] in ("_to_copy", "to") and op.get("dtype") else op["op"]
+
+
 def _host_problems(phase, M, N, where):
     for op in phase.get("host_ops", []):
         act = [r for r in op["roles"] if r in ("x", "dy", "y", "dx")]
         if act:
-            return (f"a host-side torch op ({op['op']}) read {act[0]} in your {where}: the kernels must do "
-                    f"the work on M·N data")
+            many = f"all {M * N}" if op["reads"] == M * N else f"{op['reads']}"
+            return (f"a host-side `{_op_name(op)}` read {many} elements of {act[0]} in your {where}: the kernels "
+                    f"must do the work on M·N data" + (" (load the 16-bit values and convert them in registers: "
+                                                      "tl.load(...).to(tl.float32))"
+                                                      if op["op"] in ("_to_copy", "to") else ""))
         if op["reads"] >= M * N and op["output_numel"] > N:
-            return (f"a host-side torch op ({op['op']}) read {op['reads']} elements in your {where}: only "
-                    f"small glue (like summing the partial dg buffer to N values) may run outside kernels")
+            return (f"a host-side `{_op_name(op)}` read {op['reads']} elements in your {where}: only small glue "
+                    f"(like summing the partial dg buffer to N values) may run outside kernels")
     return None
 
 
@@ -261,20 +291,22 @@ def _host_problems(phase, M, N, where):
 def test_work_happens_in_kernels(sim):
     _, outcome = sim
     M, N = CORE["d"]
-    fwd, ag = need(outcome, "fwd_d"), need(outcome, "ag_d")
-    for phase, where in ((fwd["fwd"], "forward"), (ag["fwd"], "forward (through rmsnorm)"),
-                         (ag["bwd"], "backward")):
-        if not phase["launches"]:
-            fail(f"your {where} launched no kernel")
-        problem = _host_problems(phase, M, N, where)
-        if problem:
-            fail(problem)
-    for phase, role, where in ((fwd["fwd"], "y", "forward"), (ag["bwd"], "dx", "backward")):
-        covered = max((a["distinct"] for L in phase["launches"] for a in L["args"].values()
-                       if a["role"] == role and a["stored"]), default=0)
-        if covered != M * N:
-            fail(f"{role} returned by your {where} was not written by kernel stores "
-                 f"({covered} of {M * N} elements were)")
+    for k, dtype in HOST_CHECK.items():
+        name = DTYPE_NAMES[getattr(torch, dtype)]
+        fwd, ag = need(outcome, f"fwd_{k}"), need(outcome, f"ag_{k}")
+        for phase, where in ((fwd["fwd"], f"forward ({name} x)"), (ag["fwd"], f"forward through rmsnorm ({name} x)"),
+                             (ag["bwd"], f"backward ({name} x)")):
+            if not phase["launches"]:
+                fail(f"your {where} launched no kernel")
+            problem = _host_problems(phase, M, N, where)
+            if problem:
+                fail(problem)
+        for phase, role, where in ((fwd["fwd"], "y", "forward"), (ag["bwd"], "dx", "backward")):
+            covered = max((a["distinct"] for L in phase["launches"] for a in L["args"].values()
+                           if a["role"] == role and a["stored"]), default=0)
+            if covered != M * N:
+                fail(f"{role} returned by your {where} ({name} x) was not written by kernel stores "
+                     f"({covered} of {M * N} elements were)")
 
 
 @item("8")
@@ -284,8 +316,11 @@ def test_race_free(sim):
         err = outcome.task_error(task)
         if err and "DataRaceError" in err:
             fail(err.replace("DataRaceError: ", "", 1))
-    for task in [f"ag_{k}" for k in CORE]:
-        need(outcome, task)
+    for k in CORE:
+        need(outcome, f"ag_{k}")
+    made = [v for k in CORE for v in (outcome.info[f"ag_{k}"].get("kernel_made") or {"any": True}).values()]
+    if not any(made):
+        fail("no output of yours was stored by a kernel, so there was nothing for the race detector to check")
 
 
 # --- item 9: extra credit -----------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """An unfused forward: the kernel computes r only and PyTorch does y = x * r * g on the
-host (three more passes over M x N). Correct, but items 5 and 7 fail on the simulator and
-the GPU speed items fail on the course GPU machine. The backward is tests/corpus/simple.py's.
+host (three more passes over M x N). Its values are right, but y is not the kernel's: items 1
+and 4 (which give credit for kernel outputs only), 5 and 7 fail on the simulator, and the GPU
+speed items fail on the course GPU machine. The backward is tests/corpus/simple.py's.
 """
 import os
 

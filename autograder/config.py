@@ -1,0 +1,85 @@
+"""The grader's settings, in one place: sandbox accounts, limits, time-outs, environment variables.
+
+Every setting that a TA may change is here, with the reason for its value.
+Environment variables are read by the grader only (a submission never sees
+them): they exist so that tests and the Gradescope scripts can point the
+grader somewhere else, never to loosen a limit silently.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclasses.dataclass
+class Limits:
+    """What one sandboxed job may use before it is stopped."""
+    timeout_s: float = 30.0                 # wall clock, then every process of the job is killed
+    cpu_s: int = 60                         # RLIMIT_CPU: CPU seconds of the job's process (all its threads)
+    memory_bytes: int | None = 2 * 1024 ** 3   # RLIMIT_AS; None on a GPU (CUDA maps huge address ranges)
+    file_bytes: int = 64 * 1024 ** 2        # RLIMIT_FSIZE: the largest file the job may write
+    processes: int = 256                    # RLIMIT_NPROC: processes and threads of the sandbox account
+
+
+# --- Sandbox accounts -------------------------------------------------------------------------------------
+
+ACCOUNT_PREFIX = os.environ.get("RMSNORM_SANDBOX_ACCOUNTS", "rmsnorm-sbx")
+"""As root, submissions run as one of the accounts ``rmsnorm-sbx0`` ... ``rmsnorm-sbx7``: one account per
+job at a time, so the grader can kill every process of that account after the job without touching
+another grading, and no submission can signal, read or write another's job. Never a real login name
+(a course machine may have a user called ``student``). Tests set RMSNORM_SANDBOX_ACCOUNTS to a pool of
+their own."""
+
+POOL_SIZE = 8
+"""Accounts created by ``make sandbox-accounts`` and setup.sh: the most gradings that run at once as
+root (``make grade-all JOBS=N`` with N up to 8); more wait for a free account."""
+
+ACCOUNT_WAIT_S = 900.0
+"""How long a job waits for a free sandbox account before the grading is an autograder error."""
+
+
+# --- Limits -----------------------------------------------------------------------------------------------
+
+SIM_LIMITS = Limits()
+"""Each of the two simulator jobs (the forward tasks; the autograd tasks). The reference solution takes
+2.5 s of wall and CPU time per job on a 2-core machine, most of it importing torch
+(tests/measure_grading_cost.py): 30 s is 12x that, enough for a lecture-style kernel on a slow,
+shared CPU. An endless loop costs at most 2 x 30 s, so its feedback arrives in about a minute. The CPU
+limit is twice the wall-clock one, so that a single-threaded endless loop always ends as a time-out;
+it stops a job that burns several cores at once."""
+
+GPU_LIMITS = Limits(timeout_s=300.0, cpu_s=600, memory_bytes=None, file_bytes=1024 ** 3)
+"""The GPU job with real Triton: compiling kernels and timing item 10 take minutes, and a CUDA build
+of torch maps far more address space than any cap would allow."""
+
+PREFLIGHT_LIMITS = Limits(timeout_s=60.0, cpu_s=60)
+"""The probe run before a grading (preflight.py): it only imports torch and the simulator."""
+
+
+def sim_limits(cuda_available: bool) -> Limits:
+    """The simulator jobs' limits; no address-space cap where torch is a CUDA build on a GPU machine."""
+    return dataclasses.replace(SIM_LIMITS, memory_bytes=None) if cuda_available else SIM_LIMITS
+
+
+# --- Paths and switches passed through the environment -----------------------------------------------------
+
+RUNTIME = Path(os.environ.get("RMSNORM_RUNTIME", ROOT))
+"""What a submission's process reads: worker.py and mini_triton/. On Gradescope setup.sh copies them out
+of the grader's private folder into a world-readable runtime folder and sets RMSNORM_RUNTIME."""
+
+SUBMISSION_VAR = "RMSNORM_SUBMISSION"      # grade.py -> the hidden tests: the rmsnorm.py being graded
+RESULTS_VAR = "RMSNORM_RESULTS"            # grade.py -> plugin.py: where results.json goes
+SCAN_VAR = "RMSNORM_SCAN"                  # "off" skips the static scan (the project's tests of the sandbox)
+GPU_TASKS_VAR = "RMSNORM_GPU_TASKS"        # "speed": the GPU job runs item 10's tasks only (calibrate.py)
+TOKEN_VAR = "RMSNORM_SANDBOX_TOKEN"        # marks every process of one job, even after setsid()
+
+
+def scan_enabled() -> bool:
+    return os.environ.get(SCAN_VAR) != "off"
+
+
+def gpu_speed_only() -> bool:
+    return os.environ.get(GPU_TASKS_VAR) == "speed"

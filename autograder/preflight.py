@@ -1,0 +1,78 @@
+"""Before any submission runs: can this machine grade at all? ``python -m autograder.preflight``.
+
+A setup problem of the grader must never become a student's zero. So before the
+first submission of a process is graded, the grader runs its own worker through
+the sandbox, exactly as a submission's job runs (same account, same limits, same
+job folder), on an empty probe file. That proves what grading needs: the sandbox
+account can execute the interpreter and read its packages and the simulator, torch
+imports under the sandbox's limits, and the job folder is writable. It also checks
+that torch is the build the limits were sized for (the CPU build, unless there is
+a GPU). Any failure raises GraderError with the cause and the fix.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from . import accounts, config, runner
+from .errors import GraderError
+
+CPU_TORCH_FIX = ("install the CPU build of torch: pip install --index-url https://download.pytorch.org/whl/cpu "
+                 "torch=={version}")
+_PASSED: set = set()
+
+
+def check() -> dict:
+    """Raise GraderError unless grading can work here; the probe's facts otherwise (once per process)."""
+    key = (sys.executable, str(config.RUNTIME), os.geteuid(), config.ACCOUNT_PREFIX)
+    if key in _PASSED:
+        return {}
+    facts = probe()
+    _PASSED.add(key)
+    return facts
+
+
+def probe() -> dict:
+    import torch
+    limits = config.sim_limits(torch.cuda.is_available())
+    version = torch.__version__.split("+")[0]
+    if limits.memory_bytes is not None and torch.version.cuda:
+        raise GraderError(f"torch {torch.__version__} is a CUDA build (CUDA {torch.version.cuda}) on a machine "
+                          f"without a GPU: the sandbox's address-space cap of {limits.memory_bytes / 2**30:.0f} GiB "
+                          f"is sized for the CPU build, and a CUDA build may not even load under it",
+                          CPU_TORCH_FIX.format(version=version))
+    with tempfile.TemporaryDirectory() as d:
+        probe_file = Path(d) / "rmsnorm.py"
+        probe_file.write_text("# the grader's preflight probe: an empty submission\n")
+        try:
+            outcome = runner.run_job(probe_file, {}, {}, limits=limits)
+        except GraderError as e:
+            raise GraderError(f"preflight: {e.cause}", e.fix or CPU_TORCH_FIX.format(version=version)) from e
+    if outcome.error or "_worker" not in outcome.info:
+        raise GraderError(f"preflight: the grader's worker ran, but an empty probe submission failed: "
+                          f"{outcome.error or 'no report'}; stderr: {outcome.run.stderr[-1500:]}")
+    facts = dict(outcome.info["_worker"])
+    pool = [p.pw_name for p in accounts.existing()]
+    facts["account"] = "the grader's own user" if os.geteuid() else f"{pool[0]} .. {pool[-1]} ({len(pool)} accounts)"
+    facts["limits"] = limits
+    return facts
+
+
+def main(argv) -> int:
+    try:
+        facts = probe()
+    except GraderError as e:
+        print(f"preflight failed: {e}", file=sys.stderr)
+        return 1
+    lim = facts["limits"]
+    print(f"preflight: ok. Python {facts['python']} ({sys.executable}), torch {facts['torch']}; submissions run "
+          f"as {facts['account']}; each simulator job gets {lim.timeout_s:.0f} s of wall time, {lim.cpu_s} s of "
+          f"CPU and " + (f"{lim.memory_bytes / 2**30:.0f} GiB of address space" if lim.memory_bytes else
+                         "no address-space cap (GPU)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -55,10 +55,6 @@ GPU_LIMITS = Limits(timeout_s=300.0, cpu_s=600, memory_bytes=None, file_bytes=10
 """The GPU job with real Triton: compiling kernels and timing item 10 take minutes, and a CUDA build
 of torch maps far more address space than any cap would allow."""
 
-PREFLIGHT_LIMITS = Limits(timeout_s=60.0, cpu_s=60)
-"""The probe run before a grading (preflight.py): it only imports torch and the simulator."""
-
-
 def sim_limits(cuda_available: bool) -> Limits:
     """The simulator jobs' limits; no address-space cap where torch is a CUDA build on a GPU machine."""
     return dataclasses.replace(SIM_LIMITS, memory_bytes=None) if cuda_available else SIM_LIMITS

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import preflight
+from . import config
 from .config import RESULTS_VAR, SUBMISSION_VAR
 from .errors import STUDENT_MESSAGE, GraderError
 from .plugin import write_results
@@ -34,7 +34,7 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
     if submission.is_dir():
         submission = submission / "rmsnorm.py"
     write_results(results, FALLBACK)
-    preflight.check()
+    preflight()
     env = dict(os.environ if env is None else env, **{SUBMISSION_VAR: str(submission.resolve()),
                                                       RESULTS_VAR: str(Path(results).resolve())})
     log = Path(results).with_suffix(".log")           # pytest's own output: for the staff, never for students
@@ -51,6 +51,27 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
         tail = log.read_text(errors="replace").strip().splitlines()[-15:]
         raise GraderError("the hidden tests did not run; pytest said (" + str(log) + "):\n  " + "\n  ".join(tail))
     return res
+
+
+_PREFLIGHT_PASSED: set = set()
+
+
+def preflight() -> None:
+    """Raise GraderError unless this machine can grade (preflight.py), checked once per process.
+
+    The probe imports torch; it runs in a child process, so that the grader's own process
+    stays small while the submission's jobs run.
+    """
+    key = (sys.executable, str(config.RUNTIME), os.geteuid(), config.ACCOUNT_PREFIX)
+    if key in _PREFLIGHT_PASSED:
+        return
+    p = subprocess.run([sys.executable, "-m", "autograder.preflight"], cwd=config.ROOT, capture_output=True,
+                       text=True)
+    if p.returncode:
+        text = p.stderr.strip().removeprefix("preflight failed: ") or f"exit code {p.returncode}"
+        cause, _, fix = text.partition("\nFix: ")
+        raise GraderError(cause, fix)
+    _PREFLIGHT_PASSED.add(key)
 
 
 def scores_by_item(res: dict) -> dict:

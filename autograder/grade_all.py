@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from . import grade, preflight
+from . import grade
 from .errors import GraderError
 from .gradescope import find_submission
 from .rubric import ITEMS
@@ -154,7 +154,7 @@ def regrade(export: Path, out_csv: Path, jobs: int = 1) -> tuple[list[dict], dic
     """Grade what is not graded yet; (CSV rows, {submission: autograder error}) ."""
     export = export_folder(export)
     subs = submissions(export)
-    preflight.check()                      # a grader that cannot grade stops here, before any submission
+    grade.preflight()                      # a grader that cannot grade stops here, before any submission
     results_dir = export / "regrade"
     results_dir.mkdir(exist_ok=True)
     todo = [(sid, folder) for sid, folder, _ in subs if not graded_already(results_dir / f"{sid}.json")]

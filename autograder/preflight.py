@@ -8,6 +8,9 @@ account can execute the interpreter and read its packages and the simulator, tor
 imports under the sandbox's limits, and the job folder is writable. It also checks
 that torch is the build the limits were sized for (the CPU build, unless there is
 a GPU). Any failure raises GraderError with the cause and the fix.
+
+grade.py runs this module in a child process once per grading process (it imports
+torch, which the grader's own process does not need).
 """
 from __future__ import annotations
 
@@ -21,18 +24,6 @@ from .errors import GraderError
 
 CPU_TORCH_FIX = ("install the CPU build of torch: pip install --index-url https://download.pytorch.org/whl/cpu "
                  "torch=={version}")
-_PASSED: set = set()
-
-
-def check() -> dict:
-    """Raise GraderError unless grading can work here; the probe's facts otherwise (once per process)."""
-    key = (sys.executable, str(config.RUNTIME), os.geteuid(), config.ACCOUNT_PREFIX)
-    if key in _PASSED:
-        return {}
-    facts = probe()
-    _PASSED.add(key)
-    return facts
-
 
 def probe() -> dict:
     import torch
@@ -49,7 +40,7 @@ def probe() -> dict:
         try:
             outcome = runner.run_job(probe_file, {}, {}, limits=limits)
         except GraderError as e:
-            raise GraderError(f"preflight: {e.cause}", e.fix or CPU_TORCH_FIX.format(version=version)) from e
+            raise GraderError(f"preflight: {e.cause}", e.fix) from e
     if outcome.error or "_worker" not in outcome.info:
         raise GraderError(f"preflight: the grader's worker ran, but an empty probe submission failed: "
                           f"{outcome.error or 'no report'}; stderr: {outcome.run.stderr[-1500:]}")

@@ -131,8 +131,7 @@ def _signed(job: Path, key: bytes) -> bool:
 
 def _collect(job: Path, res: sandbox.Result, limits, key: bytes | None = None, account=None) -> Outcome:
     if READY not in res.stdout:
-        raise GraderError(_not_started(res, limits, account), "see the cause above; `python -m autograder.preflight` "
-                                                             "checks the grader's setup without a submission")
+        raise GraderError(*_not_started(res, limits, account))
     if res.timed_out:
         return Outcome({}, {}, f"timed out after {limits.timeout_s:.0f} s: {SLOW_HINT}", res)
     if res.out_of_cpu:
@@ -155,14 +154,18 @@ def _collect(job: Path, res: sandbox.Result, limits, key: bytes | None = None, a
     return Outcome(tensors, info if isinstance(info, dict) else {}, error, res)
 
 
-def _not_started(res: sandbox.Result, limits, account) -> str:
-    """Why the worker stopped before it loaded the submission: always the grader's problem."""
+def _not_started(res: sandbox.Result, limits, account) -> tuple[str, str]:
+    """(cause, fix) of a worker that stopped before it loaded the submission: always the grader's problem."""
     who = f" as {account.pw_name}" if account is not None else ""
     tail = " | ".join((res.stderr or res.stdout).strip().splitlines()[-4:])
     if res.timed_out:
-        return f"the grader's worker did not start within {limits.timeout_s:.0f} s{who} (importing torch?)"
+        return (f"the grader's worker did not start within {limits.timeout_s:.0f} s{who} (importing torch?)",
+                "the machine is too slow or too busy: run fewer gradings at once, or raise the limits in "
+                "autograder/config.py")
     if "failed to map segment" in tail or "MemoryError" in tail or "Cannot allocate memory" in tail:
         return (f"torch does not load{who} under the sandbox's address-space cap of "
-                f"{(limits.memory_bytes or 0) / 2**30:.0f} GiB (a CUDA build of torch on a machine without a GPU?): "
-                f"{tail}")
-    return f"the grader's worker failed{who} before loading the submission (exit code {res.returncode}): {tail}"
+                f"{(limits.memory_bytes or 0) / 2**30:.0f} GiB: {tail}",
+                "install the CPU build of torch (a CUDA build maps far more address space): pip install "
+                "--index-url https://download.pytorch.org/whl/cpu torch==<the pinned version>")
+    return (f"the grader's worker failed{who} before loading the submission (exit code {res.returncode}): {tail}",
+            "run `python -m autograder.preflight` to check the grader's setup without a submission")

@@ -15,3 +15,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "starter" / "tests"))      # rmsnorm_check: shared comparison helpers
+
+# As root, the grader runs submissions as sandbox accounts: `make check` creates them first
+# (`make sandbox-accounts`); a direct `pytest tests` as root gets them here.
+if os.geteuid() == 0:
+    from autograder import accounts
+    if not accounts.existing():
+        accounts.create()

@@ -105,3 +105,25 @@ def test_eight_gradings_four_at_a_time_give_eight_identical_rows(tmp_path):
     scores = [{k: v for k, v in r.items() if k not in ("name", "sid", "email", "submission")} for r in rows]
     assert len(rows) == 8 and all(s == scores[0] for s in scores), scores
     assert float(scores[0]["total"]) == 90 and float(scores[0]["extra credit"]) == 5, scores[0]
+
+
+def test_a_cuda_build_of_torch_without_a_gpu_is_an_autograder_error(monkeypatch):
+    import torch
+
+    from autograder import preflight
+    from autograder.errors import GraderError
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(GraderError, match="is a CUDA build") as e:
+        preflight.probe()
+    assert "download.pytorch.org/whl/cpu" in e.value.fix
+
+
+def test_torch_that_does_not_load_under_the_cap_is_an_autograder_error_not_a_crash(tmp_path):
+    from autograder import runner, sandbox
+    from autograder.errors import GraderError
+    sub = tmp_path / "rmsnorm.py"
+    sub.write_text("def rmsnorm_forward(x, g, eps=1e-5):\n    return x, x\n")
+    with pytest.raises(GraderError, match="does not load .*under the sandbox's address-space cap") as e:
+        runner.run_job(sub, {}, {}, limits=sandbox.Limits(timeout_s=60, memory_bytes=200 * 1024 ** 2))
+    assert "CPU build" in e.value.fix

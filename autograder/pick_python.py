@@ -59,7 +59,8 @@ def usable(python: str) -> str | None:
     for path in (real, base):
         folder = blocked_at(path)
         if folder is not None:
-            return f"{python} lives under {folder}, which other users may not enter (mode {oct(os.stat(folder).st_mode)[-3:]})"
+            mode = oct(os.stat(folder).st_mode)[-3:]
+            return f"{python} lives under {folder}, which other users may not enter (mode {mode})"
     return None
 
 

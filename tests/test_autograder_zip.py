@@ -53,7 +53,9 @@ def unzip(zip_path, dest):
 FAKE_PYTHON = """#!/bin/bash
 # {real}, as stock Ubuntu ships it: no venv or ensurepip until python3-venv is installed
 if [ ! -e {flag} ]; then
-    for a in "$@"; do case "$a" in *venv*|*ensurepip*) echo "No module named 'ensurepip' (simulated)" >&2; exit 1;; esac; done
+    for a in "$@"; do
+        case "$a" in *venv*|*ensurepip*) echo "No module named 'ensurepip' (simulated)" >&2; exit 1;; esac
+    done
 fi
 exec {real} "$@"
 """

@@ -169,9 +169,10 @@ def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
     return Result(code, decode(out), decode(err), timed_out, time.monotonic() - start, cpu or 0.0, limits)
 
 
-_START_FIX = ("every directory on the path to the interpreter and its packages must be searchable by the sandbox "
-              "account (o+x) and the files readable (o+r): build the grader's venv from a Python outside private "
-              "home folders (as root, `make setup` picks one; or `rm -rf .venv && make setup PYTHON=/usr/bin/python3`)")
+_START_FIX = ("the sandbox accounts must be able to enter every folder on the way to the interpreter and its "
+              "packages (o+x) and read their files (o+r): `chmod o+x` the folder named above, or build the venv "
+              "from a Python outside private home folders (in the repository, as root: `rm -rf .venv && make "
+              "setup`, which picks such a Python)")
 
 
 def cannot_reach(path, account) -> str:

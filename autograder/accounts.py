@@ -33,7 +33,15 @@ from . import config
 from .errors import GraderError
 
 SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")     # folders every account can write to
-CREATE_FIX = "as root, run `make sandbox-accounts` (or `python3 -m autograder.accounts create`)"
+
+
+def create_fix() -> str:
+    """How staff create the pool that is missing."""
+    prefix = config.ACCOUNT_PREFIX
+    return (f"create {prefix}0..{prefix}{config.POOL_SIZE - 1} as root: `make sandbox-accounts` in the repository, "
+            f"or `python3 -m autograder.accounts create`" + (f" with RMSNORM_SANDBOX_ACCOUNTS={prefix}"
+                                                            if prefix != config.DEFAULT_ACCOUNT_PREFIX else "")
+            + "; on Gradescope, rebuild the autograder image (setup.sh creates them)")
 
 
 def names(prefix: str | None = None, size: int = config.POOL_SIZE) -> list[str]:
@@ -91,7 +99,7 @@ def for_job():
     if not pool:
         raise GraderError(f"the grader runs as root, and none of the sandbox accounts {config.ACCOUNT_PREFIX}0.."
                           f"{config.ACCOUNT_PREFIX}{config.POOL_SIZE - 1} exists: a submission never runs as root",
-                          CREATE_FIX)
+                          create_fix())
     locks = _lock_dir()
     deadline = time.monotonic() + config.ACCOUNT_WAIT_S
     while True:

@@ -26,7 +26,8 @@ class Limits:
 
 # --- Sandbox accounts -------------------------------------------------------------------------------------
 
-ACCOUNT_PREFIX = os.environ.get("RMSNORM_SANDBOX_ACCOUNTS", "rmsnorm-sbx")
+DEFAULT_ACCOUNT_PREFIX = "rmsnorm-sbx"
+ACCOUNT_PREFIX = os.environ.get("RMSNORM_SANDBOX_ACCOUNTS", DEFAULT_ACCOUNT_PREFIX)
 """As root, submissions run as one of the accounts ``rmsnorm-sbx0`` ... ``rmsnorm-sbx7``: one account per
 job at a time, so the grader can kill every process of that account after the job without touching
 another grading, and no submission can signal, read or write another's job. Never a real login name

@@ -4,14 +4,15 @@ A grading ends in one of three ways: a grade the student earned, a grade whose l
 points each name the student's defect, or an *autograder error*. The last is raised as
 :class:`GraderError` wherever the grader finds that it cannot do its job (no sandbox
 account, an interpreter the account cannot run, torch that does not load under the
-limits, a job folder it cannot write). The student sees only ``STUDENT_MESSAGE``, with no
-score; staff see the cause and the fix.
+limits, a job folder it cannot write). The student sees only ``STUDENT_MESSAGE`` (Gradescope
+shows 0 and no tests: not a grade, to be regraded); staff see the cause and the fix.
 """
 from __future__ import annotations
 
+# No apostrophes: run_autograder writes the same text from a shell string (a test checks they agree).
 STUDENT_MESSAGE = ("autograder error: contact course staff. The grader could not grade this submission, for a "
-                   "reason that has nothing to do with your code; no points were given or taken. Course staff "
-                   "have the details.")
+                   "reason that has nothing to do with your code: the 0 shown here is not your grade. Course "
+                   "staff have the details and will regrade it.")
 
 
 class GraderError(Exception):

@@ -24,15 +24,39 @@ FALLBACK = {"score": 0, "execution_time": 0, "stdout_visibility": "hidden", "tes
             "extra_data": {"autograder_error": True}}      # replaced when grading completes
 
 
-def grade(submission: Path, results: Path, env: dict | None = None, select: str | None = None) -> dict:
-    """Run the hidden tests on ``submission`` (a file, or a folder holding rmsnorm.py); return results.json.
+def find_submission(folder: Path):
+    """(the one rmsnorm.py in ``folder``, at any depth; None) or (None, a message saying what is wrong)."""
+    found = sorted(p for p in folder.rglob("rmsnorm.py") if "__MACOSX" not in p.parts)
+    if not found:
+        names = ", ".join(sorted(p.name for p in folder.rglob("*") if p.is_file())[:10]) or "nothing"
+        return None, f"No rmsnorm.py was found in your submission (it contained: {names}). Upload rmsnorm.py."
+    if len(found) > 1:
+        return None, ("Your submission contains several rmsnorm.py files: "
+                      + ", ".join(str(p.relative_to(folder)) for p in found) + ". Upload exactly one.")
+    return found[0], None
 
-    ``select``: a pytest ``-k`` expression, to run some tests only (calibrate.py times item 10 alone).
-    Raises GraderError when the grader, not the submission, failed; results.json then says so.
-    """
+
+def resolve(submission: Path) -> Path:
+    """The file to grade: ``submission`` itself, or the one rmsnorm.py inside that folder."""
     submission = Path(submission)
     if submission.is_dir():
-        submission = submission / "rmsnorm.py"
+        found, problem = find_submission(submission)
+        if problem:
+            raise FileNotFoundError(f"{submission}: {problem}")
+        return found
+    if not submission.is_file():
+        raise FileNotFoundError(f"{submission}: no such file or folder")
+    return submission
+
+
+def grade(submission: Path, results: Path, env: dict | None = None, select: str | None = None) -> dict:
+    """Run the hidden tests on ``submission`` (a file, or a folder holding one rmsnorm.py); return results.json.
+
+    ``select``: a pytest ``-k`` expression, to run some tests only (calibrate.py times item 10 alone).
+    Raises FileNotFoundError when there is nothing to grade, and GraderError when the grader, not the
+    submission, failed (results.json then says so).
+    """
+    submission = resolve(submission)
     write_results(results, FALLBACK)
     preflight()
     env = dict(os.environ if env is None else env, **{SUBMISSION_VAR: str(submission.resolve()),
@@ -105,9 +129,10 @@ def table(res: dict) -> str:
             if len(it.graded()) > 1:
                 lines.append(row.format("  " + t["number"], "  " + PARTS[t["number"]].name,
                                         f"{t['score']:g}", f"{t['max_score']:g}"))
-            if t["output"] and (t["status"] == "failed" or it.gpu_only) and t["output"] not in notes:
+            if t["output"] and (t["status"] == "failed" or it.gpu_only):
+                lines.append("          " + ("(the same reason as above)" if t["output"] in notes
+                                             else t["output"][:400]))
                 notes.add(t["output"])
-                lines.append(f"          {t['output'][:400]}")
     for t in res["tests"]:
         if t["number"] == "0" and t["status"] == "failed":
             lines.append(f"static checks: {t['output'][:400]}")
@@ -131,9 +156,12 @@ def main(argv):
     results = Path(argv[1]) if len(argv) > 1 else HERE.parent / "build" / "results.json"
     try:
         res = grade(submission, results)
+    except FileNotFoundError as e:
+        print(f"nothing to grade: {e}", file=sys.stderr)
+        return 2
     except GraderError as e:
         print(explain(e), file=sys.stderr)
-        print(f"\nresults: {results} (\"autograder error\", no score)", file=sys.stderr)
+        print(f"\nresults: {results} (an autograder error: not a grade)", file=sys.stderr)
         return 1
     print(table(res))
     print(f"\nresults: {results}")

@@ -16,6 +16,7 @@ otherwise ``--jobs N`` (default 1).
 from __future__ import annotations
 
 import argparse
+import collections
 import concurrent.futures
 import csv
 import json
@@ -30,7 +31,6 @@ import yaml
 
 from . import grade
 from .errors import GraderError
-from .gradescope import find_submission
 from .rubric import ITEMS
 
 META = "submission_metadata.yml"
@@ -176,7 +176,7 @@ def regrade(export: Path, out_csv: Path, jobs: int = 1) -> tuple[list[dict], dic
             env = dict(os.environ)
             if device is not None:
                 env["CUDA_VISIBLE_DEVICES"] = device
-            sub, problem = find_submission(folder)
+            sub, problem = grade.find_submission(folder)
             out = results_dir / f"{sid}.json"
             if sub is None:
                 out.write_text(json.dumps({"tests": [], "complete": True, "output": problem}))
@@ -193,6 +193,29 @@ def regrade(export: Path, out_csv: Path, jobs: int = 1) -> tuple[list[dict], dic
     return write_csv(subs, results_dir, out_csv, errors), errors
 
 
+def row_scores(res: dict) -> dict:
+    """Each item's score, the total and the extra credit; an item that was not graded (item 10 without a
+    GPU) is left empty, never 0. A submission without tests (no rmsnorm.py) scores 0."""
+    by_item = grade.scores_by_item(res)
+    graded = bool(res.get("tests"))
+    row = {f"{it.number} {it.name}": by_item[it.number][0] if it.number in by_item else
+           ("" if graded and it.gpu_only else 0.0) for it in ITEMS}
+    row["total"] = float(sum(by_item.get(i.number, (0.0, 0.0))[0] for i in ITEMS if not i.extra_credit))
+    row["extra credit"] = float(sum(by_item.get(i.number, (0.0, 0.0))[0] for i in ITEMS if i.extra_credit))
+    return row
+
+
+def note(res: dict) -> str:
+    """Why a row scores what it does, when it scores nothing: no rmsnorm.py, or its most common failure."""
+    if not res.get("tests"):
+        return res.get("output", "")
+    parts = [t for t in res["tests"] if t["number"] != "0"]
+    if any(t.get("status") == "passed" for t in parts):
+        return ""
+    reasons = collections.Counter(t["output"] for t in parts if t.get("output"))
+    return reasons.most_common(1)[0][0][:300] if reasons else ""
+
+
 def write_csv(subs, results_dir: Path, out_csv: Path, errors: dict | None = None) -> list[dict]:
     """One row per student; a submission whose grading failed on the grader's side gets no scores."""
     rows = []
@@ -202,14 +225,7 @@ def write_csv(subs, results_dir: Path, out_csv: Path, errors: dict | None = None
             res = json.loads((results_dir / f"{sid}.json").read_text())
         except (OSError, ValueError):
             res = {"tests": [], "output": "not graded"}
-        by_item = grade.scores_by_item(res)
-        base = {"submission": sid}
-        for it in ITEMS:
-            base[f"{it.number} {it.name}"] = by_item.get(it.number, (0.0, 0.0))[0]
-        base["total"] = sum(v for k, v in base.items() if k.split(" ")[0] in
-                            {i.number for i in ITEMS if not i.extra_credit})
-        base["extra credit"] = sum(by_item.get(i.number, (0, 0))[0] for i in ITEMS if i.extra_credit)
-        base["note"] = res.get("output", "") if not res.get("tests") else ""
+        base = {"submission": sid, **row_scores(res), "note": note(res)}
         if sid in errors:
             base = {**{k: "" for k in base}, "submission": sid,
                     "note": "AUTOGRADER ERROR (not a grade; rerun to regrade): " + errors[sid].splitlines()[0]}
@@ -240,6 +256,9 @@ def main(argv):
         print(grade.explain(e), file=sys.stderr)
         return 1
     print(f"{len(rows)} rows written to {out}")
+    if rows and any(r[k] == "" for r in rows for k in r if k.startswith("10 ")):
+        print("item 10 (GPU speed) was not graded: no GPU is visible here, so its column is empty; regrade on "
+              "the course GPU machine for it", file=sys.stderr)
     for sid, why in errors.items():
         print(f"{sid}: {grade.explain(why)}", file=sys.stderr)
     if errors:

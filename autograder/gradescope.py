@@ -19,18 +19,6 @@ from .plugin import write_results
 LOG_CAP = 200_000           # characters of pytest's log printed for staff
 
 
-def find_submission(folder: Path):
-    """The one rmsnorm.py of the submission (uploaded alone, or inside a folder), or an error message."""
-    found = sorted(p for p in folder.rglob("rmsnorm.py") if "__MACOSX" not in p.parts)
-    if not found:
-        names = ", ".join(sorted(p.name for p in folder.rglob("*") if p.is_file())[:10]) or "nothing"
-        return None, f"No rmsnorm.py was found in your submission (it contained: {names}). Upload rmsnorm.py."
-    if len(found) > 1:
-        return None, ("Your submission contains several rmsnorm.py files: "
-                      + ", ".join(str(p.relative_to(folder)) for p in found) + ". Upload exactly one.")
-    return found[0], None
-
-
 def _staff_log(results: Path):
     """pytest's own output, for the staff-only stdout."""
     log = results.with_suffix(".log")
@@ -43,7 +31,7 @@ def main(argv):
     root = Path(argv[0]) if argv else Path("/autograder")
     results = root / "results" / "results.json"
     start = time.monotonic()
-    submission, problem = find_submission(root / "submission")
+    submission, problem = grade.find_submission(root / "submission")
     if problem:
         write_results(results, {"score": 0, "execution_time": 0, "stdout_visibility": "hidden", "tests": [],
                                 "output": problem})

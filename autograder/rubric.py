@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 
-GPU_NOTE = ("Item 10 (GPU speed, 10 points) is graded on the course GPU machine after the deadline, "
-            "not in this run (no GPU here).")
+GPU_NOTE = ("Item 10 (GPU speed, 10 points) is graded after the deadline on the course GPU machine; "
+            "it is not part of this score.")
 
 
 @dataclasses.dataclass(frozen=True)

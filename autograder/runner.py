@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import hmac
+import io
 import json
 import os
 import secrets
@@ -25,6 +26,9 @@ import torch
 from . import accounts, sandbox
 from .config import RUNTIME, Limits
 from .errors import GraderError
+from .worker import READY, RUNNING
+
+WORKER_LINES = (READY, RUNNING)
 
 
 @dataclasses.dataclass
@@ -107,7 +111,6 @@ def _job_dir(submission: Path, tasks: dict, inputs: dict, backend: str, account)
     return job
 
 
-READY = "rmsnorm-worker: ready"        # printed by the worker once its own setup is done, before the submission loads
 SLOW_HINT = ("an infinite loop, or far more work than needed (the simulator runs a kernel one block operation "
              "at a time, so element-by-element loops are very slow)")
 TAMPERED = ("the grader's output files were changed after the grader wrote them: the submission "
@@ -120,38 +123,44 @@ def signature(key: bytes, outputs_json: bytes, outputs_pt: bytes) -> str:
                     hashlib.sha256).hexdigest()
 
 
-def _signed(job: Path, key: bytes) -> bool:
+def _signed(job: Path, key: bytes):
+    """(outputs.json, outputs.pt) as bytes if the worker's signature matches them, else None."""
     try:
         js = (job / "outputs.json").read_bytes()
         pt = (job / "outputs.pt").read_bytes() if (job / "outputs.pt").exists() else b""
-        return hmac.compare_digest((job / "outputs.sig").read_text().strip(), signature(key, js, pt))
+        ok = hmac.compare_digest((job / "outputs.sig").read_text().strip(), signature(key, js, pt))
     except OSError:
-        return False
+        return None
+    return (js, pt) if ok else None
 
 
-def _collect(job: Path, res: sandbox.Result, limits, key: bytes | None = None, account=None) -> Outcome:
+def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None) -> Outcome:
+    """What the job produced: read only once the worker's signature proves the worker wrote it."""
     if READY not in res.stdout:
         raise GraderError(*_not_started(res, limits, account))
     if res.timed_out:
-        return Outcome({}, {}, f"timed out after {limits.timeout_s:.0f} s: {SLOW_HINT}", res)
+        return Outcome({}, {}, f"timed out after {limits.timeout_s:.0f} s{_where(res)}: {SLOW_HINT}", res)
     if res.out_of_cpu:
-        return Outcome({}, {}, f"ran out of CPU time ({limits.cpu_s} s): {SLOW_HINT}", res)
-    if key is not None and (job / "outputs.json").exists() and not _signed(job, key):
+        return Outcome({}, {}, f"ran out of CPU time ({limits.cpu_s} s){_where(res)}: {SLOW_HINT}", res)
+    if not (job / "outputs.json").exists():
+        own = [ln for ln in res.stdout.splitlines() if not ln.startswith(WORKER_LINES)]
+        tail = (res.stderr.strip().splitlines() or own)[-3:]
+        return Outcome({}, {}, f"the submission crashed (exit code {res.returncode})"
+                               + (": " + " | ".join(tail) if tail else ""), res)
+    signed = _signed(job, key)
+    if signed is None:
         return Outcome({}, {}, TAMPERED, res)
-    info, tensors, error = {}, {}, None
-    try:
-        info = json.loads((job / "outputs.json").read_text())
-    except (OSError, ValueError):
-        tail = (res.stderr or res.stdout.replace(READY, "")).strip().splitlines()[-3:]
-        error = f"the submission crashed (exit code {res.returncode})" + (": " + " | ".join(tail) if tail else "")
-    if "_import" in info:
-        error = f"importing rmsnorm.py failed: {info['_import']['error']}"
-    try:
-        loaded = torch.load(job / "outputs.pt", weights_only=True)
-        tensors = {k: v for k, v in loaded.items() if type(v) is torch.Tensor}
-    except Exception:                                  # noqa: BLE001 -- missing or forged outputs
-        tensors = {}
-    return Outcome(tensors, info if isinstance(info, dict) else {}, error, res)
+    info = json.loads(signed[0])
+    error = f"importing rmsnorm.py failed: {info['_import']['error']}" if "_import" in info else None
+    loaded = torch.load(io.BytesIO(signed[1]), weights_only=True) if signed[1] else {}
+    tensors = {k: v for k, v in loaded.items() if type(v) is torch.Tensor}
+    return Outcome(tensors, info, error, res)
+
+
+def _where(res: sandbox.Result) -> str:
+    """" while running rmsnorm_forward on x of shape ...": what the worker said it was doing last."""
+    doing = [ln[len(RUNNING):] for ln in res.stdout.splitlines() if ln.startswith(RUNNING)]
+    return f" while {doing[-1]}" if doing else ""
 
 
 def _not_started(res: sandbox.Result, limits, account) -> tuple[str, str]:

@@ -122,7 +122,7 @@ def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
     limits = limits or Limits()
     if account is None and os.geteuid() == 0:
         raise GraderError("refusing to run a submission as root: no sandbox account was given",
-                          accounts.CREATE_FIX)
+                          accounts.create_fix())
     ids = (account.pw_uid, account.pw_gid) if account is not None else None
     # RLIMIT_NPROC counts every process of the user: the grader's own user has others running already
     nproc = limits.processes + (0 if ids else accounts.tasks_of(os.getuid()))

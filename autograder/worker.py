@@ -40,6 +40,8 @@ from pathlib import Path
 ERROR_CAP = 4000
 HOST_OP_CAP = 64            # host ops reported per phase
 READY = "rmsnorm-worker: ready"
+RUNNING = "rmsnorm-worker: now "          # + what runs now: the grader names it if the job times out
+DTYPE_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 # Host ops that carry a kernel's result without computing anything new: a copy, a dtype
 # conversion, a view, or the sum of a partial buffer (the lecture's dg_partial.sum(0)).
 TRANSPORT_OPS = frozenset({"_to_copy", "copy_", "clone", "contiguous", "sum", "view", "_unsafe_view", "reshape",
@@ -69,6 +71,15 @@ def _load_submission(path: Path):
 def apply_view(t, spec):
     """``t[..., start:stop:step]``: how the grader hands out non-contiguous inputs."""
     return t[..., slice(*spec)] if spec else t
+
+
+def _running(what: str, x=None):
+    """Say what the submission is about to run, so that a time-out can name it."""
+    if x is not None:
+        dtype = str(x.dtype).removeprefix("torch.")
+        what += f" on x of shape {tuple(x.shape)} {DTYPE_NAMES.get(dtype, dtype)}"
+        what += "" if x.is_contiguous() else f" (a strided view, strides {tuple(x.stride())})"
+    print(f"{RUNNING}running {what}", flush=True)
 
 
 def _storage(t):
@@ -134,6 +145,7 @@ def run_task(mod, task, inputs, triton):
     """Run one task; returns (tensors, info)."""
     import torch
     if task["op"] == "speed":
+        _running(f"the GPU timing of rmsnorm at {tuple(task['shape'])} {DTYPE_NAMES[task['dtype']]}")
         return run_speed(mod, task)
     device = task.get("device", "cpu")
     t = {k: inputs[v].to(device, copy=True) for k, v in task.get("tensors", {}).items()}   # fresh per task
@@ -143,11 +155,13 @@ def run_task(mod, task, inputs, triton):
     op, info = task["op"], {}
     roles = {k: _storage(v) for k, v in t.items()}
     if op == "forward":
+        _running("rmsnorm_forward", t["x"])
         with Phase(triton) as fwd:
             y, r = mod.rmsnorm_forward(t["x"], t["g"], **kw)
         out = {"y": y, "r": r}
         phases = {"fwd": fwd}
     elif op == "backward":
+        _running("rmsnorm_backward", t["x"])
         with Phase(triton) as bwd:
             dx, dg = mod.rmsnorm_backward(t["dy"], t["x"], t["g"], t["r"])
         out = {"dx": dx, "dg": dg}
@@ -156,10 +170,12 @@ def run_task(mod, task, inputs, triton):
         dy_before = t["dy"].clone()
         x = t["x"].detach().requires_grad_(True)
         g = t["g"].detach().requires_grad_(True)
+        _running("rmsnorm (the forward through TritonRMSNorm)", t["x"])
         with Phase(triton) as fwd:
             y = mod.rmsnorm(x, g, **kw)
         if isinstance(y, torch.Tensor):
             roles["y"] = _storage(y)
+        _running("y.backward() (the backward through TritonRMSNorm)", t["x"])
         with Phase(triton) as bwd:
             y.backward(t["dy"])
         out = {"y": y.detach() if isinstance(y, torch.Tensor) else y, "dx": x.grad, "dg": g.grad}
@@ -318,6 +334,7 @@ def main(argv):
     (job_dir / "outputs.json").unlink()
     print(READY, flush=True)
     tensors = {}
+    print(f"{RUNNING}importing rmsnorm.py", flush=True)
     try:
         mod = _load_submission(submission)
     except BaseException as e:                     # noqa: BLE001 -- report, never crash silently

@@ -72,3 +72,20 @@ def test_table_lists_every_item_and_the_total(graded):
         assert item.name in text
     assert "90 / 90" in text and "+ 5 extra credit" in text and "on the course GPU machine only" in text
     assert "0 / 90" in grade.table(graded["starter"])
+
+
+def test_a_folder_is_searched_for_its_one_rmsnorm_py_and_nothing_to_grade_says_so(tmp_path, capsys):
+    (tmp_path / "hw" / "src").mkdir(parents=True)
+    (tmp_path / "hw" / "src" / "rmsnorm.py").write_text("# a submission\n")
+    assert grade.resolve(tmp_path / "hw") == tmp_path / "hw" / "src" / "rmsnorm.py"
+    (tmp_path / "empty").mkdir()
+    assert grade.main([str(tmp_path / "empty"), str(tmp_path / "r.json")]) == 2
+    assert grade.main([str(tmp_path / "missing.py"), str(tmp_path / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert "No rmsnorm.py was found" in err and "missing.py: no such file or folder" in err
+
+
+def test_table_says_when_a_part_failed_for_the_reason_above(graded):
+    text = grade.table(graded["starter"])
+    assert text.count("NotImplementedError: TODO: Part (c): run the forward") == 1
+    assert "(the same reason as above)" in text

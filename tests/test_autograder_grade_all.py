@@ -150,7 +150,13 @@ def test_export_is_regraded_into_one_row_per_student_and_resumes(tmp_path, capsy
     assert float(ada["total"]) == 90 and float(ada["extra credit"]) == 5 and float(ada["5 Fused forward"]) == 10
     assert float(alan["total"]) == 0 == float(grace["total"]) and alan["submission"] == "submission_1002"
     assert "No rmsnorm.py was found" in empty["note"] and "notes.txt" in empty["note"]
-    assert "3 submissions, 0 already graded" in capsys.readouterr().err
+    assert "NotImplementedError: TODO" in alan["note"]           # every part failed for one reason: it is the note
+    err = capsys.readouterr().err
+    assert "3 submissions, 0 already graded" in err
+    import torch
+    if not torch.cuda.is_available():                           # item 10 not graded here: empty, never 0
+        assert ada["10 GPU speed"] == "" and empty["10 GPU speed"] == "0.0"
+        assert "item 10 (GPU speed) was not graded" in err
 
     first = (export / "regrade" / "submission_1001.json").stat().st_mtime_ns
     (export / "regrade" / "submission_1002.json").unlink()           # as if interrupted
@@ -239,3 +245,20 @@ def test_unlisted_folders_are_graded_and_both_mismatches_warned(tmp_path, capsys
     err = capsys.readouterr().err
     assert "warning: submission_9999 is not in submission_metadata.yml" in err
     assert "warning: submission_metadata.yml lists submission_1002 but" in err
+
+
+def test_an_autograder_error_marks_the_row_and_fails_the_regrade(tmp_path, monkeypatch, capsys):
+    from autograder.errors import GraderError
+    export = make_export(tmp_path / "export")
+
+    def broken(sub, out, env=None):
+        raise GraderError("the sandbox is broken", "fix it")
+    monkeypatch.setattr(grade_all.grade, "preflight", lambda: None)
+    monkeypatch.setattr(grade_all.grade, "grade", broken)
+    out = tmp_path / "grades.csv"
+    assert grade_all.main([str(export), "--out", str(out)]) == 1
+    rows = {r["submission"]: r for r in csv.DictReader(out.open())}
+    bad = rows["submission_1001"]
+    assert bad["total"] == "" and bad["note"].startswith("AUTOGRADER ERROR") and "sandbox is broken" in bad["note"]
+    err = capsys.readouterr().err
+    assert "the sandbox is broken" in err and "Fix: fix it" in err and "2 submission(s) not graded" in err

@@ -46,7 +46,7 @@ ROBUST_PARTS = {
     "4.5": ("eps_small", "eps_large", "eps_one", "zero_rows"),
 }
 # Item 7 looks for host-side ops on the core shape "d" in every dtype it grades.
-HOST_CHECK = {"d": "float32", "d_fp16": "float16", "d_bf16": "bfloat16"}
+HOST_CHECK = {"d": "float32", "d_bf16": "bfloat16", "d_fp16": "float16"}
 HOST_CASES = {"d_fp16": (CORE["d"], "float16", 1e-5, None), "d_bf16": (CORE["d"], "bfloat16", 1e-5, None)}
 # The GPU job: large N for 4.4 and a rerun for 4.7, then the timing shape of item 10.
 GPU_ROBUST = {"big_n_gpu": ((64, 32768), "float32", 1e-5, None),

@@ -229,8 +229,8 @@ def test_fused_forward(sim):
         fail(f"your forward loaded x {x_loads / (M * N):.1f} times per element; a fused kernel reads it once")
     y_stores = _by_role(launches, "y", "stored")
     if y_stores != M * N:
-        fail(f"your forward stored {y_stores / (M * N):.1f} values per element of y; a fused kernel writes "
-             f"each element of y once (and from the kernel)")
+        fail(f"your forward's kernels stored {y_stores / (M * N):.1f} values per element of the y it returned; "
+             f"a fused kernel writes each element of y once, into the tensor the forward returns")
     r_stores = _by_role(launches, "r", "stored")
     if r_stores != M:
         fail(f"your forward stored {r_stores} values of r for {M} rows; store each row's 1/rms once")

@@ -59,8 +59,9 @@ ITEMS = (
     Item("7", "Work happens in kernels", 10, "kernels launch in forward and backward and write y and dx; "
                                              "no host-side op reads an M·N activation"),
     Item("8", "Race-free", 5, "the simulator's race detector finds no data race"),
-    Item("9", "Improved dg reduction", 5, "the partial dg buffer has at most M·N/8 elements and dg is exact",
-         extra_credit=True),
+    Item("9", "Improved dg reduction", 5, "a fused backward whose dg reduction is deterministic (no float "
+                                          "atomics, no locks), with a partial buffer of at most M·N/8 elements; "
+                                          "dg exact", extra_credit=True),
     Item("10", "GPU speed", 10, "speedup over PyTorch eager at (16384, 4096) on the course GPU machine",
          gpu_only=True, parts=(
              Part("10.1", "forward fp32", 2.5),

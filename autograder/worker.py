@@ -105,8 +105,8 @@ class Phase:
         if self.rec is None:
             return {}
         by_storage = {v: k for k, v in roles.items() if v}
-        launches = [{"kernel": L.kernel, "programs": L.programs, "args": {
-            k: {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel,
+        launches = [{"kernel": L.kernel, "programs": L.programs, "order_dependent": L.order_dependent, "args": {
+            k: {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel, "dtype": a.dtype,
                 "role": by_storage.get(a.storage), "distinct": a.distinct(), "storage": a.storage}
             for k, a in L.args.items()}} for L in self.rec.launches]
         out = {"launches": launches}
@@ -170,6 +170,9 @@ def run_task(mod, task, inputs, triton):
         dy_before = t["dy"].clone()
         x = t["x"].detach().requires_grad_(True)
         g = t["g"].detach().requires_grad_(True)
+        # dx and dg as the backward returned them (autograd may copy them into x.grad and g.grad)
+        x.register_hook(lambda grad: roles.__setitem__("dx", _storage(grad)))
+        g.register_hook(lambda grad: roles.__setitem__("dg", _storage(grad)))
         _running("rmsnorm (the forward through TritonRMSNorm)", t["x"])
         with Phase(triton) as fwd:
             y = mod.rmsnorm(x, g, **kw)

@@ -21,7 +21,7 @@ how many elements each kernel loaded and stored.
 from . import _malloc, language, testing
 from .autotune import Config, autotune, heuristics
 from .errors import (BlockTruthError, CompilationError, DataRaceError, DataRaceWarning, DeviceAssertionError,
-                     Int32OverflowError, MiniTritonError, OutOfBoundsError)
+                     Int32OverflowError, MiniTritonError, OrderDependenceWarning, OutOfBoundsError)
 from .launcher import JITFunction, jit
 from .races import get_race_mode, set_race_mode
 from .stats import get_stats, record, reset_stats
@@ -44,4 +44,4 @@ def next_power_of_2(n: int) -> int:
 __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
            "testing", "get_stats", "reset_stats", "record", "set_race_mode", "get_race_mode",
            "MiniTritonError", "CompilationError", "OutOfBoundsError", "DataRaceError", "DataRaceWarning",
-           "BlockTruthError", "DeviceAssertionError", "Int32OverflowError"]
+           "BlockTruthError", "DeviceAssertionError", "Int32OverflowError", "OrderDependenceWarning"]

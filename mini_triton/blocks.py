@@ -24,6 +24,21 @@ from . import dtypes as D
 from . import runtime
 from .errors import BlockTruthError, CompilationError, Int32OverflowError
 
+# Triton refuses to compile a block of more elements than this (TRITON_MAX_TENSOR_NUMEL): a
+# block lives in the registers of one program, and no GPU has room for more.
+MAX_NUMEL = 1 << 20
+
+
+def check_numel(shape):
+    """Refuse a block larger than Triton allows, before the simulator tries to allocate it."""
+    n = math.prod(shape)
+    if n > MAX_NUMEL:
+        raise CompilationError(
+            f"{runtime.location()}: a block of shape {list(shape)} has {n} elements; Triton's maximum is "
+            f"{MAX_NUMEL} (2^20: numel ({n}) exceeds triton maximum tensor numel ({MAX_NUMEL})). A block "
+            f"lives in one program's registers: tile the work (a loop over chunks of the row) instead of "
+            f"one block the size of the whole problem.")
+
 
 class Affine:
     """value[p, i0, i1, ...] = base[p] + sum_d strides[d] * i_d (int64)."""
@@ -62,6 +77,8 @@ class tensor:
         self._h = handle
         self.dtype = dtype
         self.shape = tuple(shape)
+        if self.shape and math.prod(self.shape) > MAX_NUMEL:
+            check_numel(self.shape)
         self.aff = aff
         self.buf = buf
 
@@ -264,6 +281,7 @@ def broadcast_shape(a, b):
         if x != y and x != 1 and y != 1:
             raise CompilationError(f"{runtime.location()}: cannot broadcast shapes {list(a)} and {list(b)}")
         out.append(max(x, y))
+    check_numel(out)
     return tuple(out)
 
 

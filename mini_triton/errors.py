@@ -31,6 +31,10 @@ class DataRaceWarning(UserWarning):
     """The warning form of :class:`DataRaceError` (``set_race_mode("warn")``)."""
 
 
+class OrderDependenceWarning(UserWarning):
+    """A float atomic_add, or a sum built under a lock: its result depends on the order programs run."""
+
+
 class BlockTruthError(MiniTritonError, TypeError):
     """Python ``if``/``and``/``while`` on a block with more than one element."""
 

@@ -44,6 +44,11 @@ class Launch:
         self.rank = rank                       # how many grid dims the caller gave
         self.programs = grid[0] * grid[1] * grid[2]
         self.buffers = buffers
+        self.lock_ids = {}                     # (storage, element) of a lock word -> a small id
+        self.order_dependent = None            # why its result depends on program order, if it does
+
+    def lock_id(self, key) -> int:
+        return self.lock_ids.setdefault(key, len(self.lock_ids))
 
     def pid_tuple(self, linear: int):
         g0, g1, _ = self.grid
@@ -75,6 +80,7 @@ class JITFunction:
                            if _is_constexpr_annotation(p.annotation)}
         _KERNEL_CODES.add(fn.__code__)
         self._chunk_hint = {}
+        self._order_dependent = False          # a launch of it used float atomics or locks
 
     def __repr__(self):
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
@@ -112,9 +118,13 @@ class JITFunction:
         launch = Launch(self.fn, grid, buffers, rank)
         if launch.programs == 0:
             return
-        records = self._execute(launch, kargs, values)
-        races.check(launch, records)
-        stats.commit_launch(launch, records)
+        try:
+            records = self._execute(launch, kargs, values)
+            races.check(launch, records)
+            stats.commit_launch(launch, records)
+        finally:
+            for b in buffers:
+                b.release()
 
     def _convert_arg(self, name, v, buffers):
         from .language.core import constexpr
@@ -138,11 +148,18 @@ class JITFunction:
     def _execute(self, launch, kargs, values):
         key = tuple(repr(values[n]) for n in sorted(self.constexprs))
         size = self._chunk_hint.get(key, 16)
+        order = torch.arange(launch.programs)
+        shuffled = self._order_dependent
+        if shuffled:                             # see runtime.schedule
+            order = runtime.schedule(order)
         committed, start = [], 0
         while start < launch.programs:
             stop = min(start + size, launch.programs)
-            max_numel = self._run_group(launch, kargs, torch.arange(start, stop), committed)
+            max_numel = self._run_group(launch, kargs, order[start:stop], committed)
             start = stop
+            if launch.order_dependent and not shuffled:
+                order[start:] = runtime.schedule(order[start:])
+                shuffled = self._order_dependent = True
             size = max(1, min(4096, TARGET_LANES // max(1, max_numel)))
         self._chunk_hint[key] = size
         return committed

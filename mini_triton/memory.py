@@ -13,13 +13,14 @@ find data races (races.py).
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 
 from . import dtypes as D
 from . import runtime
 from .blocks import Affine, as_block, broadcast_shape, cast, full_handle, offsets_of, tensor
-from .errors import CompilationError, OutOfBoundsError, describe_program, format_offsets
+from .errors import CompilationError, OrderDependenceWarning, OutOfBoundsError, format_offsets
 
 
 class Buffer:
@@ -37,6 +38,12 @@ class Buffer:
 
     def describe(self) -> str:
         return f"{self.name} ({self.elem!r}, {self.span} elements)"
+
+    def release(self):
+        """Let go of the tensor once the launch is over: access records outlive the launch (in a
+        ``record()``), and a tensor the kernel wrote must not look shared to its caller (autograd
+        copies a gradient it cannot take over)."""
+        self.tensor = self.flat = None
 
     def index_of(self, offset: int) -> str:
         """Show a flat offset as an index of the argument tensor where possible."""
@@ -60,7 +67,7 @@ class Access:
     """
 
     __slots__ = ("kind", "buf", "shape", "ptr", "mask_h", "lead", "aff", "lo", "hi", "count",
-                 "dense", "pids", "line", "_offs")
+                 "dense", "pids", "line", "locks", "_offs")
 
     def __init__(self, kind, ptr: tensor, mask_h, shape, pids):
         self.kind, self.buf, self.shape, self.ptr, self.mask_h = kind, ptr.buf, shape, ptr, mask_h
@@ -71,6 +78,7 @@ class Access:
             s if n != 1 else 0 for s, n in zip(aff.strides, ptr.shape))) if aff is not None else None
         self._offs = None
         self.line = ""
+        self.locks = None                      # per program: the lock held during the access (races.py)
         if self.aff is not None and (mask_h is None or mask_h.shape[0] == 1):
             self._analyse_affine()
         else:
@@ -128,6 +136,13 @@ class Access:
             return offs.reshape(-1), pid.reshape(-1)
         m = self.mask_h.expand(P, *self.shape)
         return offs[m], pid[m]
+
+    def active_locks(self) -> torch.Tensor:
+        """The lock each active lane's program held (-1: none), in active_offsets' order."""
+        P = int(self.pids.numel())
+        locks = self.locks if self.locks is not None else torch.full((P,), -1, dtype=torch.int64)
+        held = locks.view(P, *([1] * len(self.shape))).expand(P, *self.shape)
+        return held.reshape(-1) if self.mask_h is None else held[self.mask_h.expand(P, *self.shape)]
 
     def total(self) -> int:
         """Active lanes summed over the chunk's programs."""
@@ -236,6 +251,7 @@ def _prepare(op, pointer, mask, *extra):
     ch.max_numel = max(ch.max_numel, math.prod(shape))
     acc = Access(op, ptr, mask_h, shape, ch.pids)
     acc.line = runtime.location()
+    acc.locks = ch.held()
     return ch, acc
 
 
@@ -311,6 +327,8 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
             ch.undo.append((offs, acc.buf.flat[offs].clone(), acc.buf.flat))
         acc.buf.flat[offs] = vh
     ch.records.append(acc)
+    if acc.locks is not None and acc.shape == ():
+        _release(ch, acc)                           # a plain store can release a lock too
 
 
 def undo(chunk):
@@ -355,11 +373,75 @@ def atomic(op, pointer, val, mask=None, cmp=None):
     flat = acc.buf.flat
     if ch.undo is not None:
         ch.undo.append((a, flat[a].clone(), flat))
-    old = _atomic_apply(op, flat, a, vv, cc)
+    if op == "add" and elem.is_floating():
+        _order_dependent(ch, f"tl.atomic_add on {acc.buf.describe()} at {acc.line}")
+        perm = runtime.schedule(torch.arange(a.numel()))        # the lanes arrive in any order
+        old = torch.empty_like(vv)
+        old[perm] = _atomic_apply(op, flat, a[perm], vv[perm], None)
+    else:
+        old = _atomic_apply(op, flat, a, vv, cc)
     out = torch.full((P, *acc.shape), _poison(elem), dtype=D.storage_dtype(elem))
     out[m] = old.to(out.dtype)
     ch.records.append(acc)
+    if acc.shape == () and op in ("cas", "xchg") and elem.is_int():        # a lock is an integer word
+        _track_locks(ch, acc, op, old, vv, cc, m.reshape(-1))
     return tensor(out, elem, acc.shape)
+
+
+# ---------------------------------------------------------------------------
+# locks: a program that wins atomic_cas(lock, 0, 1) holds the lock until it writes it back
+# ---------------------------------------------------------------------------
+def _lock_keys(acc, active):
+    """Launch-wide lock ids of the scalar addresses each program's lane touches."""
+    offs = acc.offsets().expand(acc.pids.numel()).reshape(-1)[active]
+    launch = runtime.current().launch
+    base = (acc.buf.storage_key, acc.buf.storage_offset)
+    return torch.tensor([launch.lock_id((base, int(o))) for o in offs.tolist()], dtype=torch.int64)
+
+
+def _track_locks(ch, acc, op, old, new, cmp, active):
+    """A successful cas that changes the word takes a lock; xchg or cas on a held lock releases it."""
+    positions = active.nonzero().reshape(-1)
+    if positions.numel() == 0:
+        return
+    keys = _lock_keys(acc, active)
+    held = ch.held()
+    if held is not None:
+        _release(ch, acc, positions, keys)
+    if op == "cas":
+        took = (old == cmp) & (new != cmp)
+        if bool(took.any()):
+            ch.hold(positions[took], keys[took])
+            _order_dependent(ch, f"a lock taken with tl.atomic_cas on {acc.buf.describe()} at {acc.line}",
+                             stacklevel=5)
+
+
+def _release(ch, acc, positions=None, keys=None):
+    if positions is None:
+        P = acc.pids.numel()
+        active = torch.ones(P, dtype=torch.bool) if acc.mask_h is None else acc.mask_h.expand(P).reshape(-1)
+        positions = active.nonzero().reshape(-1)
+        if positions.numel() == 0:
+            return
+        keys = _lock_keys(acc, active)
+    held = ch.held()
+    if held is None:
+        return
+    mine = held[positions] == keys
+    if bool(mine.any()):
+        ch.hold(positions[mine], torch.full((int(mine.sum()),), -1, dtype=torch.int64))
+
+
+def _order_dependent(ch, why: str, stacklevel: int = 4):
+    """Mark the launch order-dependent (the launcher then shuffles it) and say so, once per place."""
+    launch = ch.launch
+    if launch.order_dependent is None:
+        launch.order_dependent = why
+        warnings.warn(f"{why}: programs then add in the order they arrive, which a GPU does not fix, so a "
+                      f"float sum built this way changes in its last bits from run to run (mini_triton runs such "
+                      f"launches in a shuffled order to show it). For a deterministic result, give each program "
+                      f"its own partial result and reduce them in a fixed order.", OrderDependenceWarning,
+                      stacklevel=stacklevel)
 
 
 def _atomic_apply(op, flat, a, v, cmp):

@@ -3,6 +3,9 @@
 The programs of a launch run concurrently and in no fixed order. If program
 p stores an element that program q (q ≠ p) also stores, or loads, the result
 depends on timing: a data race. Atomics are exempt -- that is what they are for.
+So are accesses that both programs make while holding the same lock (a word
+taken with ``atomic_cas`` and given back with ``atomic_xchg``, see memory.py):
+the lock puts them one after the other.
 
 Checking is two-staged so that correct kernels pay almost nothing:
 
@@ -19,7 +22,7 @@ import warnings
 
 import torch
 
-from .errors import DataRaceError, DataRaceWarning, describe_program
+from .errors import DataRaceError, DataRaceWarning
 
 _MODE = os.environ.get("MINI_TRITON_RACES", "error")
 
@@ -95,17 +98,19 @@ def _exact(launch, recs):
     lo = min(int(r.lo.min()) + r.buf.storage_offset for r in recs)
     hi = max(int(r.hi.max()) + r.buf.storage_offset for r in recs)
     owner = torch.full((hi - lo + 1,), -1, dtype=torch.int64)
+    owner_lock = torch.full((hi - lo + 1,), -1, dtype=torch.int64)
     stores = [r for r in recs if r.kind == "store"]
     lanes = {}
     for r in recs:
         a, p = r.active_offsets()
-        lanes[id(r)] = (a + (r.buf.storage_offset - lo), p)
+        lanes[id(r)] = (a + (r.buf.storage_offset - lo), p, r.active_locks())
     for r in stores:
-        a, p = lanes[id(r)]
+        a, p, k = lanes[id(r)]
         owner[a] = p
+        owner_lock[a] = k
     for r in stores:
-        a, p = lanes[id(r)]
-        bad = (owner[a] != p).nonzero()
+        a, p, k = lanes[id(r)]
+        bad = ((owner[a] != p) & ~_same_lock(owner_lock[a], k)).nonzero()
         if bad.numel():
             addr = int(a[int(bad[0])])
             # name the first two programs (in launch order) that write this element
@@ -114,15 +119,20 @@ def _exact(launch, recs):
     for r in recs:
         if r.kind != "load":
             continue
-        a, p = lanes[id(r)]
+        a, p, k = lanes[id(r)]
         o = owner[a]
-        bad = ((o >= 0) & (o != p)).nonzero()
+        bad = ((o >= 0) & (o != p) & ~_same_lock(owner_lock[a], k)).nonzero()
         if bad.numel():
             i = int(bad[0])
             writer = int(o[i])
             w = next(s for s in stores if bool((lanes[id(s)][1] == writer).any()))
             return _message(launch, r, w, int(a[i]) + lo, int(p[i]), writer, "load")
     return None
+
+
+def _same_lock(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Both accesses happened under one lock: they cannot overlap in time."""
+    return (a == b) & (a >= 0)
 
 
 def _message(launch, rec, writer_rec, storage_addr, p, q, what):
@@ -134,8 +144,10 @@ def _message(launch, rec, writer_rec, storage_addr, p, q, what):
     if what == "store":
         return (f"data race in {launch.name}: {pa.replace('program', 'programs')} and {pb} both write "
                 f"{where} ({rec.line}) without an atomic. Programs of one launch run concurrently, so the "
-                f"result depends on timing: give each program its own output slot (e.g. a partial "
-                f"buffer summed afterwards) or use tl.atomic_add.")
+                f"result depends on timing. Give each program its own output slot (a per-program partial "
+                f"buffer, reduced afterwards in a fixed order: deterministic). tl.atomic_add or a lock also "
+                f"remove the race, but then float sums depend on the order programs run, which changes "
+                f"from run to run on a GPU.")
     return (f"data race in {launch.name}: {pa} reads {where} ({rec.line}) while program {pb} writes it "
             f"({writer_rec.line}). Programs of one launch run concurrently, so the value read depends "
             f"on timing.")

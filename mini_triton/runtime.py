@@ -11,10 +11,27 @@ When the kernel's Python control flow depends on the program (``if pid == 0``
 or ``range(pid, n, step)``), the programs of a chunk would need different
 paths. The block raises :class:`Divergence`; the launcher undoes the chunk's
 stores and runs each group of programs that agree separately.
+
+A GPU runs programs in no fixed order. Most kernels cannot tell, but a float
+``atomic_add`` or a sum built under a lock adds in the order programs arrive,
+so its last bits change from run to run. Once a launch does either, the
+launcher runs its remaining programs (and every later launch of the kernel) in
+a shuffled order (:func:`schedule`), so the simulator shows that too.
 """
 from __future__ import annotations
 
+import os
+
 import torch
+
+# Shuffled schedules differ from run to run, as a GPU's do; MINI_TRITON_SEED fixes them.
+_SEED = os.environ.get("MINI_TRITON_SEED")
+_GEN = torch.Generator().manual_seed(int(_SEED) if _SEED else int.from_bytes(os.urandom(7), "little"))
+
+
+def schedule(pids: torch.Tensor) -> torch.Tensor:
+    """``pids`` in a random order: the order a GPU might happen to run them in."""
+    return pids[torch.randperm(pids.numel(), generator=_GEN)]
 
 
 class Divergence(Exception):
@@ -36,7 +53,20 @@ class Chunk:
         self.undo = [] if (self.P > 1 and may_diverge) else None
         self.records = []                        # memory accesses, see memory.py
         self.max_numel = 1                       # largest block seen: sizes the next chunk
+        self.locks = None                        # per program: the lock it holds (an id), or -1
         self._pid_cache = {}
+
+    def hold(self, positions: torch.Tensor, lock_ids: torch.Tensor):
+        """Programs at ``positions`` (of this chunk) now hold the locks ``lock_ids`` (-1: none)."""
+        if self.locks is None:
+            self.locks = torch.full((self.P,), -1, dtype=torch.int64)
+        self.locks[positions] = lock_ids
+
+    def held(self):
+        """A copy of each program's lock, or None when no program holds one."""
+        if self.locks is None or not bool((self.locks >= 0).any()):
+            return None
+        return self.locks.clone()
 
     def program_id(self, axis: int) -> torch.Tensor:
         if axis not in self._pid_cache:

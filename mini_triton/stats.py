@@ -79,11 +79,16 @@ class ArgStats:
 
 @dataclasses.dataclass
 class LaunchStats:
-    """One kernel launch: its grid and the traffic of each argument."""
+    """One kernel launch: its grid and the traffic of each argument.
+
+    ``order_dependent`` says why its result depends on the order programs run (a float
+    atomic_add, a lock), or is None: a GPU may give such a launch different last bits each run.
+    """
     kernel: str
     grid: tuple
     programs: int
     args: dict
+    order_dependent: str | None = None
 
     @property
     def loaded(self):
@@ -95,7 +100,7 @@ class LaunchStats:
 
     def as_dict(self):
         return {"kernel": self.kernel, "grid": list(self.grid), "programs": self.programs,
-                "args": {k: v.as_dict() for k, v in self.args.items()}}
+                "order_dependent": self.order_dependent, "args": {k: v.as_dict() for k, v in self.args.items()}}
 
 
 @dataclasses.dataclass
@@ -203,7 +208,7 @@ def commit_launch(launch, records):
         for k in ("loaded", "stored", "loaded_bytes", "stored_bytes", "atomics"):
             _GLOBAL[k] += getattr(a, k)
     if _RECORDERS:
-        ls = LaunchStats(launch.name, launch.grid, launch.programs, args)
+        ls = LaunchStats(launch.name, launch.grid, launch.programs, args, launch.order_dependent)
         for rec in _RECORDERS:
             rec.launches.append(ls)
 

@@ -141,3 +141,32 @@ def cumsum_argmax_kernel(x_ptr, cs_ptr, am_ptr, n, BLOCK: tl.constexpr):
     tl.store(cs_ptr + row * n + cols, tl.cumsum(x, axis=0), mask=cols < n)
     xm = tl.where(cols < n, x, -float("inf"))
     tl.store(am_ptr + row, tl.argmax(xm, axis=0))
+
+
+@triton.jit
+def locked_partial_sum_kernel(x_ptr, partial_ptr, lock_ptr, N, GROUPS: tl.constexpr, BLOCK: tl.constexpr):
+    """Each row adds itself into partial[row % GROUPS] under that row's lock: rows of one group take
+    turns (the pattern of Triton's layer-norm backward tutorial, written here)."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0)
+    group = row % GROUPS
+    lock = lock_ptr + group
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+    acc = tl.load(partial_ptr + group * N + cols, mask=mask, other=0.0)
+    tl.store(partial_ptr + group * N + cols, acc + x, mask=mask)
+    tl.atomic_xchg(lock, 0)
+
+
+@triton.jit
+def unlocked_partial_sum_kernel(x_ptr, partial_ptr, lock_ptr, N, GROUPS: tl.constexpr, BLOCK: tl.constexpr):
+    """locked_partial_sum_kernel without its lock: rows of one group race on their partial row."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0)
+    group = row % GROUPS
+    acc = tl.load(partial_ptr + group * N + cols, mask=mask, other=0.0)
+    tl.store(partial_ptr + group * N + cols, acc + x, mask=mask)

@@ -96,18 +96,19 @@ def test_quoted_error_messages_are_the_real_ones(lang):
     sources = "".join(p.read_text() for p in [*(ROOT / "mini_triton").rglob("*.py"),
                                                *(ROOT / "autograder").rglob("*.py"),
                                                ROOT / "starter" / "tests" / "rmsnorm_check.py"])
-    errors = section(TEXT[lang], 9)
+    errors = " ".join(section(TEXT[lang], 9).split())          # quoted messages may wrap across lines
     for phrase in ("out-of-bounds {op} in", "are {where} of", "data race in", "both write",
                    "your forward loaded x", "a fused kernel reads it once", "a host-side `{_op_name(op)}` read",
                    "returned {name} without any kernel storing it", "timed out after", "ran out of CPU time (",
-                   "differs for {describe(x)}: max abs error", "autograder error: contact course staff"):
+                   "differs for {story}: {int(bad.sum())} of", "elements are off; the worst, ",
+                   "Your forward's y is wrong on this input too", "autograder error: contact course staff"):
         assert phrase in sources, phrase
     limits = config.SIM_LIMITS
     for shown in ("out-of-bounds load in", "past the end of x_ptr", "data race in", "both write",
                   "your forward loaded x 2.0 times per element", "a host-side `mul` read all 32768 elements of x",
                   "a host-side `to(float32)` read all", "your forward returned y without any kernel storing it",
                   f"timed out after {limits.timeout_s:.0f} s", f"ran out of CPU time ({limits.cpu_s} s)",
-                  "max abs error"):
+                  "elements are off; the worst, y[5, 17], is", "Your forward's y is wrong on this input too"):
         assert shown in errors, shown
     assert "autograder error: contact course staff" in section(TEXT[lang], 8)
 
@@ -133,3 +134,19 @@ def test_student_bundle_ships_both_handouts(tmp_path):
     import zipfile
     names = zipfile.ZipFile(build_bundle.build(tmp_path / "b.zip")).namelist()
     assert "rmsnorm-student/handout/README.md" in names and "rmsnorm-student/handout/README.zh-CN.md" in names
+
+
+@pytest.mark.parametrize("lang", HANDOUTS)
+def test_the_dg_tolerance_rule_in_the_handout_is_the_codes(lang):
+    """The handout states the one dg rule with the constants rmsnorm_check.tolerance uses."""
+    import rmsnorm_check
+    grading = section(TEXT[lang], 8)
+    per_sqrt_m = re.search(r"([\d.e-]+)·√M", grading)
+    eps_multiple = re.search(r"(\d+)·eps\(dtype\)·max\|dg\|", grading)
+    assert per_sqrt_m and float(per_sqrt_m.group(1)) == rmsnorm_check.DG_FP32_ATOL_PER_SQRT_ROW
+    assert eps_multiple and int(eps_multiple.group(1)) == rmsnorm_check.DG_16BIT_EPS_MULTIPLE
+    import torch
+    ref = torch.tensor([3.0, -40.0])
+    assert rmsnorm_check.tolerance("dg", torch.float32, ref, 10_000)[0] == 5e-6 * 100
+    assert rmsnorm_check.tolerance("dg", torch.bfloat16, ref, 4)[0] == 2 * 2 ** -7 * 40
+    assert rmsnorm_check.tolerance("dx", torch.bfloat16, ref, 10_000)[:2] == TOLERANCES[torch.bfloat16]

@@ -137,7 +137,7 @@ def test_store_store_race_names_tensor_index_and_both_programs():
         racy_column_sum[(4,)](x, out, 10, BLOCK=16)
     msg = str(e.value)
     assert "racy_column_sum" in msg and "programs 0 and 1" in msg and "out_ptr[0]" in msg
-    assert "tl.atomic_add" in msg
+    assert "per-program partial buffer" in msg and "order programs run" in msg
 
 
 def test_load_of_another_programs_store_is_a_race():
@@ -232,3 +232,61 @@ def test_calling_a_kernel_without_a_grid_explains_the_launch_syntax():
 def test_cuda_or_non_tensor_arguments_are_rejected_clearly():
     with pytest.raises(TypeError, match="argument x_ptr has unsupported type list"):
         K.add_kernel[(1,)]([1.0], torch.ones(4), torch.ones(4), 4, BLOCK=4)
+
+
+@pytest.mark.filterwarnings("ignore::mini_triton.OrderDependenceWarning")
+def test_accesses_under_one_lock_do_not_race_but_without_the_lock_they_do():
+    x, locks = torch.randn(37, 100), torch.zeros(3, dtype=torch.int32)
+    partial = torch.zeros(3, 100)
+    K.locked_partial_sum_kernel[(37,)](x, partial, locks, 100, GROUPS=3, BLOCK=128)
+    torch.testing.assert_close(partial, torch.stack([x[g::3].sum(0) for g in range(3)]))
+    with pytest.raises(triton.DataRaceError, match=r"unlocked_partial_sum_kernel: programs 0 and 3 both write "
+                                                   r"partial_ptr\[0, 0\]"):
+        K.unlocked_partial_sum_kernel[(37,)](x, torch.zeros(3, 100), locks, 100, GROUPS=3, BLOCK=128)
+
+
+def _column_sums(seed):
+    """A float atomic_add of 64 rows into 256 columns, the simulator's schedule seeded."""
+    from mini_triton import runtime
+    runtime._GEN.manual_seed(seed)
+
+    @triton.jit
+    def atomic_column_sum(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        tl.atomic_add(out_ptr + cols, tl.load(x_ptr + tl.program_id(0) * N + cols))
+    torch.manual_seed(0)
+    x, out = torch.randn(64, 256), torch.zeros(256)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with triton.record() as rec:
+            atomic_column_sum[(64,)](x, out, 256, BLOCK=256)
+    return out, rec.launches[0], w
+
+
+def test_float_atomic_sums_depend_on_the_order_programs_run_and_say_so():
+    a, launch, w = _column_sums(1)
+    b, _, _ = _column_sums(2)
+    torch.testing.assert_close(a, b)                       # the same sums...
+    assert not torch.equal(a, b)                           # ...but not the same last bits, as on a GPU
+    assert launch.order_dependent.startswith("tl.atomic_add on out_ptr")
+    assert any(issubclass(i.category, triton.OrderDependenceWarning) and "shuffled order" in str(i.message)
+               for i in w)
+
+
+def test_integer_atomics_and_plain_kernels_keep_program_order():
+    x, out = torch.randint(0, 9, (1000,), dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    with triton.record() as rec:
+        K.atomic_sum_kernel[(8,)](x, out, 1000, BLOCK=128)
+    assert rec.launches[0].order_dependent is None and int(out) == int(x.sum())
+
+
+def test_a_block_larger_than_triton_allows_is_refused_with_the_limit():
+    @triton.jit
+    def outer(x_ptr, y_ptr, B: tl.constexpr):
+        c = tl.arange(0, B)
+        x = tl.load(x_ptr + c)
+        tl.store(y_ptr + c, tl.sum(x[:, None] * x[None, :], axis=1))
+    x = torch.randn(4096)
+    with pytest.raises(triton.CompilationError, match=r"outer line \d+: a block of shape \[4096, 4096\] has "
+                                                      r"16777216 elements; Triton's maximum is 1048576"):
+        outer[(1,)](x, torch.empty(4096), B=4096)

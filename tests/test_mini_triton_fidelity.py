@@ -169,3 +169,22 @@ def test_cumsum_and_argmax_agree():
         return cs, am
     a, b = run_both(f)
     assert_same(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore::mini_triton.OrderDependenceWarning")
+@pytest.mark.parametrize("groups", [1, 3, 8])
+def test_lock_protected_partial_sums_agree_and_raise_no_race(groups):
+    """Rows of a group add into one partial row under a spin lock (two or more rows per lock)."""
+    M, N = 37, 100
+
+    def f(K):
+        x = torch.randn(M, N)
+        partial = torch.zeros(groups, N)
+        locks = torch.zeros(groups, dtype=torch.int32)
+        K.locked_partial_sum_kernel[(M,)](x, partial, locks, N, GROUPS=groups, BLOCK=128)
+        return partial, locks, x
+    (a, la, x), (b, lb, _) = run_both(f)
+    expected = torch.stack([x[g::groups].sum(0) for g in range(groups)])
+    torch.testing.assert_close(a, expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(b, expected, rtol=1e-5, atol=1e-5)
+    assert la.eq(0).all() and lb.eq(0).all()                  # every lock was given back

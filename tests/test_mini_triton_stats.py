@@ -76,6 +76,7 @@ def test_distinct_counts_gathered_and_overlapping_accesses_exactly():
     assert a.distinct_loaded == len({3, 5, 7} | set(range(8)))
 
 
+@pytest.mark.filterwarnings("ignore::mini_triton.OrderDependenceWarning")
 def test_atomics_count_as_load_and_store():
     x, out = torch.ones(256), torch.zeros(1)
     with triton.record() as rec:

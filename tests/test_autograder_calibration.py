@@ -1,0 +1,60 @@
+"""The calibration set: student-style submissions written for this project (tests/calibration/),
+one per behaviour the grader must judge fairly. Each is graded in full; every graded part must
+get its expected verdict, and each failed part's feedback must contain its key words. A part not
+listed must pass: one defect costs one part.
+"""
+import concurrent.futures
+
+import pytest
+
+from autograder import grade, rubric
+from conftest import ROOT
+
+CALIBRATION = ROOT / "tests" / "calibration"
+NOT_IMPROVED = "partial dg buffer"                  # the lecture's M x N buffer: no extra credit
+
+# submission: {part that must fail: words its feedback must contain}
+EXPECTED = {
+    # 16-bit partials summed in fp32 lose far less than the documented dg tolerance
+    "partials_16bit": {"9": f"{NOT_IMPROVED} (part_ptr) has 32768 elements"},
+    # a correct lock-based backward is fused (6) and race-free (8); its sums depend on lock order (9)
+    "spin_lock": {"9": "your dg is not deterministic: in rmsnorm_bwd_kernel, a lock taken with tl.atomic_cas "
+                       "on lock_ptr"},
+    # float atomics: order-dependent on a GPU, and on the simulator, which shuffles the order
+    "float_atomics": {"4.7": "gave different dg on the simulator: results must be deterministic; in "
+                             "rmsnorm_bwd_kernel, tl.atomic_add on DG",
+                      "9": "your dg is not deterministic: in rmsnorm_bwd_kernel, tl.atomic_add on DG"},
+    "wrong_eps": {"4.5": "y from rmsnorm (your TritonRMSNorm.forward) differs for x of shape (16, 64) fp32 "
+                         "(eps = 0.01)", "9": NOT_IMPROVED},
+    "strides_ignored": {"4.3": "views x[:, 0:80] of (24, 160) tensors, x.stride() = (160, 1): rows are 160 "
+                               "elements apart", "9": NOT_IMPROVED},
+    "nxn_block": {"4.4": "rmsnorm_bwd_kernel line 42: a block of shape [16384, 16384] has 268435456 elements; "
+                         "Triton's maximum is 1048576", "9": NOT_IMPROVED},
+}
+CPU_PARTS = [p.number for i in rubric.ITEMS if not i.gpu_only for p in i.graded()]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    d = tmp_path_factory.mktemp("calibration")
+
+    def run(name):
+        return name, grade.grade(CALIBRATION / f"{name}.py", d / f"{name}.json")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(run, EXPECTED))
+
+
+def test_every_calibration_submission_is_listed():
+    assert sorted(p.stem for p in CALIBRATION.glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_calibration_submission_gets_its_expected_verdict_on_every_part(graded, name):
+    by_part = {t["number"]: t for t in graded[name]["tests"]}
+    for part in CPU_PARTS:
+        t = by_part[part]
+        if part in EXPECTED[name]:
+            assert t["status"] == "failed", (part, t)
+            assert EXPECTED[name][part] in t["output"], (part, t["output"])
+        else:
+            assert t["status"] == "passed", (part, t["output"])

@@ -1,0 +1,49 @@
+"""The comparison every test and hidden item uses: one tolerance rule, and messages that name the
+element actually rejected, with its tolerance, the output's source and the input's story."""
+import torch
+
+from rmsnorm_check import compare, tolerance
+
+
+def test_the_named_element_is_the_one_furthest_outside_its_tolerance():
+    """A large dg value rounded correctly to fp16 has the largest absolute error, but is within its
+    tolerance; the message must name the small element that is really off."""
+    x = torch.zeros(33, 200, dtype=torch.float16)
+    expected = torch.full((200,), 0.5, dtype=torch.float64)
+    expected[111], expected[171] = 16.944, -0.0576
+    got = expected.clone()
+    got[111], got[171] = 16.9375, -0.0543                 # [111]: fp16 rounding; [171]: a real error
+    tol = (1e-3, 1e-2)
+    msg = compare("dg", got, expected, x, tol=tol)
+    assert "1 of 200 elements are off; the worst, dg[171], is -0.0543 where -0.0576 was expected" in msg, msg
+    assert "tolerance there 0.00158" in msg
+
+
+def test_dg_atol_grows_with_the_rows_summed_and_with_dg_in_16_bits():
+    ref = torch.tensor([1.0, -30.0])
+    assert tolerance("dg", torch.float32, ref, 4)[0] == 1e-5              # small M: the table's atol
+    assert tolerance("dg", torch.float32, ref, 16384)[0] == 5e-6 * 128
+    assert tolerance("dg", torch.float16, ref, 16)[0] == 2 * 2 ** -10 * 30
+    assert tolerance("y", torch.float32, ref, 16384)[:2] == (1e-5, 1e-5)
+
+
+def test_the_message_names_the_source_and_the_story_of_the_input():
+    x = torch.randn(24, 80)
+    msg = compare("y", x + 1, x, x, story="x of shape (24, 80) fp32, rows 160 elements apart",
+                  source=" from rmsnorm_forward")
+    assert msg.startswith("y from rmsnorm_forward differs for x of shape (24, 80) fp32, rows 160 elements apart: "
+                          "1920 of 1920 elements are off")
+
+
+def test_nan_where_the_reference_has_none_points_at_masked_loads():
+    x = torch.randn(4, 8)
+    got = x.clone()
+    got[1, 3] = float("nan")
+    msg = compare("y", got, x, x)
+    assert "the worst, y[1, 3], is nan" in msg and "tl.load without other=" in msg
+
+
+def test_a_wrong_shape_with_the_right_numel_is_compared_by_value():
+    x = torch.randn(6, 10)
+    assert compare("dx", x.reshape(60), x, x) is None               # the shape is 4.6's to judge
+    assert "has shape (59,), expected (6, 10)" in compare("dx", x.reshape(60)[:59], x, x)

@@ -27,10 +27,10 @@ help:
 setup: $(VENV)/.ready
 
 # As root, the venv's Python must be one the sandbox accounts can run (autograder/pick_python.py).
-$(VENV)/.ready: requirements.txt
+$(VENV)/.ready: requirements.txt requirements-dev.txt
 	@echo "setting up $(VENV)/ with the pinned requirements (a few minutes, once)"
 	$$($(PYTHON) autograder/pick_python.py $(PYTHON)) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
 	touch $@
 
 # As root, submissions run as the accounts rmsnorm-sbx0..7 (autograder/accounts.py): never as root.
@@ -38,6 +38,7 @@ sandbox-accounts: setup
 	@$(PY) -m autograder.accounts create
 
 check: setup sandbox-accounts
+	$(PY) -m ruff check .
 	$(PY) -m pytest -q tests
 
 test: setup

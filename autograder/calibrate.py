@@ -9,15 +9,14 @@ threshold, 1.5x or more) and the slow variants fail. docs/perf.md records runs.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-import os
-
-from . import grade
+from . import config, grade
 from .rubric import PARTS, SPEEDUP_NEEDED
 
 SPEED = re.compile(r"(?P<gbs>\d+) GB/s = (?P<pct>\d+)% of copy.*?; (?P<x>[\d.]+)x PyTorch eager")
@@ -52,7 +51,7 @@ def main(argv):
     ap.add_argument("submissions", nargs="+", type=Path)
     ap.add_argument("--runs", type=int, default=10)
     args = ap.parse_args(argv)
-    os.environ["RMSNORM_GPU_TASKS"] = "speed"               # the GPU job runs item 10's tasks only
+    os.environ[config.GPU_TASKS_VAR] = "speed"              # the GPU job runs item 10's tasks only
     print(f"{'submission':<18}{'part':<6}{'':<24}{'min x':>7}{'median':>8}{'max x':>7}{'% copy':>8}"
           f"{'needs':>7}  {'verdict':<14}{'passed':>7}{'margin':>8}")
     for one in args.submissions:                      # a row block per submission, as soon as it is done

@@ -11,7 +11,6 @@ with ``weights_only=True``: plain tensors, no pickled objects, nothing whose
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import hmac
 import io
 import json
@@ -26,7 +25,7 @@ import torch
 from . import accounts, sandbox
 from .config import RUNTIME, Limits
 from .errors import GraderError
-from .worker import READY, RUNNING
+from .worker import READY, RUNNING, signature
 
 WORKER_LINES = (READY, RUNNING)
 
@@ -115,12 +114,6 @@ SLOW_HINT = ("an infinite loop, or far more work than needed (the simulator runs
              "at a time, so element-by-element loops are very slow)")
 TAMPERED = ("the grader's output files were changed after the grader wrote them: the submission "
             "tampered with grading, so nothing it produced is graded")
-
-
-def signature(key: bytes, outputs_json: bytes, outputs_pt: bytes) -> str:
-    """What the worker writes to outputs.sig: an HMAC of both output files."""
-    return hmac.new(key, hashlib.sha256(outputs_json).digest() + hashlib.sha256(outputs_pt).digest(),
-                    hashlib.sha256).hexdigest()
 
 
 def _signed(job: Path, key: bytes):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from .check import eager, reference
 from .worker import speed_inputs, time_cuda
-from rmsnorm_check import eager
 
 PLAUSIBLE = 1.15        # no kernel moves its bytes faster than this multiple of the measured copy
 
@@ -25,35 +25,29 @@ def traffic_bytes(kind: str, shape, dtype: str) -> int:
 
 def baseline_times(shape, dtype: str, seed: int) -> dict:
     """Milliseconds of PyTorch eager (forward, forward+backward) and of a copy of x."""
-    x, g, dy = speed_inputs(shape, dtype, seed, device="cuda")
+    times = _baseline_times(*speed_inputs(shape, dtype, seed, device="cuda"))
+    torch.cuda.empty_cache()                     # the inputs are gone with _baseline_times' frame
+    return times
+
+
+def _baseline_times(x, g, dy) -> dict:
     xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
-    y = torch.empty_like(x)
-    out = {"fwd": time_cuda(lambda: eager(x, g)),
-           "fwdbwd": time_cuda(lambda: torch.autograd.grad(eager(xg, gg), (xg, gg), dy)),
-           "copy": time_cuda(lambda: y.copy_(x))}
-    del x, g, dy, xg, gg, y
-    torch.cuda.empty_cache()
-    return out
+    out = torch.empty_like(x)
+    return {"fwd": time_cuda(lambda: eager(x, g)),
+            "fwdbwd": time_cuda(lambda: torch.autograd.grad(eager(xg, gg), (xg, gg), dy)),
+            "copy": time_cuda(lambda: out.copy_(x))}
 
 
 def reference_at_rows(shape, dtype: str, seed: int, rows, device: str = "cuda") -> tuple:
     """(x rows, float64 reference of y and dx at those rows and of the full dg) for the timing inputs."""
     x, g, dy = speed_inputs(shape, dtype, seed, device=device)
-    x64, g64, dy64 = x.double(), g.double(), dy.double()
-    r = torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-5)
-    xhat = x64 * r
-    dg = (dy64 * xhat).sum(0)
+    y, _, dx, dg = reference(x, g, dy)
     idx = torch.tensor(rows, device=device)
-    xr, rr, dyr = x64[idx], r[idx], dy64[idx]
-    xhat_r = xr * rr
-    dyg = dyr * g64
-    dx = rr * (dyg - xhat_r * (dyg * xhat_r).mean(-1, keepdim=True))
-    ref = {"y": (xhat_r * g64).cpu(), "dx": dx.cpu(), "dg": dg.cpu()}
-    xs = x[idx].cpu()
-    del x, g, dy, x64, g64, dy64, r, xhat
+    out = x[idx].cpu(), {"y": y[idx].cpu(), "dx": dx[idx].cpu(), "dg": dg.cpu()}
+    del x, g, dy, y, dx, dg
     if device == "cuda":
         torch.cuda.empty_cache()
-    return xs, ref
+    return out
 
 
 def verdict(kind: str, dtype: str, shape, ms: float, base: dict, needed: float) -> tuple[bool, str]:

@@ -31,6 +31,8 @@ This file runs with the submission in one process, so it imports nothing from
 the grader and keeps what it needs for timing before the submission is loaded.
 """
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import sys
@@ -287,25 +289,25 @@ def run_speed(mod, task):
     return _plain(out, info)
 
 
+def signature(key: bytes, outputs_json: bytes, outputs_pt: bytes) -> str:
+    """What the worker writes to outputs.sig, and the grader recomputes: an HMAC of both output files."""
+    return hmac.new(key, hashlib.sha256(outputs_json).digest() + hashlib.sha256(outputs_pt).digest(),
+                    hashlib.sha256).hexdigest()
+
+
 def _signer():
     """Read the grader's key from stdin, before the submission exists, and keep it only in a closure.
 
     The outputs are signed with it, so files a submission writes in their place
     (from an atexit hook, a thread, a forked process) fail the grader's check.
     """
-    import hashlib
-    import hmac
     key = sys.stdin.buffer.read(32)
     sys.stdin.close()
     try:
         os.close(0)
     except OSError:
         pass
-
-    def sign(outputs_json: bytes, outputs_pt: bytes) -> str:
-        return hmac.new(key, hashlib.sha256(outputs_json).digest() + hashlib.sha256(outputs_pt).digest(),
-                        hashlib.sha256).hexdigest()
-    return sign
+    return lambda outputs_json, outputs_pt: signature(key, outputs_json, outputs_pt)
 
 
 def _write_outputs(job_dir, results, tensors, sign):

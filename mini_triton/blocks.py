@@ -206,16 +206,14 @@ class tensor:
         return cast(self, dtype, bitcast=bitcast)
 
     def reshape(self, *shape, can_reorder=False):
-        from .language import core
-        return core.reshape(self, *shape)
+        return reshape(self, *shape)
 
     def view(self, *shape):
         return self.reshape(*shape)
 
     @property
     def T(self):
-        from .language import core
-        return core.trans(self)
+        return trans(self)
 
 
 # ---------------------------------------------------------------------------
@@ -254,15 +252,10 @@ def check_int_range(blk: tensor):
             f"int64, e.g. row.to(tl.int64) * stride.")
 
 
-class _ConstexprSlot:
-    """Filled in by language.core (which imports this module) with its constexpr class."""
-    cls = type(None)
-
-
 def as_block(v) -> tensor:
     if isinstance(v, tensor):
         return v
-    if isinstance(v, _ConstexprSlot.cls):
+    if isinstance(v, constexpr):
         v = v.value
     if isinstance(v, (bool, int, float)):
         return scalar(v)
@@ -334,7 +327,7 @@ def convert_handle(h: torch.Tensor, src, dst) -> torch.Tensor:
 
 
 def cast(blk, dtype, bitcast=False) -> tensor:
-    if isinstance(dtype, _ConstexprSlot.cls):
+    if isinstance(dtype, constexpr):
         dtype = dtype.value
     blk = as_block(blk)
     if blk.dtype.is_ptr() or (isinstance(dtype, D.dtype) and dtype.is_ptr()):
@@ -528,5 +521,107 @@ def unary_op(fn, blk, *, float_only=True, name="") -> tensor:
     return tensor(fn(blk.handle), blk.dtype, blk.shape)
 
 
-__all__ = ["tensor", "Affine", "scalar", "as_block", "binary", "cast", "broadcast_shape",
-           "full_handle", "aligned"]
+# ---------------------------------------------------------------------------
+# compile-time constants, and the shape operations blocks have as methods
+# ---------------------------------------------------------------------------
+class constexpr:
+    """A compile-time constant. As an annotation (``BLOCK: tl.constexpr``) it marks a
+    kernel parameter whose value is fixed when the kernel is compiled: only such
+    values may set block shapes."""
+
+    def __init__(self, value):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self):
+        return f"constexpr[{self.value!r}]"
+
+    def __index__(self):
+        return self.value.__index__()
+
+    def __int__(self):
+        return int(self.value)
+
+    def __float__(self):
+        return float(self.value)
+
+    def __bool__(self):
+        return bool(self.value)
+
+    def __eq__(self, other):
+        return self.value == unwrap(other)
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __call__(self, *args, **kwargs):
+        return self.value(*args, **kwargs)
+
+
+def _binop(name):
+    def f(self, other):
+        if isinstance(other, tensor):
+            return NotImplemented
+        return constexpr(getattr(self.value, name)(unwrap(other)))
+    return f
+
+
+for _n in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+           "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__",
+           "__gt__", "__ge__", "__ne__", "__and__", "__or__", "__xor__", "__lshift__", "__rshift__",
+           "__pow__"):
+    setattr(constexpr, _n, _binop(_n))
+
+
+def unwrap(v):
+    """The value of a constexpr; anything else as it is."""
+    return v.value if isinstance(v, constexpr) else v
+
+
+def const_int(v, what):
+    """A compile-time int (a constexpr or a Python int), or a CompilationError naming ``what``."""
+    v = unwrap(v)
+    if isinstance(v, tensor):
+        raise CompilationError(
+            f"{runtime.location()}: {what} must be a compile-time constant (tl.constexpr), but it is a "
+            f"runtime value. Annotate the kernel parameter as `NAME: tl.constexpr` and pass it by keyword.")
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise CompilationError(f"{runtime.location()}: {what} must be an int, got {v!r}")
+    return v
+
+
+def check_shape(shape, what="block shape"):
+    """A block shape of compile-time powers of 2."""
+    shape = shape if isinstance(shape, (tuple, list)) else (shape,)
+    shape = tuple(const_int(s, what) for s in unwrap(shape))
+    for s in shape:
+        if s <= 0 or s & (s - 1):
+            raise CompilationError(f"{runtime.location()}: {what} {list(shape)}: every dimension "
+                                   f"must be a power of 2")
+    return shape
+
+
+def reshape(input, *shape, can_reorder=False):
+    x = as_block(input)
+    if len(shape) == 1 and isinstance(unwrap(shape[0]), (tuple, list)):
+        shape = tuple(unwrap(shape[0]))
+    shape = check_shape(shape, "reshape shape")
+    if math.prod(shape) != x.numel:
+        raise CompilationError(f"{runtime.location()}: cannot reshape a block of shape {list(x.shape)} "
+                               f"to {list(shape)}")
+    return tensor(x.handle.reshape(x.lead, *shape), x.dtype, shape)
+
+
+def trans(input, *dims):
+    """Transpose a 2-D block (or permute with ``dims``)."""
+    x = as_block(input)
+    if len(dims) == 1 and isinstance(unwrap(dims[0]), (tuple, list)):
+        dims = tuple(unwrap(dims[0]))
+    if not dims:
+        if len(x.shape) != 2:
+            raise CompilationError(f"{runtime.location()}: tl.trans without dims needs a 2-D block, got "
+                                   f"shape {list(x.shape)}")
+        dims = (1, 0)
+    dims = tuple(const_int(d, "trans dim") for d in dims)
+    if sorted(dims) != list(range(len(x.shape))):
+        raise CompilationError(f"{runtime.location()}: {dims} is not a permutation of the block's dims")
+    return tensor(x.handle.permute(0, *(d + 1 for d in dims)), x.dtype, tuple(x.shape[d] for d in dims))

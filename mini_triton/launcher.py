@@ -7,8 +7,9 @@ computes a whole chunk, every block carrying a leading program dimension.
 Chunks are sized so that their blocks stay around a megabyte, small enough
 to live in cache.
 
-After the last chunk the launcher checks the launch for data races
-(races.py) and adds its traffic to the statistics (stats.py).
+After the last chunk the launcher hands the launch and its memory accesses
+to the analyses that watch launches (observers.py): the race check
+(races.py), the traffic statistics (stats.py).
 """
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ import inspect
 import os
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 from . import dtypes as D
-from . import memory, races, runtime, stats
-from .blocks import scalar, tensor
+from . import memory, observers, runtime
+from .blocks import constexpr, scalar, tensor
 from .errors import CompilationError, describe_program
 
 # Launch options that real Triton accepts and that mean nothing on a CPU.
@@ -30,8 +32,6 @@ LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
 
 TARGET_LANES = int(os.environ.get("MINI_TRITON_CHUNK_LANES", 1 << 20))
 MAX_GRID = (2**31 - 1, 65535, 65535)
-
-_KERNEL_CODES: set = set()
 
 
 class Launch:
@@ -59,7 +59,6 @@ class Launch:
 
 
 def _is_constexpr_annotation(ann) -> bool:
-    from .language.core import constexpr
     if ann is constexpr:
         return True
     return isinstance(ann, str) and ann.replace(" ", "").endswith("constexpr")
@@ -78,7 +77,7 @@ class JITFunction:
         self.arg_names = list(self.signature.parameters)
         self.constexprs = {n for n, p in self.signature.parameters.items()
                            if _is_constexpr_annotation(p.annotation)}
-        _KERNEL_CODES.add(fn.__code__)
+        runtime.KERNEL_CODES.add(fn.__code__)
         self._chunk_hint = {}
         self._order_dependent = False          # a launch of it used float atomics or locks
 
@@ -105,8 +104,8 @@ class JITFunction:
         return dict(bound.arguments)
 
     def run(self, *args, grid, **kwargs):
-        # torch ops inside a launch are the kernel's own work, not host-side ops
-        with _disable_dispatch_modes() if stats.recording() else _nullcontext():
+        # torch ops inside a launch are the kernel's own work, not host-side ops (stats.record)
+        with _disable_current_modes():
             self._run(args, kwargs, grid)
 
     def _run(self, args, kwargs, grid):
@@ -120,14 +119,12 @@ class JITFunction:
             return
         try:
             records = self._execute(launch, kargs, values)
-            races.check(launch, records)
-            stats.commit_launch(launch, records)
+            observers.launched(launch, records)
         finally:
             for b in buffers:
                 b.release()
 
     def _convert_arg(self, name, v, buffers):
-        from .language.core import constexpr
         if isinstance(v, constexpr):
             v = v.value
         if name in self.constexprs:
@@ -205,19 +202,6 @@ def _normalize_grid(grid, values, name):
         if g < 0 or g > limit:
             raise ValueError(f"{name}: grid dimension {axis} is {g}; it must be between 0 and {limit}")
     return grid, rank
-
-
-class _nullcontext:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *a):
-        return False
-
-
-def _disable_dispatch_modes():
-    from torch.utils._python_dispatch import _disable_current_modes
-    return _disable_current_modes()
 
 
 def jit(fn=None, **options):

@@ -12,6 +12,7 @@ find data races (races.py).
 """
 from __future__ import annotations
 
+import enum
 import math
 import warnings
 
@@ -19,7 +20,7 @@ import torch
 
 from . import dtypes as D
 from . import runtime
-from .blocks import Affine, as_block, broadcast_shape, cast, full_handle, offsets_of, tensor
+from .blocks import Affine, as_block, broadcast_affine, broadcast_shape, cast, full_handle, offsets_of, tensor
 from .errors import CompilationError, OrderDependenceWarning, OutOfBoundsError, format_offsets
 
 
@@ -57,6 +58,19 @@ class Buffer:
         return f"{self.name}[{offset}]"
 
 
+class Kind(enum.Enum):
+    """What an access does to memory. An atomic reads and writes its element in one step."""
+    LOAD = "load"
+    STORE = "store"
+    ATOMIC = "atomic"
+
+    def reads(self) -> bool:
+        return self is not Kind.STORE
+
+    def writes(self) -> bool:
+        return self is not Kind.LOAD
+
+
 class Access:
     """One load, store or atomic executed by the programs of a chunk.
 
@@ -66,16 +80,17 @@ class Access:
     contiguous range, so that counting distinct elements needs no scan.
     """
 
-    __slots__ = ("kind", "buf", "shape", "ptr", "mask_h", "lead", "aff", "lo", "hi", "count",
+    __slots__ = ("kind", "op", "buf", "shape", "ptr", "mask_h", "lead", "aff", "lo", "hi", "count",
                  "dense", "pids", "line", "locks", "_offs")
 
-    def __init__(self, kind, ptr: tensor, mask_h, shape, pids):
-        self.kind, self.buf, self.shape, self.ptr, self.mask_h = kind, ptr.buf, shape, ptr, mask_h
+    def __init__(self, op: str, ptr: tensor, mask_h, shape, pids):
+        self.op = op                           # "load", "store", "atomic_add", ... (for messages)
+        self.kind = Kind.ATOMIC if op.startswith("atomic") else Kind(op)
+        self.buf, self.shape, self.ptr, self.mask_h = ptr.buf, shape, ptr, mask_h
         self.pids = pids
         self.lead = max(ptr.lead, 1 if mask_h is None else mask_h.shape[0])
         aff = ptr.affine()
-        self.aff = Affine(aff.base, (0,) * (len(shape) - len(ptr.shape)) + tuple(
-            s if n != 1 else 0 for s, n in zip(aff.strides, ptr.shape))) if aff is not None else None
+        self.aff = broadcast_affine(aff, ptr.shape, shape) if aff is not None else None
         self._offs = None
         self.line = ""
         self.locks = None                      # per program: the lock held during the access (races.py)
@@ -244,7 +259,7 @@ def _prepare(op, pointer, mask, *extra):
             shape = broadcast_shape(shape, as_block(e).shape)
     if shape != ptr.shape:
         ptr = tensor(None if ptr.aff is not None else full_handle(ptr, shape), ptr.dtype, shape,
-                     aff=_broadcast_aff(ptr, shape), buf=ptr.buf)
+                     aff=_broadcast_ptr(ptr, shape), buf=ptr.buf)
     mask_h = None if mask_blk is None else full_handle(mask_blk, shape)
     if mask_h is not None and bool(mask_h.all()):
         mask_h = None                           # every lane active: the fast, unmasked case
@@ -255,12 +270,9 @@ def _prepare(op, pointer, mask, *extra):
     return ch, acc
 
 
-def _broadcast_aff(ptr, shape):
+def _broadcast_ptr(ptr, shape):
     a = ptr.affine()
-    if a is None:
-        return None
-    pad = len(shape) - len(ptr.shape)
-    return Affine(a.base, (0,) * pad + tuple(s if n != 1 else 0 for s, n in zip(a.strides, ptr.shape)))
+    return None if a is None else broadcast_affine(a, ptr.shape, shape)
 
 
 def _poison(elem: D.dtype):
@@ -484,4 +496,4 @@ def check_pointer_arg(t, name):
     return Buffer(name, t)
 
 
-__all__ = ["Buffer", "Access", "load", "store", "atomic", "undo", "CompilationError"]
+__all__ = ["Buffer", "Access", "Kind", "load", "store", "atomic", "undo", "CompilationError"]

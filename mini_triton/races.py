@@ -22,7 +22,9 @@ import warnings
 
 import torch
 
+from . import observers
 from .errors import DataRaceError, DataRaceWarning
+from .memory import Kind
 
 _MODE = os.environ.get("MINI_TRITON_RACES", "error")
 
@@ -51,7 +53,7 @@ def _intervals(recs):
         lo.append(rlo[keep] + off)
         hi.append(rhi[keep] + off)
         pid.append(r.pids[keep])
-        st.append(torch.full((int(keep.sum()),), r.kind == "store"))
+        st.append(torch.full((int(keep.sum()),), r.kind is Kind.STORE))
     return torch.cat(lo), torch.cat(hi), torch.cat(pid), torch.cat(st)
 
 
@@ -78,10 +80,10 @@ def check(launch, records):
         return
     by_storage = {}
     for r in records:
-        if r.kind in ("load", "store"):
+        if r.kind is not Kind.ATOMIC:
             by_storage.setdefault(r.buf.storage_key, []).append(r)
     for recs in by_storage.values():
-        if not any(r.kind == "store" for r in recs):
+        if not any(r.kind is Kind.STORE for r in recs):
             continue
         if not _may_race(recs):
             continue
@@ -94,12 +96,15 @@ def check(launch, records):
             raise DataRaceError(msg)
 
 
+observers.register(check, order=10)        # before the statistics: a racing launch is not counted
+
+
 def _exact(launch, recs):
     lo = min(int(r.lo.min()) + r.buf.storage_offset for r in recs)
     hi = max(int(r.hi.max()) + r.buf.storage_offset for r in recs)
     owner = torch.full((hi - lo + 1,), -1, dtype=torch.int64)
     owner_lock = torch.full((hi - lo + 1,), -1, dtype=torch.int64)
-    stores = [r for r in recs if r.kind == "store"]
+    stores = [r for r in recs if r.kind is Kind.STORE]
     lanes = {}
     for r in recs:
         a, p = r.active_offsets()
@@ -117,7 +122,7 @@ def _exact(launch, recs):
             writers = torch.unique(torch.cat([lanes[id(s)][1][lanes[id(s)][0] == addr] for s in stores]))
             return _message(launch, r, None, addr + lo, int(writers[0]), int(writers[1]), "store")
     for r in recs:
-        if r.kind != "load":
+        if r.kind is not Kind.LOAD:
             continue
         a, p, k = lanes[id(r)]
         o = owner[a]

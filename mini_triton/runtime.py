@@ -24,6 +24,8 @@ import os
 
 import torch
 
+from .errors import CompilationError, kernel_location
+
 # Shuffled schedules differ from run to run, as a GPU's do; MINI_TRITON_SEED fixes them.
 _SEED = os.environ.get("MINI_TRITON_SEED")
 _GEN = torch.Generator().manual_seed(int(_SEED) if _SEED else int.from_bytes(os.urandom(7), "little"))
@@ -79,11 +81,11 @@ class Chunk:
 
 
 CURRENT: Chunk | None = None
+KERNEL_CODES: set = set()        # the code objects of every @jit function: error messages find their lines
 
 
 def current() -> Chunk:
     if CURRENT is None:
-        from .errors import CompilationError
         raise CompilationError("triton.language functions can only be called inside a kernel "
                                "launched as kernel[grid](...)")
     return CURRENT
@@ -91,10 +93,8 @@ def current() -> Chunk:
 
 def location() -> str:
     """'kernel_name line N' for error messages."""
-    from .errors import kernel_location
-    from .launcher import _KERNEL_CODES
     if CURRENT is None:
         return ""
-    name, line = kernel_location(_KERNEL_CODES)
+    name, line = kernel_location(KERNEL_CODES)
     name = name or CURRENT.launch.name
     return f"{name}" + (f" line {line}" if line else "")

@@ -21,6 +21,10 @@ import contextlib
 import dataclasses
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from . import observers, runtime
+from .memory import Kind
 
 _KEYS = ("loaded", "stored", "loaded_bytes", "stored_bytes", "atomics", "launches", "programs")
 _GLOBAL = dict.fromkeys(_KEYS, 0)
@@ -57,8 +61,8 @@ class ArgStats:
     def distinct(self, kind: str = "any") -> int:
         """Distinct elements touched: kind is 'load', 'store' or 'any'."""
         if kind not in self._distinct:
-            recs = [r for r in self._records if kind == "any" or r.kind == kind
-                    or (r.kind.startswith("atomic") and kind in ("load", "store"))]
+            recs = [r for r in self._records if kind == "any" or (r.kind.reads() if kind == "load"
+                                                                  else r.kind.writes())]
             self._distinct[kind] = count_distinct(recs)
         return self._distinct[kind]
 
@@ -176,10 +180,6 @@ def record(host_ops: bool = False):
         _RECORDERS.remove(rec)
 
 
-def recording() -> bool:
-    return bool(_RECORDERS)
-
-
 def commit_launch(launch, records):
     """Add one finished launch's accesses to the global counters and any recorders."""
     args = {}
@@ -189,10 +189,10 @@ def commit_launch(launch, records):
         a = args[r.buf.name]
         n = r.total()
         size = r.buf.elem.primitive_bitwidth // 8 or 1
-        if r.kind == "load":
+        if r.kind is Kind.LOAD:
             a.loaded += n
             a.loaded_bytes += n * size
-        elif r.kind == "store":
+        elif r.kind is Kind.STORE:
             a.stored += n
             a.stored_bytes += n * size
         else:
@@ -211,6 +211,9 @@ def commit_launch(launch, records):
         ls = LaunchStats(launch.name, launch.grid, launch.programs, args, launch.order_dependent)
         for rec in _RECORDERS:
             rec.launches.append(ls)
+
+
+observers.register(commit_launch, order=20)
 
 
 def count_distinct(recs) -> int:
@@ -252,12 +255,9 @@ class _HostOpMode:
     """Logs torch ops run outside kernels (a TorchDispatchMode), for graders."""
 
     def __init__(self, rec):
-        from torch.utils._python_dispatch import TorchDispatchMode
-
         class Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 out = func(*args, **(kwargs or {}))
-                from . import runtime
                 if runtime.CURRENT is None:
                     ins = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
                     outs = [o for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]

@@ -64,6 +64,13 @@ def row_tile(first_row, start, rows_per_program, n_rows, BLOCK_M: tl.constexpr):
     return rows.to(tl.int64), (local < rows_per_program) & (rows < n_rows)
 
 
+@triton.jit
+def load_rows(x_ptr, dy_ptr, rows, row_mask, x_row_stride, dy_row_stride, cols, col_mask):
+    """The mask of the tile (rows, cols), and the tiles of x and dy there."""
+    mask = row_mask[:, None] & col_mask                # (BLOCK_M, 1) & (BLOCK_N,): the tile's lanes
+    return mask, load_tile(x_ptr, rows, x_row_stride, cols, mask), load_tile(dy_ptr, rows, dy_row_stride, cols, mask)
+
+
 # ---------------------------------------------------------------------------
 # Part (a): the forward kernel
 # ---------------------------------------------------------------------------
@@ -158,35 +165,27 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_ro
         dg = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         # The program walks its rows BLOCK_M at a time. Every program runs the same
         # number of iterations; rows past its share or past n_rows are masked.
-        if BLOCK_M * BLOCK_N <= 8192:
-            # Prefetch: the loads of the next tile are issued before the work on this
-            # one, so memory stays busy during this tile's reduction and stores (a GPU
-            # thread only waits for a load when it first uses the value). It costs a
-            # second tile of registers, hence only for tiles of up to 8192 elements.
-            rows, row_mask = row_tile(first_row, 0, rows_per_program, n_rows, BLOCK_M)
-            mask = row_mask[:, None] & col_mask[None, :]
-            x = load_tile(x_ptr, rows, x_row_stride, cols, mask)
-            dy = load_tile(dy_ptr, rows, dy_row_stride, cols, mask)
-            for i in range(0, rows_per_program, BLOCK_M):
+        # Prefetch, for tiles of up to 8192 elements: the next tile's loads are issued
+        # before the work on this one, so memory stays busy during this tile's reduction
+        # and stores (a GPU thread only waits for a load when it first uses the value).
+        # It costs a second tile of registers, hence only for small tiles. The condition
+        # is a constexpr: Triton compiles one branch or the other, never both.
+        rows, row_mask = row_tile(first_row, 0, rows_per_program, n_rows, BLOCK_M)
+        mask, x, dy = load_rows(x_ptr, dy_ptr, rows, row_mask, x_row_stride, dy_row_stride, cols, col_mask)
+        for i in range(0, rows_per_program, BLOCK_M):
+            if BLOCK_M * BLOCK_N <= 8192:        # prefetch: load the next tile now
                 next_rows, next_row_mask = row_tile(first_row, i + BLOCK_M, rows_per_program, n_rows, BLOCK_M)
-                next_mask = next_row_mask[:, None] & col_mask[None, :]
-                next_x = load_tile(x_ptr, next_rows, x_row_stride, cols, next_mask)
-                next_dy = load_tile(dy_ptr, next_rows, dy_row_stride, cols, next_mask)
-                r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
-                dx, dg_rows = bwd_tile(x, dy, g, r, n_cols)
-                tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dx, mask=mask)
-                dg += dg_rows
-                rows, row_mask, mask, x, dy = next_rows, next_row_mask, next_mask, next_x, next_dy
-        else:
-            for i in range(0, rows_per_program, BLOCK_M):
-                rows, row_mask = row_tile(first_row, i, rows_per_program, n_rows, BLOCK_M)
-                mask = row_mask[:, None] & col_mask[None, :]
-                x = load_tile(x_ptr, rows, x_row_stride, cols, mask)
-                dy = load_tile(dy_ptr, rows, dy_row_stride, cols, mask)
-                r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
-                dx, dg_rows = bwd_tile(x, dy, g, r, n_cols)
-                tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dx, mask=mask)
-                dg += dg_rows
+                next_mask, next_x, next_dy = load_rows(x_ptr, dy_ptr, next_rows, next_row_mask, x_row_stride,
+                                                       dy_row_stride, cols, col_mask)
+            r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
+            dx, dg_rows = bwd_tile(x, dy, g, r, n_cols)
+            tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dx, mask=mask)
+            dg += dg_rows
+            if BLOCK_M * BLOCK_N > 8192:         # no prefetch: load the next tile only now
+                next_rows, next_row_mask = row_tile(first_row, i + BLOCK_M, rows_per_program, n_rows, BLOCK_M)
+                next_mask, next_x, next_dy = load_rows(x_ptr, dy_ptr, next_rows, next_row_mask, x_row_stride,
+                                                       dy_row_stride, cols, col_mask)
+            rows, row_mask, mask, x, dy = next_rows, next_row_mask, next_mask, next_x, next_dy
         tl.store(dg_partial_ptr + pid * n_cols + cols, tl.sum(dg, axis=0), mask=col_mask)
     else:
         # Long rows (BLOCK_M of them at a time, in chunks of BLOCK_N columns):
@@ -315,10 +314,9 @@ def _num_programs_bwd(n_rows, per_sm, device):
 def rmsnorm_forward(x, g, eps=1e-5):
     """y = RMSNorm(x) * g over the last dim. Returns (y, r): y like x, r (M,) fp32 reciprocal RMS."""
     _check_inputs(x, g)
-    n = x.shape[-1]
     # [TODO] Part (c): allocate y and r, choose the launch grid, launch rmsnorm_fwd_kernel.
-    x2, g = _rows(x, n), g.contiguous()                    # the kernel reads g as g_ptr + cols
-    m = x2.shape[0]
+    x2, g = _rows(x, x.shape[-1]), g.contiguous()          # the kernel reads g as g_ptr + cols
+    m, n = x2.shape
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     r = torch.empty(m, dtype=torch.float32, device=x.device)
     if m > 0:
@@ -342,10 +340,9 @@ def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):
         raise ValueError(f"dy must have x's shape {tuple(x.shape)}, got {tuple(dy.shape)}")
     if dg_reduction not in ("programs", "rows"):
         raise ValueError(f"dg_reduction must be 'programs' or 'rows', got {dg_reduction!r}")
-    n = x.shape[-1]
     # [TODO] Part (c): allocate dx and the fp32 partial dg buffer, launch rmsnorm_bwd_kernel, sum the partials.
-    x2, dy2, g = _rows(x, n), _rows(dy, n), g.contiguous()
-    m = x2.shape[0]
+    x2, dy2, g = _rows(x, x.shape[-1]), _rows(dy, x.shape[-1]), g.contiguous()
+    m, n = x2.shape
     if tuple(r.shape) != (m,):
         raise ValueError(f"r must have shape ({m},), one value per row, got {tuple(r.shape)}")
     dx = torch.empty((m, n), dtype=x.dtype, device=x.device)

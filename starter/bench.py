@@ -64,16 +64,11 @@ def measure_one(impl_path, dtype_name, M, N):
     g = torch.rand(N, device="cuda", dtype=dtype) + 0.5
     dy = torch.randn_like(x)
     xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
-    y = torch.empty_like(x)
-    res = {"copy": bench(lambda: y.copy_(x)), "providers": {}}
+    out = torch.empty_like(x)
+    res = {"copy": bench(lambda: out.copy_(x)), "providers": {}}
     for name, (fwd, diff) in providers(impl).items():
         try:
-            f = bench(lambda: diff(x, g)) if fwd is None else bench(lambda: fwd(x, g))
-            y = diff(xg, gg)
-            b = bench(lambda: torch.autograd.grad(y, (xg, gg), dy, retain_graph=True))
-            fb = bench(lambda: torch.autograd.grad(diff(xg, gg), (xg, gg), dy))    # a fresh graph per call
-            res["providers"][name] = {"fwd": f, "bwd": b, "fwdbwd": fb}
-            del y
+            res["providers"][name] = _time_provider(bench, fwd, diff, x, g, xg, gg, dy)
         except Exception as e:                                   # noqa: BLE001 -- report, keep going
             res["providers"][name] = {"error": f"{type(e).__name__}: {str(e)[:120]}"}
         if name == "yours" and "error" not in res["providers"][name]:
@@ -81,6 +76,15 @@ def measure_one(impl_path, dtype_name, M, N):
             res["providers"]["yours, no autograd"] = {"fwd": res["providers"][name]["fwd"],
                                                       "bwd": bench(lambda: impl.rmsnorm_backward(dy, x, g, r))}
     return res
+
+
+def _time_provider(bench, fwd, diff, x, g, xg, gg, dy) -> dict:
+    """Milliseconds of one provider: forward, backward alone (graph kept), forward+backward."""
+    f = bench(lambda: diff(x, g)) if fwd is None else bench(lambda: fwd(x, g))
+    y = diff(xg, gg)
+    b = bench(lambda: torch.autograd.grad(y, (xg, gg), dy, retain_graph=True))
+    fb = bench(lambda: torch.autograd.grad(diff(xg, gg), (xg, gg), dy))    # a fresh graph per call
+    return {"fwd": f, "bwd": b, "fwdbwd": fb}
 
 
 def _run_one(impl_path, dtype_name, M, N, gpu):

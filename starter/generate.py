@@ -10,6 +10,7 @@ a test checks that the committed starter is up to date.
 """
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,13 +38,24 @@ def solution_blocks(text):
         i += 1
 
 
+def todo_raise(indent: str, message: str, width: int = 120) -> list:
+    """``raise NotImplementedError("TODO: message")``, split into adjacent string literals (one
+    message) when it would be longer than ``width``."""
+    one = f'{indent}raise NotImplementedError("TODO: {message}")'
+    if len(one) <= width:
+        return [one]
+    pieces = textwrap.wrap(f"TODO: {message}", width - len(indent) - 8, drop_whitespace=False)
+    lines = [f'{indent}raise NotImplementedError(']
+    lines += [f'{indent}    "{piece}"' for piece in pieces]
+    return lines[:-1] + [lines[-1] + ")"]
+
+
 def make_starter(text: str) -> str:
     out, skipping = [], False
     for line in text.splitlines():
         m = BEGIN.match(line)
         if m:
-            indent, message = m.groups()
-            out.append(f'{indent}raise NotImplementedError("TODO: {message}")')
+            out += todo_raise(*m.groups())
             skipping = True
         elif END.match(line):
             skipping = False

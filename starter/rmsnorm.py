@@ -67,6 +67,13 @@ def row_tile(first_row, start, rows_per_program, n_rows, BLOCK_M: tl.constexpr):
     return rows.to(tl.int64), (local < rows_per_program) & (rows < n_rows)
 
 
+@triton.jit
+def load_rows(x_ptr, dy_ptr, rows, row_mask, x_row_stride, dy_row_stride, cols, col_mask):
+    """The mask of the tile (rows, cols), and the tiles of x and dy there."""
+    mask = row_mask[:, None] & col_mask                # (BLOCK_M, 1) & (BLOCK_N,): the tile's lanes
+    return mask, load_tile(x_ptr, rows, x_row_stride, cols, mask), load_tile(dy_ptr, rows, dy_row_stride, cols, mask)
+
+
 # ---------------------------------------------------------------------------
 # Part (a): the forward kernel
 # ---------------------------------------------------------------------------
@@ -214,7 +221,6 @@ def _num_programs_bwd(n_rows, per_sm, device):
 def rmsnorm_forward(x, g, eps=1e-5):
     """y = RMSNorm(x) * g over the last dim. Returns (y, r): y like x, r (M,) fp32 reciprocal RMS."""
     _check_inputs(x, g)
-    n = x.shape[-1]
     raise NotImplementedError("TODO: Part (c): allocate y and r, choose the launch grid, launch rmsnorm_fwd_kernel.")
 
 
@@ -230,8 +236,8 @@ def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):
         raise ValueError(f"dy must have x's shape {tuple(x.shape)}, got {tuple(dy.shape)}")
     if dg_reduction not in ("programs", "rows"):
         raise ValueError(f"dg_reduction must be 'programs' or 'rows', got {dg_reduction!r}")
-    n = x.shape[-1]
-    raise NotImplementedError("TODO: Part (c): allocate dx and the fp32 partial dg buffer, launch rmsnorm_bwd_kernel, sum the partials.")
+    raise NotImplementedError(
+        "TODO: Part (c): allocate dx and the fp32 partial dg buffer, launch rmsnorm_bwd_kernel, sum the partials.")
 
 
 class TritonRMSNorm(torch.autograd.Function):

@@ -65,7 +65,7 @@ def main(argv):
             M, N = map(int, s.split("x"))
             x, g, dy = inputs(M, N, DTYPES[d])
             times = {name: (bench(f), passes) for name, (f, passes) in steps(impl, x, g, dy).items()}
-            copy, nbytes = times["copy x->y"][0], M * N * x.element_size()
+            copy = times["copy x->y"][0]
             print(f"{d} {M}x{N}: " + "  ".join(f"{name} {ms:.4f} ms {100 * passes * copy / 2 / ms:.0f}%"
                                                for name, (ms, passes) in times.items()), flush=True)
             if args.table:

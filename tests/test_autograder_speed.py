@@ -3,18 +3,18 @@ import pytest
 import torch
 
 from autograder import speed
-from rmsnorm_check import compare, reference_grads
+from autograder.check import reference
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_reference_at_sampled_rows_matches_the_full_reference(dtype):
+def test_reference_at_sampled_rows_is_the_full_reference_at_those_rows(dtype):
     shape, rows = (64, 48), [0, 5, 63]
     xs, ref = speed.reference_at_rows(shape, dtype, 7, rows, device="cpu")
     x, g, dy = speed.speed_inputs(shape, dtype, 7)
-    y, dx, dg = reference_grads(x, g, dy)
+    y, _, dx, dg = reference(x, g, dy)
     assert torch.equal(xs, x[rows])
     for name, full in (("y", y[rows]), ("dx", dx[rows]), ("dg", dg)):
-        assert compare(name, ref[name], full, x.float()) is None
+        assert torch.equal(ref[name], full), name
 
 
 def test_speed_inputs_are_the_same_for_grader_and_submission():

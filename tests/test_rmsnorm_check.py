@@ -47,3 +47,19 @@ def test_a_wrong_shape_with_the_right_numel_is_compared_by_value():
     x = torch.randn(6, 10)
     assert compare("dx", x.reshape(60), x, x) is None               # the shape is 4.6's to judge
     assert "has shape (59,), expected (6, 10)" in compare("dx", x.reshape(60)[:59], x, x)
+
+
+def test_the_reference_gradients_are_autograds_in_float64():
+    """The closed-form dx and dg of reference() agree with autograd through RMSNorm in float64."""
+    from rmsnorm_check import reference
+    torch.manual_seed(0)
+    x, g, dy = torch.randn(2, 5, 33, dtype=torch.float64), torch.randn(33, dtype=torch.float64), \
+        torch.randn(2, 5, 33, dtype=torch.float64)
+    xa, ga = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
+    ya = xa * torch.rsqrt(xa.pow(2).mean(-1, keepdim=True) + 1e-2) * ga
+    ya.backward(dy)
+    y, r, dx, dg = reference(x, g, dy, eps=1e-2)
+    torch.testing.assert_close(y, ya.detach(), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(dx, xa.grad, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(dg, ga.grad, rtol=1e-12, atol=1e-12)
+    assert r.shape == (10,) and reference(x, g)[2:] == (None, None)

@@ -7,15 +7,18 @@ says so. Anything not listed raises ``NotImplementedError`` with its name.
 from __future__ import annotations
 
 import builtins
-import math as _pymath
 
 import torch
 
 from .. import dtypes as D
 from .. import memory, runtime
-from ..blocks import (Affine, as_block, binary, broadcast_shape, cast, full_handle, scalar, tensor,
-                      unary_op, _is_literal, full_rank, make_int)
-from ..errors import CompilationError, DeviceAssertionError, describe_program
+from ..blocks import (Affine, as_block, binary, broadcast_shape, cast, full_handle, make_int, reshape,
+                      scalar, tensor, trans, unary_op, _is_literal, full_rank)
+from ..blocks import constexpr  # noqa: F401 -- tl.constexpr
+from ..blocks import check_shape as _check_shape
+from ..blocks import const_int as _const_int
+from ..blocks import unwrap as _unwrap
+from ..errors import CompilationError, DeviceAssertionError
 
 # the types, under Triton's names
 dtype = D.dtype
@@ -23,83 +26,6 @@ pointer_type = D.pointer_type
 int1, int8, int16, int32, int64 = D.int1, D.int8, D.int16, D.int32, D.int64
 uint8, uint16, uint32, uint64 = D.uint8, D.uint16, D.uint32, D.uint64
 float16, bfloat16, float32, float64 = D.float16, D.bfloat16, D.float32, D.float64
-
-
-class constexpr:
-    """A compile-time constant. As an annotation (``BLOCK: tl.constexpr``) it marks a
-    kernel parameter whose value is fixed when the kernel is compiled: only such
-    values may set block shapes."""
-
-    def __init__(self, value):
-        self.value = value.value if isinstance(value, constexpr) else value
-
-    def __repr__(self):
-        return f"constexpr[{self.value!r}]"
-
-    def __index__(self):
-        return self.value.__index__()
-
-    def __int__(self):
-        return int(self.value)
-
-    def __float__(self):
-        return float(self.value)
-
-    def __bool__(self):
-        return bool(self.value)
-
-    def __eq__(self, other):
-        return self.value == _unwrap(other)
-
-    def __hash__(self):
-        return hash(self.value)
-
-    def __call__(self, *args, **kwargs):
-        return self.value(*args, **kwargs)
-
-
-def _binop(name):
-    def f(self, other):
-        if isinstance(other, tensor):
-            return NotImplemented
-        return constexpr(getattr(self.value, name)(_unwrap(other)))
-    return f
-
-
-for _n in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
-           "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__",
-           "__gt__", "__ge__", "__ne__", "__and__", "__or__", "__xor__", "__lshift__", "__rshift__",
-           "__pow__"):
-    setattr(constexpr, _n, _binop(_n))
-
-
-from .. import blocks as _blocks  # noqa: E402
-_blocks._ConstexprSlot.cls = constexpr
-
-
-def _unwrap(v):
-    return v.value if isinstance(v, constexpr) else v
-
-
-def _const_int(v, what):
-    v = _unwrap(v)
-    if isinstance(v, tensor):
-        raise CompilationError(
-            f"{runtime.location()}: {what} must be a compile-time constant (tl.constexpr), but it is a "
-            f"runtime value. Annotate the kernel parameter as `NAME: tl.constexpr` and pass it by keyword.")
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise CompilationError(f"{runtime.location()}: {what} must be an int, got {v!r}")
-    return v
-
-
-def _check_shape(shape, what="block shape"):
-    shape = shape if isinstance(shape, (tuple, list)) else (shape,)
-    shape = tuple(_const_int(s, what) for s in _unwrap(shape))
-    for s in shape:
-        if s <= 0 or s & (s - 1):
-            raise CompilationError(f"{runtime.location()}: {what} {list(shape)}: every dimension "
-                                   f"must be a power of 2")
-    return shape
 
 
 def _dtype_arg(d):
@@ -272,9 +198,9 @@ def _promoted(*vals):
     blocks = [as_block(v) for v in vals]
     lit = [_is_literal(v) for v in vals]
     ty, ty_lit = blocks[0].dtype, lit[0]
-    for b, l in zip(blocks[1:], lit[1:]):
-        ty = D.binary_result_type(ty, ty_lit, b.dtype, l)
-        ty_lit = ty_lit and l
+    for b, b_lit in zip(blocks[1:], lit[1:]):
+        ty = D.binary_result_type(ty, ty_lit, b.dtype, b_lit)
+        ty_lit = ty_lit and b_lit
     shape = ()
     for b in blocks:
         shape = broadcast_shape(shape, b.shape)
@@ -445,38 +371,11 @@ def xor_sum(input, axis=None, keep_dims=False):
 # ---------------------------------------------------------------------------
 # shapes
 # ---------------------------------------------------------------------------
-def reshape(input, *shape, can_reorder=False):
-    x = as_block(input)
-    if len(shape) == 1 and isinstance(_unwrap(shape[0]), (tuple, list)):
-        shape = tuple(_unwrap(shape[0]))
-    shape = _check_shape(shape, "reshape shape")
-    if _pymath.prod(shape) != x.numel:
-        raise CompilationError(f"{runtime.location()}: cannot reshape a block of shape {list(x.shape)} "
-                               f"to {list(shape)}")
-    return tensor(x.handle.reshape(x.lead, *shape), x.dtype, shape)
-
-
 view = reshape
 
 
 def ravel(x):
     return reshape(x, (as_block(x).numel,))
-
-
-def trans(input, *dims):
-    """Transpose a 2-D block (or permute with ``dims``)."""
-    x = as_block(input)
-    if len(dims) == 1 and isinstance(_unwrap(dims[0]), (tuple, list)):
-        dims = tuple(_unwrap(dims[0]))
-    if not dims:
-        if len(x.shape) != 2:
-            raise CompilationError(f"{runtime.location()}: tl.trans without dims needs a 2-D block, got "
-                                   f"shape {list(x.shape)}")
-        dims = (1, 0)
-    dims = tuple(_const_int(d, "trans dim") for d in dims)
-    if sorted(dims) != list(builtins.range(len(x.shape))):
-        raise CompilationError(f"{runtime.location()}: {dims} is not a permutation of the block's dims")
-    return tensor(x.handle.permute(0, *(d + 1 for d in dims)), x.dtype, tuple(x.shape[d] for d in dims))
 
 
 permute = trans
@@ -504,7 +403,7 @@ def expand_dims(input, axis):
     axes = [axes] if not isinstance(axes, (tuple, list)) else list(axes)
     n = len(x.shape) + len(axes)
     axes = sorted(_const_int(a, "expand_dims axis") % n for a in axes)
-    idx, src = [], 0
+    idx = []
     for d in builtins.range(n):
         idx.append(None if d in axes else slice(None))
     return x[tuple(idx)]

@@ -126,13 +126,17 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, n_rows, n_cols, x_row_stride,
 # Part (b): the backward kernel
 # ---------------------------------------------------------------------------
 @triton.jit
-def bwd_tile(x, dy, g, r, n_cols):
-    """For a tile of rows (any dtype in, fp32 math): dx, and the tile's terms dy * x * r of dg."""
-    # [TODO] Part (b), optional helper: the math of one tile of rows.
+def bwd_tile(x, dy, g, rows, row_mask, mask, cols, r_ptr, dx_ptr, dx_row_stride, n_cols):
+    """One tile of rows (x and dy in any dtype, fp32 math): stores its dx, returns its terms dy * x * r of dg."""
+    # [TODO] Part (b), optional helper: one tile of rows.
+    r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
     x, dy = x.to(tl.float32), dy.to(tl.float32)
     dyg = dy * g[None, :]
     c = tl.sum(dyg * x, axis=1) * (r * r * r) / n_cols        # (r^3 / N) * sum_i dy_i g_i x_i
-    return dyg * r[:, None] - x * c[:, None], dy * x * r[:, None]     # masked lanes give 0
+    dx = dyg * r[:, None] - x * c[:, None]
+    dg_terms = dy * x * r[:, None]                            # masked lanes give 0
+    tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dx, mask=mask)
+    return dg_terms
     # [/TODO]
 
 
@@ -165,27 +169,26 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_ro
         dg = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         # The program walks its rows BLOCK_M at a time. Every program runs the same
         # number of iterations; rows past its share or past n_rows are masked.
-        # Prefetch, for tiles of up to 8192 elements: the next tile's loads are issued
-        # before the work on this one, so memory stays busy during this tile's reduction
-        # and stores (a GPU thread only waits for a load when it first uses the value).
-        # It costs a second tile of registers, hence only for small tiles. The condition
-        # is a constexpr: Triton compiles one branch or the other, never both.
-        rows, row_mask = row_tile(first_row, 0, rows_per_program, n_rows, BLOCK_M)
-        mask, x, dy = load_rows(x_ptr, dy_ptr, rows, row_mask, x_row_stride, dy_row_stride, cols, col_mask)
-        for i in range(0, rows_per_program, BLOCK_M):
-            if BLOCK_M * BLOCK_N <= 8192:        # prefetch: load the next tile now
+        if BLOCK_M * BLOCK_N <= 8192:
+            # Prefetch: the loads of the next tile are issued before the work on this
+            # one, so memory stays busy during this tile's reduction and stores (a GPU
+            # thread only waits for a load when it first uses the value). It costs a
+            # second tile of registers, hence only for tiles of up to 8192 elements.
+            rows, row_mask = row_tile(first_row, 0, rows_per_program, n_rows, BLOCK_M)
+            mask, x, dy = load_rows(x_ptr, dy_ptr, rows, row_mask, x_row_stride, dy_row_stride, cols, col_mask)
+            for i in range(0, rows_per_program, BLOCK_M):
                 next_rows, next_row_mask = row_tile(first_row, i + BLOCK_M, rows_per_program, n_rows, BLOCK_M)
                 next_mask, next_x, next_dy = load_rows(x_ptr, dy_ptr, next_rows, next_row_mask, x_row_stride,
                                                        dy_row_stride, cols, col_mask)
-            r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
-            dx, dg_rows = bwd_tile(x, dy, g, r, n_cols)
-            tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dx, mask=mask)
-            dg += dg_rows
-            if BLOCK_M * BLOCK_N > 8192:         # no prefetch: load the next tile only now
-                next_rows, next_row_mask = row_tile(first_row, i + BLOCK_M, rows_per_program, n_rows, BLOCK_M)
-                next_mask, next_x, next_dy = load_rows(x_ptr, dy_ptr, next_rows, next_row_mask, x_row_stride,
-                                                       dy_row_stride, cols, col_mask)
-            rows, row_mask, mask, x, dy = next_rows, next_row_mask, next_mask, next_x, next_dy
+                dg += bwd_tile(x, dy, g, rows, row_mask, mask, cols, r_ptr, dx_ptr, dx_row_stride, n_cols)
+                rows, row_mask, mask, x, dy = next_rows, next_row_mask, next_mask, next_x, next_dy
+        else:
+            # A tile this large is not carried from one iteration to the next: each is
+            # loaded where it is used (carrying two would spill registers).
+            for i in range(0, rows_per_program, BLOCK_M):
+                rows, row_mask = row_tile(first_row, i, rows_per_program, n_rows, BLOCK_M)
+                mask, x, dy = load_rows(x_ptr, dy_ptr, rows, row_mask, x_row_stride, dy_row_stride, cols, col_mask)
+                dg += bwd_tile(x, dy, g, rows, row_mask, mask, cols, r_ptr, dx_ptr, dx_row_stride, n_cols)
         tl.store(dg_partial_ptr + pid * n_cols + cols, tl.sum(dg, axis=0), mask=col_mask)
     else:
         # Long rows (BLOCK_M of them at a time, in chunks of BLOCK_N columns):

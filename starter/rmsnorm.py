@@ -97,9 +97,9 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, n_rows, n_cols, x_row_stride,
 # Part (b): the backward kernel
 # ---------------------------------------------------------------------------
 @triton.jit
-def bwd_tile(x, dy, g, r, n_cols):
-    """For a tile of rows (any dtype in, fp32 math): dx, and the tile's terms dy * x * r of dg."""
-    raise NotImplementedError("TODO: Part (b), optional helper: the math of one tile of rows.")
+def bwd_tile(x, dy, g, rows, row_mask, mask, cols, r_ptr, dx_ptr, dx_row_stride, n_cols):
+    """One tile of rows (x and dy in any dtype, fp32 math): stores its dx, returns its terms dy * x * r of dg."""
+    raise NotImplementedError("TODO: Part (b), optional helper: one tile of rows.")
 
 
 @triton.jit

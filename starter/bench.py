@@ -27,12 +27,26 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "tests"))
-from rmsnorm_check import eager, load_impl  # noqa: E402
+from rmsnorm_check import compare, eager, load_impl, reference  # noqa: E402
 
 # Shapes with M·N = 2^26 (256 MB per fp32 tensor) over the N a transformer uses, and one small shape.
 GPU_SHAPES = [(131072, 512), (65536, 1024), (16384, 4096), (8192, 8192), (4096, 16384), (2048, 4096)]
 SIM_SHAPES = [(256, 128), (128, 512), (64, 1024), (32, 4096), (16, 8192), (4, 16384)]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+def wrong_outputs(impl, x, g, dy):
+    """None if your rmsnorm gives y, dx and dg within the tolerance of the float64 reference, else why.
+    A time or a traffic count says nothing about code that computes the wrong thing."""
+    xg, gg = x.detach().clone().requires_grad_(True), g.detach().clone().requires_grad_(True)
+    y = impl.rmsnorm(xg, gg)
+    y.backward(dy)
+    ref_y, _, ref_dx, ref_dg = reference(x, g, dy)
+    for name, got, want in (("y", y, ref_y), ("dx", xg.grad, ref_dx), ("dg", gg.grad, ref_dg)):
+        msg = compare(name, got, want, x) if got is not None else f"{name} is None"
+        if msg:
+            return msg
+    return None
 
 
 def providers(impl):
@@ -65,7 +79,7 @@ def measure_one(impl_path, dtype_name, M, N):
     dy = torch.randn_like(x)
     xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
     out = torch.empty_like(x)
-    res = {"copy": bench(lambda: out.copy_(x)), "providers": {}}
+    res = {"copy": bench(lambda: out.copy_(x)), "providers": {}, "wrong": wrong_outputs(impl, x, g, dy)}
     for name, (fwd, diff) in providers(impl).items():
         try:
             res["providers"][name] = _time_provider(bench, fwd, diff, x, g, xg, gg, dy)
@@ -134,6 +148,8 @@ def print_gpu_tables(rows):
             if d != dtype_name:
                 continue
             copy = 2 * M * N * elem / r["copy"] / 1e6
+            if r.get("wrong"):
+                print(f"{f'{M}x{N}':>12}  your outputs are wrong here, so your times mean little: {r['wrong']}")
             for name, t in r["providers"].items():
                 if "error" in t:
                     print(f"{f'{M}x{N}':>12} {copy:>9.0f} {name:>19}  {t['error']}")
@@ -187,10 +203,14 @@ def sim_report(impl_path, shapes, out_dir):
     for M, N in shapes:
         x = torch.randn(M, N, requires_grad=True)
         g = torch.randn(N, requires_grad=True)
+        dy = torch.randn(M, N)
         with triton.record() as fwd:
             y = impl.rmsnorm(x, g)
         with triton.record() as bwd:
-            y.backward(torch.randn_like(y))
+            y.backward(dy)
+        wrong = wrong_outputs(impl, x, g, dy)
+        if wrong:
+            print(f"{f'{M}x{N}':>10}  your outputs are wrong here, so the counts below mean little: {wrong}")
         for name, rec, passes in (("forward", fwd, 2), ("backward", bwd, 3)):
             big = other = 0
             for L in rec.launches:

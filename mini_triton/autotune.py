@@ -53,13 +53,21 @@ class Autotuner:
             target = target.fn
         return {**dict(zip(target.arg_names, args)), **kwargs}
 
+    def _positional(self, args):
+        target = self.fn
+        while not hasattr(target, "arg_names"):
+            target = target.fn
+        return dict(zip(target.arg_names, args))
+
     def run(self, *args, grid, **kwargs):
         named = self._named(args, kwargs)
         key = tuple(_key_value(named.get(k)) for k in self.key)
         if key not in self.cache:
             configs = self.configs
-            if self.prune:
-                configs = list(self.prune(configs, named, **{}))
+            if self.prune and len(configs) > 1:              # as Triton calls it: positional args by name,
+                configs = list(self.prune(configs, self._positional(args), grid=grid, **kwargs))  # keywords as such
+                if not configs:
+                    raise ValueError(f"{self.__name__}: early_config_prune returned no config")
             if os.environ.get("MINI_TRITON_AUTOTUNE") == "all":
                 for cfg in configs[1:]:
                     self._launch(cfg, args, kwargs, grid, named, trial=True)

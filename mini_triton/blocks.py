@@ -178,7 +178,8 @@ class tensor:
     def __eq__(self, o): return binary(self, o, "eq")
     def __ne__(self, o): return binary(self, o, "ne")
     def __pow__(self, o):
-        raise NotImplementedError("the ** operator is not supported in Triton kernels; multiply, or use tl.exp/tl.log")
+        raise NotImplementedError(f"{runtime.location()}: the ** operator is not supported in Triton kernels; "
+                                  f"multiply (x * x), or use tl.exp and tl.log, or libdevice.pow")
 
     def __neg__(self):
         if self.dtype.is_ptr():
@@ -201,9 +202,32 @@ class tensor:
     def __getitem__(self, idx):
         return subscript(self, idx)
 
-    # -- methods ----------------------------------------------------------
+    # -- methods (Triton's tensor has them too) ---------------------------------
     def to(self, dtype, bitcast=False, fp_downcast_rounding=None):
         return cast(self, dtype, bitcast=bitcast)
+
+    def cast(self, dtype, fp_downcast_rounding=None, bitcast=False):
+        return cast(self, dtype, bitcast=bitcast)
+
+    def split(self):
+        return split(self)
+
+    def permute(self, *dims):
+        return trans(self, *dims)
+
+    def trans(self, *dims):
+        return trans(self, *dims)
+
+    def expand_dims(self, axis):
+        return expand_dims(self, axis)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        where = f"{runtime.location()}: " if runtime.CURRENT is not None else ""
+        raise AttributeError(f"{where}a block has no attribute or method {name!r} in mini_triton; call the "
+                             f"function form instead (tl.{name}(x, ...)), or see mini_triton/README.md for "
+                             f"what is supported")
 
     def reshape(self, *shape, can_reorder=False):
         return reshape(self, *shape)
@@ -331,7 +355,8 @@ def cast(blk, dtype, bitcast=False) -> tensor:
         dtype = dtype.value
     blk = as_block(blk)
     if blk.dtype.is_ptr() or (isinstance(dtype, D.dtype) and dtype.is_ptr()):
-        raise NotImplementedError("casting pointers is not supported by mini_triton")
+        raise NotImplementedError(f"{runtime.location()}: casting pointers is not supported by mini_triton; "
+                                  f"index the tensor with integer offsets instead (ptr + offs)")
     if not isinstance(dtype, D.dtype):
         raise TypeError(f".to() expects a tl dtype such as tl.float32, got {dtype!r}")
     if dtype is blk.dtype:
@@ -494,8 +519,9 @@ def subscript(blk: tensor, idx) -> tensor:
                 view.append(slice(None))
                 src_dim += 1
         else:
-            raise NotImplementedError(f"block indexing supports only ':' and None (got {item!r}); "
-                                      f"Triton blocks cannot be sliced or indexed by position")
+            raise NotImplementedError(f"{runtime.location()}: block indexing supports only ':' and None (got "
+                                      f"{item!r}); Triton blocks cannot be sliced or indexed by position: load the "
+                                      f"part you need with its own offsets, or use tl.split/tl.where")
     while src_dim < len(blk.shape):
         new_shape.append(blk.shape[src_dim])
         view.append(slice(None))
@@ -625,3 +651,36 @@ def trans(input, *dims):
     if sorted(dims) != list(range(len(x.shape))):
         raise CompilationError(f"{runtime.location()}: {dims} is not a permutation of the block's dims")
     return tensor(x.handle.permute(0, *(d + 1 for d in dims)), x.dtype, tuple(x.shape[d] for d in dims))
+
+
+def expand_dims(input, axis):
+    """A new dimension of size 1 at ``axis`` (or at each axis of a list)."""
+    x = as_block(input)
+    axes = unwrap(axis)
+    axes = [axes] if not isinstance(axes, (tuple, list)) else list(axes)
+    n = len(x.shape) + len(axes)
+    axes = sorted(const_int(a, "expand_dims axis") % n for a in axes)
+    return x[tuple(None if d in axes else slice(None) for d in range(n))]
+
+
+def join(a, b):
+    """A block with a new last dimension of size 2 holding ``a`` and ``b`` (tl.join; tl.split undoes it).
+    The two are broadcast to one shape; their dtypes must match."""
+    a, b = as_block(a), as_block(b)
+    if a.dtype is not b.dtype:
+        raise CompilationError(f"{runtime.location()}: tl.join needs two blocks of one dtype, got "
+                               f"{a.dtype!r} and {b.dtype!r}")
+    shape = broadcast_shape(a.shape, b.shape)
+    check_numel(shape + (2,))
+    ha, hb = torch.broadcast_tensors(full_handle(a, shape), full_handle(b, shape))
+    return tensor(torch.stack((ha, hb), dim=-1), a.dtype, shape + (2,))
+
+
+def split(a):
+    """(a[..., 0], a[..., 1]) of a block whose last dimension has 2 elements (tl.split)."""
+    x = as_block(a)
+    if not x.shape or x.shape[-1] != 2:
+        raise CompilationError(f"{runtime.location()}: tl.split needs a block whose last dimension has 2 "
+                               f"elements (as tl.join makes), got shape {list(x.shape)}")
+    h = x.handle
+    return tensor(h[..., 0], x.dtype, x.shape[:-1]), tensor(h[..., 1], x.dtype, x.shape[:-1])

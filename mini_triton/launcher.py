@@ -13,8 +13,11 @@ to the analyses that watch launches (observers.py): the race check
 """
 from __future__ import annotations
 
+import ast
+import builtins
 import inspect
 import os
+import textwrap
 
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
@@ -37,8 +40,9 @@ MAX_GRID = (2**31 - 1, 65535, 65535)
 class Launch:
     """One ``kernel[grid](...)`` call."""
 
-    def __init__(self, fn, grid, buffers, rank=3):
+    def __init__(self, fn, grid, buffers, rank=3, num_warps=4):
         self.name = fn.__name__
+        self.num_warps = num_warps             # threads per program = 32 * num_warps (16-bit sums use it)
         self.code = fn.__code__
         self.grid = grid
         self.rank = rank                       # how many grid dims the caller gave
@@ -46,6 +50,7 @@ class Launch:
         self.buffers = buffers
         self.lock_ids = {}                     # (storage, element) of a lock word -> a small id
         self.order_dependent = None            # why its result depends on program order, if it does
+        self.populated = set()                 # buffers whose pages are mapped for writing (memory.store)
 
     def lock_id(self, key) -> int:
         return self.lock_ids.setdefault(key, len(self.lock_ids))
@@ -80,6 +85,15 @@ class JITFunction:
         runtime.KERNEL_CODES.add(fn.__code__)
         self._chunk_hint = {}
         self._order_dependent = False          # a launch of it used float atomics or locks
+        self._may_diverge = None
+
+    @property
+    def may_diverge(self) -> bool:
+        """Can the programs of a chunk take different Python paths? Not if the kernel (and the @jit
+        helpers it calls) is straight-line code: then a chunk needs no undo log for its stores."""
+        if self._may_diverge is None:
+            self._may_diverge = _may_diverge(self.fn, set())
+        return self._may_diverge
 
     def __repr__(self):
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
@@ -114,7 +128,7 @@ class JITFunction:
         buffers, kargs = [], []
         for name, v in values.items():
             kargs.append(self._convert_arg(name, v, buffers))
-        launch = Launch(self.fn, grid, buffers, rank)
+        launch = Launch(self.fn, grid, buffers, rank, num_warps=int(kwargs.get("num_warps") or 4))
         if launch.programs == 0:
             return
         try:
@@ -163,7 +177,7 @@ class JITFunction:
 
     def _run_group(self, launch, kargs, pids, committed) -> int:
         """Run programs ``pids`` together; split them if they take different paths."""
-        chunk = runtime.Chunk(launch, pids)
+        chunk = runtime.Chunk(launch, pids, may_diverge=self.may_diverge)
         outer, runtime.CURRENT = runtime.CURRENT, chunk
         try:
             self.fn(*kargs)
@@ -202,6 +216,35 @@ def _normalize_grid(grid, values, name):
         if g < 0 or g > limit:
             raise ValueError(f"{name}: grid dimension {axis} is {g}; it must be between 0 and {limit}")
     return grid, rank
+
+
+# Python constructs through which a block's value could steer the code: a chunk running them may diverge.
+_BRANCHES = (ast.If, ast.While, ast.IfExp, ast.BoolOp, ast.For, ast.AsyncFor, ast.comprehension, ast.Assert,
+             ast.Try, ast.With, ast.Match, ast.Lambda)
+_HARMLESS_BUILTINS = {"len", "isinstance", "print", "tuple", "list"}
+
+
+def _may_diverge(fn, seen) -> bool:
+    """True unless ``fn``'s source is straight-line: no branch, loop or call that could test a block."""
+    if fn in seen:
+        return False
+    seen.add(fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return True
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.FunctionDef) else tree.body
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(node, _BRANCHES):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            target = fn.__globals__.get(node.func.id, getattr(builtins, node.func.id, None))
+            if isinstance(target, JITFunction):
+                if _may_diverge(target.fn, seen):
+                    return True
+            elif node.func.id not in _HARMLESS_BUILTINS or target is not getattr(builtins, node.func.id, None):
+                return True
+    return False
 
 
 def jit(fn=None, **options):

@@ -18,9 +18,11 @@ import warnings
 
 import torch
 
+from . import _malloc
 from . import dtypes as D
 from . import runtime
-from .blocks import Affine, as_block, broadcast_affine, broadcast_shape, cast, full_handle, offsets_of, tensor
+from .blocks import (Affine, as_block, broadcast_affine, broadcast_shape, cast, check_shape, full_handle, make_int,
+                     offsets_of, tensor, unwrap)
 from .errors import CompilationError, OrderDependenceWarning, OutOfBoundsError, format_offsets
 
 
@@ -287,8 +289,9 @@ def _poison(elem: D.dtype):
 def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
     if boundary_check or padding_option:
-        raise NotImplementedError("tl.load with boundary_check/padding_option (block pointers) is not "
-                                  "supported by mini_triton")
+        raise NotImplementedError(f"{runtime.location()}: tl.load with boundary_check/padding_option (block "
+                                  f"pointers) is not supported by mini_triton; use mask= and other=, or a tensor "
+                                  f"descriptor")
     ch, acc = _prepare("load", pointer, mask, other)
     acc.check_bounds("load")
     elem = acc.buf.elem
@@ -313,12 +316,15 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
 
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
     if boundary_check:
-        raise NotImplementedError("tl.store with boundary_check (block pointers) is not supported by mini_triton")
+        raise NotImplementedError(f"{runtime.location()}: tl.store with boundary_check (block pointers) is not "
+                                  f"supported by mini_triton; use a mask, or a tensor descriptor")
     ch, acc = _prepare("store", pointer, mask, value)
     acc.check_bounds("store")                       # a rejected store writes nothing
     val = cast(as_block(value), acc.buf.elem)
     vh = full_handle(val, acc.shape).to(acc.buf.elem.torch)
     view = acc.view(for_store=True)
+    if ch.undo is not None:
+        _populate_once(ch.launch, acc.buf)
     if view is not None and (view.shape[0] == ch.P or vh.shape[0] == 1):
         if ch.undo is not None:
             ch.undo.append((view, view.clone()))
@@ -341,6 +347,13 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     ch.records.append(acc)
     if acc.locks is not None and acc.shape == ():
         _release(ch, acc)                           # a plain store can release a lock too
+
+
+def _populate_once(launch, buf):
+    """Before the undo log first reads a buffer in this launch, map its fresh pages for writing (_malloc.py)."""
+    if buf.storage_key not in launch.populated:
+        launch.populated.add(buf.storage_key)
+        _malloc.populate(buf.tensor.data_ptr(), buf.span * buf.tensor.element_size())
 
 
 def undo(chunk):
@@ -489,6 +502,69 @@ def _atomic_apply(op, flat, a, v, cmp):
     return old
 
 
+# ---------------------------------------------------------------------------
+# tensor descriptors: blocks addressed by their offsets in a tensor of known shape
+# ---------------------------------------------------------------------------
+class TensorDescriptor:
+    """``tl.make_tensor_descriptor``: a tensor in global memory (base, shape, strides), read and
+    written a block of ``block_shape`` at a time.
+
+    On a Hopper GPU a descriptor load is one TMA copy of a whole block, and what lies outside
+    the descriptor's shape reads as zero; a store writes only what lies inside. The simulator
+    turns both into a masked load or store through ordinary pointers, so bounds checks, race
+    checks and traffic counts apply as they do to pointer arithmetic.
+    """
+
+    def __init__(self, base, shape, strides, block_shape, padding_option="zero"):
+        self.base = as_block(base)
+        if not self.base.dtype.is_ptr() or self.base.shape:
+            raise TypeError(f"{runtime.location()}: tl.make_tensor_descriptor needs a tensor argument as its base "
+                            f"(a scalar pointer), got a {self.base.dtype!r} block of shape {list(self.base.shape)}")
+        self.shape, self.strides = list(shape), list(strides)
+        self.block_shape = check_shape(tuple(block_shape), "block_shape")
+        if not len(self.shape) == len(self.strides) == len(self.block_shape):
+            raise CompilationError(f"{runtime.location()}: tl.make_tensor_descriptor: shape, strides and "
+                                   f"block_shape must have one entry per dimension")
+        if not isinstance(unwrap(self.strides[-1]), tensor) and unwrap(self.strides[-1]) != 1:
+            raise CompilationError(f"{runtime.location()}: a tensor descriptor's last dimension must be contiguous "
+                                   f"(stride 1), got stride {unwrap(self.strides[-1])}")
+        size = max(1, self.base.dtype.element_ty.primitive_bitwidth // 8)
+        for d, stride in enumerate(self.strides[:-1]):
+            v = unwrap(stride)
+            values = v.handle.reshape(-1).tolist() if isinstance(v, tensor) else [v]
+            bad = next((int(x) for x in values if int(x) * size % 16), None)
+            if bad is not None:
+                raise CompilationError(f"{runtime.location()}: stride must be 16-byte aligned: dimension {d} of the "
+                                       f"tensor descriptor has stride {bad} ({bad * size} bytes); the GPU's TMA copies "
+                                       f"need every stride but the last to be a multiple of 16 bytes")
+        if padding_option != "zero":
+            raise NotImplementedError(f"{runtime.location()}: tensor descriptors with padding_option="
+                                      f"{padding_option!r} are not supported by mini_triton (only 'zero')")
+
+    def _block(self, offsets):
+        """Pointers to the block at ``offsets``, and the mask of its elements inside the descriptor."""
+        offsets = list(offsets)
+        if len(offsets) != len(self.block_shape):
+            raise CompilationError(f"{runtime.location()}: a tensor descriptor of {len(self.block_shape)} "
+                                   f"dimensions needs {len(self.block_shape)} offsets, got {len(offsets)}")
+        ptr, mask, ndim = self.base, None, len(self.block_shape)
+        for d, (off, size) in enumerate(zip(offsets, self.block_shape)):
+            lanes = make_int(D.int32, (size,), Affine(torch.zeros(1, dtype=torch.int64), (1,)))
+            idx = (lanes + off)[tuple(slice(None) if i == d else None for i in range(ndim))]
+            inside = idx < self.shape[d]
+            ptr = ptr + idx * self.strides[d]
+            mask = inside if mask is None else mask & inside
+        return ptr, mask
+
+    def load(self, offsets):
+        ptr, mask = self._block(offsets)
+        return load(ptr, mask=mask, other=0)
+
+    def store(self, offsets, value):
+        ptr, mask = self._block(offsets)
+        store(ptr, value, mask=mask)
+
+
 def check_pointer_arg(t, name):
     if t.device.type != "cpu":
         raise ValueError(f"argument {name} is on {t.device}; mini_triton runs kernels on CPU tensors "
@@ -496,4 +572,4 @@ def check_pointer_arg(t, name):
     return Buffer(name, t)
 
 
-__all__ = ["Buffer", "Access", "Kind", "load", "store", "atomic", "undo", "CompilationError"]
+__all__ = ["Buffer", "Access", "Kind", "TensorDescriptor", "load", "store", "atomic", "undo", "CompilationError"]

@@ -8,10 +8,16 @@ results is a difference between the two simulators.
 BACKEND = globals().get("BACKEND", "mini")
 if BACKEND == "mini":
     import mini_triton as triton
+    from mini_triton.language.extra import libdevice
     tl = triton.language
 else:
     import triton
     import triton.language as tl
+
+    class libdevice:
+        """Triton's interpreter runs tl.math but not libdevice: the same functions under those names."""
+        rsqrt, erf, exp, log, sqrt = (staticmethod(lambda x, f=f: getattr(tl.math, f)(x))
+                                      for f in ("rsqrt", "erf", "exp", "log", "sqrt"))
 
 
 @triton.jit
@@ -170,3 +176,46 @@ def unlocked_partial_sum_kernel(x_ptr, partial_ptr, lock_ptr, N, GROUPS: tl.cons
     group = row % GROUPS
     acc = tl.load(partial_ptr + group * N + cols, mask=mask, other=0.0)
     tl.store(partial_ptr + group * N + cols, acc + x, mask=mask)
+
+
+@triton.jit
+def split_join_kernel(x_ptr, pairs_ptr, sums_ptr, BLOCK: tl.constexpr):
+    """tl.join two blocks into (BLOCK, 2), store it, and tl.split it back."""
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(x_ptr + offs)
+    b = tl.load(x_ptr + BLOCK + offs)
+    pairs = tl.join(a, b * 2.0)
+    tl.store(pairs_ptr + offs[:, None] * 2 + tl.arange(0, 2)[None, :], pairs)
+    u, v = tl.split(pairs)
+    tl.store(sums_ptr + offs, u - v)
+
+
+@triton.jit
+def libdevice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Math functions kernels call through libdevice."""
+    offs = tl.program_id(0).cast(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=1.0)
+    y = libdevice.rsqrt(x) + libdevice.erf(x) + libdevice.exp(x) + libdevice.log(x) + libdevice.sqrt(x)
+    tl.store(out_ptr + offs, y, mask=mask)
+
+
+@triton.jit
+def descriptor_abs_kernel(p, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """In-place |x| through a tensor descriptor: blocks at the edges stick out of the (M, N) shape."""
+    desc = tl.make_tensor_descriptor(p, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    m0, n0 = tl.program_id(0) * BM, tl.program_id(1) * BN
+    desc.store([m0, n0], tl.abs(desc.load([m0, n0])))
+
+
+@triton.jit
+def persistent_softmax_kernel(x_ptr, y_ptr, n_rows, n_cols, BLOCK: tl.constexpr):
+    """A persistent (grid-stride) softmax: each program loops over rows pid, pid + programs, ..."""
+    start = tl.program_id(0)
+    step = tl.num_programs(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    for row in tl.range(start, n_rows, step):
+        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(y_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), mask=mask)

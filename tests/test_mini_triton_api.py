@@ -269,3 +269,83 @@ def test_block_pointers_are_refused_with_the_reason():
     import mini_triton as triton
     with pytest.raises(Exception, match="removed from Triton 3.9.*pointer arithmetic"):
         triton.language.make_block_ptr
+
+
+# --- features of the kernels found in the wild --------------------------------------------------------------
+
+def test_libdevice_functions_compute_what_torch_does_and_name_what_is_missing():
+    from mini_triton.language.extra import libdevice
+
+    @triton.jit
+    def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        o = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + o)
+        tl.store(out_ptr + o, libdevice.tanh(x) + libdevice.pow(x, 1.5) + libdevice.log1p(x) + libdevice.fmax(x, 2.0))
+        tl.store(out_ptr + BLOCK + o, libdevice.isnan(x / 0.0).to(tl.float32))
+
+    x, out = torch.rand(64) + 0.5, torch.empty(128)
+    k[(1,)](x, out, BLOCK=64)
+    torch.testing.assert_close(out[:64], x.tanh() + x.pow(1.5) + x.log1p() + torch.fmax(x, torch.tensor(2.0)))
+    assert not out[64:].any()
+    with pytest.raises(NotImplementedError, match="libdevice.clz is not in mini_triton's libdevice"):
+        libdevice.clz
+
+
+def test_block_methods_cast_split_permute_and_a_missing_one_named_with_its_line():
+    @triton.jit
+    def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        o = tl.arange(0, BLOCK)
+        a = tl.load(x_ptr + o).cast(tl.int64)
+        u, v = tl.join(a, a + 1).split()
+        tl.store(out_ptr + o, (u + v).to(tl.float32) + tl.program_id(0).cast(tl.float32))
+        a.sum()
+
+    x, out = torch.arange(8.0), torch.empty(8)
+    with pytest.raises(AttributeError, match=r"k line \d+: a block has no attribute or method 'sum'.*tl.sum\(x"):
+        k[(1,)](x, out, BLOCK=8)
+    assert torch.equal(out, 2 * x + 1)
+
+
+def test_an_unsupported_tl_feature_names_the_kernel_line_and_what_to_write_instead():
+    @triton.jit
+    def k(x_ptr, BLOCK: tl.constexpr):
+        tl.rand(0, tl.arange(0, BLOCK))
+
+    with pytest.raises(NotImplementedError, match=r"k line \d+: tl.rand is not supported by mini_triton; write "
+                                                  r"random numbers drawn on the host"):
+        k[(1,)](torch.empty(8), BLOCK=8)
+
+
+def test_autotune_prune_hook_is_called_as_triton_calls_it():
+    seen = {}
+
+    def prune(configs, named_args, **kwargs):
+        seen.update(named=dict(named_args), kwargs=dict(kwargs))
+        return [c for c in configs if c.kwargs["BLOCK"] >= kwargs["n"] // 4]
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (32, 64, 128, 256)], key=["n"],
+                     prune_configs_by={"early_config_prune": prune})
+    @triton.jit
+    def copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+    x, out = torch.randn(500), torch.empty(500)
+    copy[lambda meta: (triton.cdiv(500, meta["BLOCK"]),)](x, out, n=500)
+    assert torch.equal(out, x) and copy.best_config.kwargs["BLOCK"] == 128
+    assert set(seen["named"]) == {"x_ptr", "out_ptr"} and seen["kwargs"]["n"] == 500
+
+
+def test_tensor_descriptor_counts_traffic_and_refuses_a_stride_a_gpu_could_not_copy():
+    @triton.jit
+    def k(p, M, N, BM: tl.constexpr, BN: tl.constexpr):
+        desc = tl.make_tensor_descriptor(p, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+        desc.store([tl.program_id(0) * BM, 0], desc.load([tl.program_id(0) * BM, 0]) * 2)
+
+    x = torch.randn(10, 16)
+    with triton.record() as rec:
+        k[(2,)](x, 10, 16, BM=8, BN=16)
+    assert rec.launches[0].args["p"].loaded == 160 == rec.launches[0].args["p"].stored
+    with pytest.raises(triton.CompilationError, match="stride must be 16-byte aligned: dimension 0 .* stride 10 "
+                                                      r"\(40 bytes\)"):
+        k[(2,)](torch.randn(10, 10), 10, 10, BM=8, BN=16)

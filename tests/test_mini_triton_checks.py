@@ -290,3 +290,35 @@ def test_a_block_larger_than_triton_allows_is_refused_with_the_limit():
     with pytest.raises(triton.CompilationError, match=r"outer line \d+: a block of shape \[4096, 4096\] has "
                                                       r"16777216 elements; Triton's maximum is 1048576"):
         outer[(1,)](x, torch.empty(4096), B=4096)
+
+
+@triton.jit
+def _sum_of_squares(x_ptr, out_ptr, N, BLOCK: tl.constexpr, CONVERT: tl.constexpr):
+    x = tl.load(x_ptr + tl.program_id(0) * N + tl.arange(0, BLOCK))
+    if CONVERT:
+        x = x.to(tl.float32)
+    tl.store(out_ptr + tl.program_id(0), tl.sum(x * x, axis=0))
+
+
+@pytest.mark.parametrize("n", [1024, 65536])
+def test_a_bf16_sum_adds_in_bf16_as_on_a_gpu_and_loses_a_long_rows_small_terms(n):
+    """Triton keeps tl.sum of bf16 in bf16: a long row's running sum swallows its small terms (the GPU
+    gets 41% of y wrong at (64, 65536) from such a kernel; docs/perf.md). Converting first is exact."""
+    x = torch.randn(4, n).to(torch.bfloat16)
+    exact = x.double().pow(2).sum(1)
+    bf16, fp32 = torch.empty(4, dtype=torch.bfloat16), torch.empty(4)
+    _sum_of_squares[(4,)](x, bf16, n, BLOCK=n, CONVERT=False)
+    _sum_of_squares[(4,)](x, fp32, n, BLOCK=n, CONVERT=True)
+    torch.testing.assert_close(fp32.double(), exact, rtol=1e-5, atol=0)
+    error = ((bf16.double() - exact) / exact).abs().max()
+    assert (error > 0.05) if n == 65536 else (error < 0.02), float(error)
+
+
+def test_a_bf16_cumsum_rounds_at_every_step():
+    @triton.jit
+    def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        o = tl.arange(0, BLOCK)
+        tl.store(out_ptr + o, tl.cumsum(tl.load(x_ptr + o), axis=0))
+    out = torch.empty(512, dtype=torch.bfloat16)
+    k[(1,)](torch.ones(512, dtype=torch.bfloat16), out, BLOCK=512)
+    assert float(out[255]) == 256 and float(out[-1]) == 256          # 256 + 1 rounds back to 256 in bf16

@@ -188,3 +188,46 @@ def test_lock_protected_partial_sums_agree_and_raise_no_race(groups):
     torch.testing.assert_close(a, expected, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(b, expected, rtol=1e-5, atol=1e-5)
     assert la.eq(0).all() and lb.eq(0).all()                  # every lock was given back
+
+
+def test_split_and_join_agree():
+    def f(K):
+        x = torch.randn(64)
+        pairs, sums = torch.empty(32, 2), torch.empty(32)
+        K.split_join_kernel[(1,)](x, pairs, sums, BLOCK=32)
+        return pairs, sums, x
+    (p1, s1, x), (p2, s2, _) = run_both(f)
+    assert_same((p1, s1), (p2, s2))
+    assert torch.equal(p1[:, 1], 2 * x[32:]) and torch.equal(s1, x[:32] - 2 * x[32:])
+
+
+def test_libdevice_and_tensor_cast_agree():
+    def f(K):
+        x = torch.rand(1000) * 4 + 0.1
+        out = torch.empty(1000)
+        K.libdevice_kernel[(8,)](x, out, 1000, BLOCK=128)
+        return out
+    a, b = run_both(f)
+    assert_same(a, b, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("M,N", [(37, 52), (64, 64), (5, 200)])      # rows of 16-byte multiples (TMA)
+def test_tensor_descriptor_load_and_store_agree(M, N):
+    def f(K):
+        x = torch.randn(M, N)
+        K.descriptor_abs_kernel[(triton_cdiv(M, 16), triton_cdiv(N, 32))](x, M, N, BM=16, BN=32)
+        return x
+    a, b = run_both(f)
+    assert_same(a, b)
+    assert bool((a >= 0).all())
+
+
+def test_persistent_grid_stride_softmax_agrees():
+    def f(K):
+        x = torch.randn(100, 70)
+        y = torch.empty_like(x)
+        K.persistent_softmax_kernel[(8,)](x, y, 100, 70, BLOCK=128)
+        return y, x
+    (a, x), (b, _) = run_both(f)
+    assert_same(a, b, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(a, torch.softmax(x, dim=1), rtol=1e-5, atol=1e-6)

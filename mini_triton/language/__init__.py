@@ -1,5 +1,5 @@
 """``triton.language`` for the simulator: ``tl = mini_triton.language``."""
-from . import core, math  # noqa: F401 -- tl.math
+from . import core, extra, math  # noqa: F401 -- tl.extra.libdevice, tl.math
 from .core import *  # noqa: F401,F403
 from .core import (abs, cast_ as cast, constexpr, dtype, max, min, pointer_type, range, sum)  # noqa: F401
 from ..blocks import tensor  # noqa: F401

@@ -14,7 +14,7 @@ from .. import dtypes as D
 from .. import memory, runtime
 from ..blocks import (Affine, as_block, binary, broadcast_shape, cast, full_handle, make_int, reshape,
                       scalar, tensor, trans, unary_op, _is_literal, full_rank)
-from ..blocks import constexpr  # noqa: F401 -- tl.constexpr
+from ..blocks import constexpr, expand_dims, join, split  # noqa: F401 -- tl.constexpr, tl.expand_dims...
 from ..blocks import check_shape as _check_shape
 from ..blocks import const_int as _const_int
 from ..blocks import unwrap as _unwrap
@@ -112,10 +112,25 @@ def static_range(arg1, arg2=None, step=1):
 
 def range(arg1, arg2=None, step=1, num_stages=None, loop_unroll_factor=None, disallow_acc_multi_buffer=False,
           flatten=False, warp_specialize=False):
-    """A runtime loop (``tl.range``): like Python's range, the bounds may be runtime scalars."""
+    """A runtime loop (``tl.range``): like Python's range, the bounds may be runtime scalars.
+
+    The bounds may differ from program to program, as in a persistent (grid-stride) loop
+    ``tl.range(pid, n_rows, num_programs)``: programs that make the same number of trips run
+    together, each with its own loop variable (a scalar block); programs whose trip counts differ
+    are split into groups of equal counts, so most of a grid still runs as one chunk.
+    """
     if arg2 is None:
         arg1, arg2 = 0, arg1
-    return builtins.range(int(arg1), int(arg2), int(step))
+    bounds = [as_block(_unwrap(b)) for b in (arg1, arg2, step)]
+    if all(b.lead == 1 for b in bounds):
+        return builtins.range(int(bounds[0]), int(bounds[1]), int(bounds[2]))
+    start, stop, stride = torch.broadcast_tensors(*(b.handle.reshape(-1).to(torch.int64) for b in bounds))
+    if bool((stride == 0).any()):
+        raise ValueError(f"{runtime.location()}: tl.range step must not be zero")
+    trips = torch.clamp(-((start - stop) // stride), min=0)        # ceil((stop - start) / step), >= 0
+    if bool((trips != trips[0]).any()):
+        raise runtime.Divergence(trips)                             # group the programs by trip count
+    return (make_int(D.int32, (), handle=start + i * stride) for i in builtins.range(int(trips[0])))
 
 
 # ---------------------------------------------------------------------------
@@ -123,6 +138,12 @@ def range(arg1, arg2=None, step=1, num_stages=None, loop_unroll_factor=None, dis
 # ---------------------------------------------------------------------------
 load = memory.load
 store = memory.store
+
+
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """A descriptor of the tensor at ``base``: ``desc.load([i, j])`` reads the block of ``block_shape``
+    at those offsets (zeros outside ``shape``), ``desc.store([i, j], value)`` writes its inside part."""
+    return memory.TensorDescriptor(base, shape, strides, block_shape, padding_option)
 
 
 def atomic_add(pointer, val, mask=None, sem=None, scope=None):
@@ -294,16 +315,38 @@ def _sum_type(d):
 
 
 def sum(input, axis=None, keep_dims=False, dtype=None):
-    """Sum along ``axis``. Floats accumulate in at least fp32 (in a tree on a GPU)."""
+    """Sum along ``axis``, in the input's type as Triton does (small ints in int32): fp32 blocks add
+    in fp32, and fp16/bf16 blocks in fp16/bf16, as a GPU does it (see _sum_16bit). Convert to fp32
+    first (``x.to(tl.float32)``) to sum 16-bit values accurately."""
     x, h, dim, shape = _reduce_setup(input, axis)
     out_ty = _dtype_arg(dtype) if dtype is not None else _sum_type(x.dtype)
-    if out_ty.is_floating():
+    if out_ty.is_floating() and out_ty.primitive_bitwidth < 32:
+        r = _sum_16bit(h.to(out_ty.torch), dim, out_ty, runtime.current().launch.num_warps)
+    elif out_ty.is_floating():
         acc = torch.float64 if out_ty is D.float64 else torch.float32
         r = h.to(acc).sum(dim).to(out_ty.torch)
     else:
         r = h.to(torch.int64).sum(dim)
     shape = _keep(x.shape, axis, shape, keep_dims)
     return _result(r.reshape(r.shape[0], *shape), out_ty, shape)
+
+
+def _sum_16bit(h, dim, ty, num_warps):
+    """A sum in fp16/bf16 as a GPU computes it: the 32 * num_warps threads of a program each add up
+    their share of the elements one after another, rounding to 16 bits after every addition, then
+    the threads' partial sums are added pairwise. A long row loses most of its small terms to the
+    rounding of a large running sum: that is why kernels convert to fp32 before tl.sum."""
+    v = h.movedim(dim, -1).to(torch.float32)
+    n = v.shape[-1]
+    threads = builtins.min(n, 32 * num_warps)
+    v = v.reshape(*v.shape[:-1], n // threads, threads)        # thread t holds elements t, t + threads, ...
+    acc = v[..., 0, :]
+    for i in builtins.range(1, n // threads):
+        acc = (acc + v[..., i, :]).to(ty.torch).to(torch.float32)
+    while acc.shape[-1] > 1:
+        half = acc.shape[-1] // 2
+        acc = (acc[..., :half] + acc[..., half:]).to(ty.torch).to(torch.float32)
+    return acc[..., 0].to(ty.torch)
 
 
 def _minmax(input, axis, keep_dims, return_indices, which):
@@ -339,6 +382,7 @@ def argmin(input, axis, tie_break_left=True, keep_dims=False):
 
 
 def _scan(input, axis, reverse, fn):
+    """A prefix scan in the input's type; fp16/bf16 scans round to 16 bits at every step, as on a GPU."""
     x = as_block(input)
     ax = _dim(axis, len(x.shape)) + 1
     h = x.handle
@@ -349,10 +393,21 @@ def _scan(input, axis, reverse, fn):
         h = h.to(torch.int64)
     if reverse:
         h = h.flip(ax)
-    r = fn(h, ax)
+    if out_ty.is_floating() and out_ty.primitive_bitwidth < 32:
+        r = _scan_16bit(h, ax, out_ty, torch.add if fn is torch.cumsum else torch.mul)
+    else:
+        r = fn(h, ax)
     if reverse:
         r = r.flip(ax)
     return _result(r.to(out_ty.torch) if out_ty.is_floating() else r, out_ty, x.shape)
+
+
+def _scan_16bit(h, ax, ty, op):
+    out = h.clone()
+    for i in builtins.range(1, h.shape[ax]):
+        step = op(out.select(ax, i - 1), h.select(ax, i)).to(ty.torch).to(torch.float32)
+        out.select(ax, i).copy_(step)
+    return out
 
 
 def cumsum(input, axis=0, reverse=False, dtype=None):
@@ -365,7 +420,7 @@ def cumprod(input, axis=0, reverse=False):
 
 
 def xor_sum(input, axis=None, keep_dims=False):
-    raise NotImplementedError("tl.xor_sum is not supported by mini_triton")
+    raise unsupported("xor_sum")
 
 
 # ---------------------------------------------------------------------------
@@ -395,26 +450,6 @@ def broadcast(input, other):
     a, b = as_block(input), as_block(other)
     shape = broadcast_shape(a.shape, b.shape)
     return broadcast_to(a, shape), broadcast_to(b, shape)
-
-
-def expand_dims(input, axis):
-    x = as_block(input)
-    axes = _unwrap(axis)
-    axes = [axes] if not isinstance(axes, (tuple, list)) else list(axes)
-    n = len(x.shape) + len(axes)
-    axes = sorted(_const_int(a, "expand_dims axis") % n for a in axes)
-    idx = []
-    for d in builtins.range(n):
-        idx.append(None if d in axes else slice(None))
-    return x[tuple(idx)]
-
-
-def join(a, b):
-    raise NotImplementedError("tl.join is not supported by mini_triton")
-
-
-def split(a):
-    raise NotImplementedError("tl.split is not supported by mini_triton")
 
 
 # ---------------------------------------------------------------------------
@@ -539,12 +574,28 @@ class _Unsupported(NotImplementedError, AttributeError):
 
 
 _REMOVED = {"make_block_ptr", "advance"}
+# What to write instead of what the simulator does not have.
+INSTEAD = {
+    "reduce": "tl.sum, tl.max, tl.min, tl.argmax or tl.argmin (a custom combine function is not simulated)",
+    "associative_scan": "tl.cumsum or tl.cumprod",
+    "rand": "random numbers drawn on the host with torch and passed in as a tensor",
+    "randn": "random numbers drawn on the host with torch and passed in as a tensor",
+    "randint": "random numbers drawn on the host with torch and passed in as a tensor",
+    "inline_asm_elementwise": "tl operations (the simulator runs no PTX)",
+    "histogram": "tl.atomic_add of 1 into a tensor of counts",
+    "gather": "a load at computed offsets, tl.load(ptr + idx)",
+    "sort": "a sort on the host, or a comparison network of tl.where",
+    "topk": "tl.max with return_indices=True, repeated",
+}
 
 
 def unsupported(name):
+    where = f"{runtime.location()}: " if runtime.CURRENT is not None else ""
     if name in _REMOVED:
-        return _Unsupported(f"tl.{name}: block pointers were removed from Triton 3.9, the version this course "
+        return _Unsupported(f"{where}tl.{name}: block pointers were removed from Triton 3.9, the version this course "
                             f"uses (its interpreter says so too); address blocks with pointer arithmetic and "
-                            f"masks: ptr + rows[:, None] * stride + cols[None, :]")
-    return _Unsupported(f"tl.{name} is not supported by mini_triton (the simulator covers the subset "
-                        f"of Triton used in teaching kernels; see mini_triton/README.md)")
+                            f"masks, ptr + rows[:, None] * stride + cols[None, :], or with a tensor descriptor "
+                            f"(tl.make_tensor_descriptor)")
+    instead = f"; write {INSTEAD[name]} instead" if name in INSTEAD else ""
+    return _Unsupported(f"{where}tl.{name} is not supported by mini_triton{instead} (the simulator covers the "
+                        f"subset of Triton used in teaching kernels; see mini_triton/README.md)")

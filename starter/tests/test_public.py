@@ -105,3 +105,13 @@ def test_backward_reads_x_and_dy_once_and_writes_dx_once(sim_impl):
         per_elem = moved(t, kind) / (M * N)
         assert per_elem == 1.0, (f"your backward {kind} {name} {per_elem:.1f} times per element; a fused "
                                  f"backward reads x and dy once and writes dx once")
+
+
+def test_long_bf16_rows_sum_their_squares_in_fp32(impl):
+    """N = 65536 in bf16 (16-bit inputs allow it). Triton's tl.sum adds bf16 values in bf16, as the
+    simulator does, and a long row's running sum then swallows its small terms: convert to fp32
+    (x.to(tl.float32)) before summing."""
+    x, g, _ = inputs(impl, (2, 65536), torch.bfloat16)
+    y, _ = impl.rmsnorm_forward(x, g)
+    assert_matches("y", y, reference(x, g)[0], x, story="x of shape (2, 65536) bf16 (sum the squares in fp32: "
+                                                     "tl.sum adds bf16 values in bf16)")

@@ -5,6 +5,8 @@ PYTHON   ?= python3
 VENV     := .venv
 PY       := $(VENV)/bin/python
 IMPL     ?= starter
+PART     ?=
+K        ?=
 SHAPES   ?=
 impl_path = $(if $(filter starter solution,$(1)),$(1)/rmsnorm.py,$(1))
 
@@ -42,7 +44,7 @@ check: setup sandbox-accounts
 	$(PY) -m pytest -q tests
 
 test: setup
-	RMSNORM_IMPL=$(call impl_path,$(IMPL)) $(PY) -m pytest -q starter/tests
+	RMSNORM_IMPL=$(call impl_path,$(IMPL)) $(PY) -m pytest -q --tb=short starter/tests$(if $(PART),/test_part_$(PART).py) $(if $(K),-k "$(K)")
 
 bench: setup
 	RMSNORM_IMPL=$(call impl_path,$(IMPL)) BENCH_OUT=build $(PY) starter/bench.py

@@ -27,3 +27,5 @@ compare = rmsnorm_check.compare
 describe = rmsnorm_check.describe
 eager = rmsnorm_check.eager
 reference = rmsnorm_check.reference
+SLOW_HINT = rmsnorm_check.SLOW_HINT
+timed_out = rmsnorm_check.timed_out

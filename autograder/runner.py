@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from . import accounts, sandbox
+from . import accounts, check, sandbox
 from .config import RUNTIME, Limits
 from .errors import GraderError
 from .worker import READY, RUNNING, signature
@@ -110,8 +110,6 @@ def _job_dir(submission: Path, tasks: dict, inputs: dict, backend: str, account)
     return job
 
 
-SLOW_HINT = ("an infinite loop, or far more work than needed (the simulator runs a kernel one block operation "
-             "at a time, so element-by-element loops are very slow)")
 TAMPERED = ("the grader's output files were changed after the grader wrote them: the submission "
             "tampered with grading, so nothing it produced is graded")
 
@@ -132,9 +130,9 @@ def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None) -
     if READY not in res.stdout:
         raise GraderError(*_not_started(res, limits, account))
     if res.timed_out:
-        return Outcome({}, {}, f"timed out after {limits.timeout_s:.0f} s{_where(res)}: {SLOW_HINT}", res)
+        return Outcome({}, {}, check.timed_out(limits.timeout_s, _where(res)), res)
     if res.out_of_cpu:
-        return Outcome({}, {}, f"ran out of CPU time ({limits.cpu_s} s){_where(res)}: {SLOW_HINT}", res)
+        return Outcome({}, {}, f"ran out of CPU time ({limits.cpu_s} s){_where(res)}: {check.SLOW_HINT}", res)
     if not (job / "outputs.json").exists():
         own = [ln for ln in res.stdout.splitlines() if not ln.startswith(WORKER_LINES)]
         tail = (res.stderr.strip().splitlines() or own)[-3:]

@@ -8,6 +8,7 @@ checks that all of them are correct (bounds, races) before the first is kept.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
@@ -45,7 +46,7 @@ class Autotuner:
         self.__name__ = getattr(fn, "__name__", "kernel")
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        return functools.partial(self.run, grid=grid)
 
     def _named(self, args, kwargs):
         target = self.fn
@@ -60,6 +61,7 @@ class Autotuner:
         return dict(zip(target.arg_names, args))
 
     def run(self, *args, grid, **kwargs):
+        __tracebackhide__ = True                 # pytest: an error ends at the kernel's line
         named = self._named(args, kwargs)
         key = tuple(_key_value(named.get(k)) for k in self.key)
         if key not in self.cache:
@@ -116,9 +118,10 @@ class Heuristics:
         return target.arg_names
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        return functools.partial(self.run, grid=grid)
 
     def run(self, *args, grid, **kwargs):
+        __tracebackhide__ = True
         named = {**dict(zip(self.arg_names, args)), **kwargs}
         for k, f in self.values.items():
             kwargs[k] = f(named)

@@ -8,7 +8,10 @@ offsets* -- the facts you need to fix it.
 """
 from __future__ import annotations
 
+import os
 import sys
+import sysconfig
+import types
 
 
 class MiniTritonError(Exception):
@@ -72,3 +75,32 @@ def format_offsets(values) -> str:
         return f"{values[0]}–{values[-1]}"
     shown = ", ".join(str(v) for v in values[:8])
     return shown + (f", … ({len(values)} in all)" if len(values) > 8 else "")
+
+
+# -- tracebacks that end at the kernel's line --------------------------------
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_LIBRARIES = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "purelib", "platlib")})
+
+
+def student_traceback(tb):
+    """``tb`` without the simulator's own frames, so that an error ends at the kernel's line.
+
+    A traceback through mini_triton shows how the simulator works, not what the kernel did:
+    its frames are dropped, and so are library frames (torch, numpy) called from inside it.
+    The frames before the launch (your test, your wrapper) and the kernel's own frames (the
+    kernel, its @jit helpers) stay. ``MINI_TRITON_TRACEBACK=full`` keeps every frame.
+    """
+    if os.environ.get("MINI_TRITON_TRACEBACK") == "full":
+        return tb
+    kept, inside = [], False
+    while tb is not None:
+        name = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if name.startswith(_PACKAGE):
+            inside = True
+        elif not (inside and (name.startswith(_LIBRARIES) or name.startswith("<"))):
+            kept.append(tb)
+        tb = tb.tb_next
+    out = None
+    for t in reversed(kept):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out

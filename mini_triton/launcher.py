@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import inspect
 import os
 import textwrap
@@ -25,7 +26,7 @@ from torch.utils._python_dispatch import _disable_current_modes
 from . import dtypes as D
 from . import memory, observers, runtime
 from .blocks import constexpr, scalar, tensor
-from .errors import CompilationError, describe_program
+from .errors import CompilationError, describe_program, student_traceback
 
 # Launch options that real Triton accepts and that mean nothing on a CPU.
 LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
@@ -99,7 +100,7 @@ class JITFunction:
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        return functools.partial(self.run, grid=grid)
 
     def __call__(self, *args, **kwargs):
         if runtime.CURRENT is not None:          # a @jit helper called from a kernel
@@ -118,9 +119,13 @@ class JITFunction:
         return dict(bound.arguments)
 
     def run(self, *args, grid, **kwargs):
+        __tracebackhide__ = True                 # pytest: an error ends at the kernel's line
         # torch ops inside a launch are the kernel's own work, not host-side ops (stats.record)
         with _disable_current_modes():
-            self._run(args, kwargs, grid)
+            try:
+                self._run(args, kwargs, grid)
+            except Exception as e:
+                raise e.with_traceback(student_traceback(e.__traceback__))
 
     def _run(self, args, kwargs, grid):
         values = self.bind(args, kwargs)

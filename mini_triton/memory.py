@@ -187,14 +187,34 @@ class Access:
         values = offs[prog][bad[prog]].tolist()
         launch = runtime.current().launch
         pid = int(self.pids[prog])
-        if min(values) < 0:
-            where, hint = "before the start", "Check the offset arithmetic (or mask those lanes)."
-        else:
-            where, hint = "past the end", "Mask the lanes past the end (mask=offs < n) or fix the offset arithmetic."
-        raise OutOfBoundsError(
-            f"out-of-bounds {op} in {runtime.location()}, {launch.describe(pid)}: "
-            f"offsets {format_offsets(values)} are {where} of {self.buf.describe()}; "
-            f"valid offsets are 0–{self.buf.span - 1}. {hint}")
+        where = "before the start" if min(values) < 0 else "past the end"
+        head = f"out-of-bounds {op} in {runtime.location()}, {launch.describe(pid)}: "
+        lanes = tensor_lanes(self.buf, offs[prog], bad[prog])
+        if lanes is None:
+            hint = ("Check the offset arithmetic (or mask those lanes)." if where == "before the start" else
+                    "Mask the lanes past the end (mask=offs < n) or fix the offset arithmetic.")
+            raise self._lanes_error(prog, values, OutOfBoundsError(
+                f"{head}offsets {format_offsets(values)} are {where} of {self.buf.describe()}; "
+                f"valid offsets are 0–{self.buf.span - 1}. {hint}"))
+        shown, hints = lanes
+        t = self.buf.tensor
+        raise self._lanes_error(prog, values, OutOfBoundsError(
+            f"{head}{shown} {'is' if len(values) == 1 else 'are'} {where} of {self.buf.name}, a tensor of shape "
+            f"{tuple(t.shape)} ({self.buf.elem!r}, rows {t.stride(-2)} element{'' if t.stride(-2) == 1 else 's'} "
+            f"apart; flat offsets {format_offsets(values)}, valid 0–{self.buf.span - 1}). {' '.join(hints)}"))
+
+    def _lanes_error(self, prog, values, err):
+        """``err`` with what viz.draw_out_of_bounds needs: the argument, its layout and the bad offsets."""
+        t = self.buf.tensor
+        err.argument, err.span, err.offsets = self.buf.name, self.buf.span, values
+        err.row = t.stride(-2) if t.dim() >= 2 and t.stride(-1) == 1 else max(1, self.buf.span)
+        err.program = int(self.pids[prog])
+        offs = self.offsets()
+        offs = offs[prog] if offs.shape[0] > 1 else offs[0]
+        mask = self.mask_h
+        active = torch.ones_like(offs, dtype=torch.bool) if mask is None else mask[prog if mask.shape[0] > 1 else 0]
+        err.cells = lane_cells(offs, active & ((offs < 0) | (offs >= self.buf.span)), err.row)
+        return err
 
     # -- fast path: a strided view of the buffer ------------------------------
     def view(self, for_store: bool):
@@ -217,6 +237,73 @@ class Access:
             return None
         flat = self.buf.flat
         return flat.as_strided((lead, *self.shape), (step, *strides), flat.storage_offset() + int(base[0]))
+
+
+def lane_cells(offs, bad, row: int):
+    """(row, column) of each bad lane, a run of lanes along the block's last dimension placed in the row
+    where the run starts: ``x_ptr + 5 * 12 + cols`` with cols 12-15 is row 5, columns 12-15."""
+    cells = []
+    width = offs.shape[-1] if offs.dim() else 1
+    for o, b in zip(offs.reshape(-1, width).tolist(), bad.reshape(-1, width).tolist()):
+        if not any(b):
+            continue
+        one_run = max(o) - min(o) < width
+        start = (min(o) // row) * row
+        cells += [((start // row, v - start) if one_run else (v // row, v % row)) for v, is_bad in zip(o, b) if is_bad]
+    return cells
+
+
+def tensor_lanes(buf, offs, bad, shown=3):
+    """The bad lanes of one program as indices of the argument tensor, or None where flat offsets say more.
+
+    ``offs``/``bad``: the program's offsets and out-of-bounds lanes, in the block's shape. Lanes that
+    share all but the last block index are one run of a row: they are shown against the row where the
+    run starts, so that ``x_ptr + row * stride + cols`` with cols past N reads ``x_ptr[36, 100:128]``
+    (row 36, columns 100-127: past the end of a row of 100), as its author meant it. Returns
+    (text, hints): "x_ptr[36, 100:128] and x_ptr[37:40, 0:128]" and what to mask.
+    """
+    t = buf.tensor
+    if t is None or t.dim() < 2 or t.stride(-1) != 1 or any(s <= 0 for s in t.stride()):
+        return None
+    width = offs.shape[-1] if offs.dim() else 1
+    runs = []                                   # [lead index tuple, first col, last col]
+    for o, b in zip(offs.reshape(-1, width).tolist(), bad.reshape(-1, width).tolist()):
+        if not any(b):
+            continue
+        if max(o) - min(o) >= width:            # not one run along a row: show each lane as its own index
+            return None
+        lead, rem = [], min(o)
+        for stride in t.stride()[:-1]:
+            lead.append(rem // stride)
+            rem -= lead[-1] * stride
+        base = min(o) - rem
+        cols = [v - base for v, is_bad in zip(o, b) if is_bad]
+        runs.append([tuple(lead), min(cols), max(cols)])
+    merged = []                                 # consecutive rows with the same columns: one slice
+    for lead, c0, c1 in sorted(runs):
+        last = merged[-1] if merged else None
+        if last and last[0][:-1] == lead[:-1] and last[1] + 1 == lead[-1] and last[2:] == [c0, c1]:
+            last[1] = lead[-1]
+        else:
+            merged.append([lead, lead[-1], c0, c1])
+
+    def index(lead, last_row, c0, c1):
+        rows = f"{lead[-1]}" if last_row == lead[-1] else f"{lead[-1]}:{last_row + 1}"
+        cols = f"{c0}" if c0 == c1 else f"{c0}:{c1 + 1}"
+        return f"{buf.name}[{', '.join([*map(str, lead[:-1]), rows, cols])}]"
+    texts = [index(*r) for r in merged[:shown]]
+    text = " and ".join(texts) if len(merged) <= shown else ", ".join(texts) + f" and {len(merged) - shown} more"
+    n, rows = t.shape[-1], t.shape[0]
+    hints = []
+    if any(c1 >= n for *_, c1 in merged):
+        hints.append(f"Columns {n} and up are past the end of a row of {n}: mask them (cols < n_cols).")
+    if t.dim() == 2 and any(r[1] >= rows for r in merged):
+        hints.append(f"Rows {rows} and up do not exist ({buf.name} has {rows}): mask them (rows < n_rows).")
+    elif any(i >= size for r in merged for i, size in zip((*r[0][:-1], r[1]), t.shape)):
+        hints.append("Some indices are past their dimension's size: mask those lanes.")
+    if any(r[0][0] < 0 or r[2] < 0 for r in merged):
+        hints.append("Negative indices come before the tensor's start: check the offset arithmetic.")
+    return text, hints or ["Mask those lanes or fix the offset arithmetic."]
 
 
 def _dense_box(strides, shape) -> bool:

@@ -23,7 +23,7 @@ import dataclasses
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import observers, runtime
+from . import observers, runtime, viz
 from .memory import Kind
 
 _KEYS = ("loaded", "stored", "loaded_bytes", "stored_bytes", "atomics", "launches", "programs")
@@ -55,6 +55,8 @@ class ArgStats:
     atomics: int = 0
     loaded_bytes: int = 0
     stored_bytes: int = 0
+    span: int = 0                 # elements from its first to its last (a strided view spans its gaps)
+    row: int = 0                  # its row stride (its length for one dimension): how viz lays it out
     _records: list = dataclasses.field(default_factory=list, repr=False)
     _distinct: dict = dataclasses.field(default_factory=dict, repr=False)
 
@@ -125,6 +127,8 @@ class HostOp:
     storages: tuple = ()
     out_storages: tuple = ()
     out_dtype: str = ""                # of its first output: "float32" for x.to(torch.float32)
+    in_numels: tuple = ()              # elements of each tensor input (bench.py: eager's traffic)
+    out_numels: tuple = ()             # elements of each output
 
     @property
     def reads(self) -> int:
@@ -158,6 +162,11 @@ class Recording:
     def kernels(self, name: str) -> list[LaunchStats]:
         return [L for L in self.launches if L.kernel == name]
 
+    def draw(self, path, title=None):
+        """Save a picture of the recorded launches as ``path`` (a PNG): per tensor argument, which
+        program read and wrote each element, and how often (viz.py)."""
+        return viz.draw_recording(self, path, title)
+
     def table(self) -> str:
         """A readable per-launch, per-argument table."""
         lines = [f"{'kernel':<28}{'argument':<16}{'loaded':>12}{'stored':>12}{'distinct':>12}"]
@@ -184,7 +193,9 @@ def commit_launch(launch, records):
     """Add one finished launch's accesses to the global counters and any recorders."""
     args = {}
     for b in launch.buffers:
-        args[b.name] = ArgStats(b.name, repr(b.elem), b.tensor.numel(), b.tensor.data_ptr(), _storage(b.tensor))
+        t = b.tensor
+        args[b.name] = ArgStats(b.name, repr(b.elem), t.numel(), t.data_ptr(), _storage(t), span=b.span,
+                                row=t.stride(-2) if t.dim() >= 2 and t.stride(-1) == 1 else max(1, b.span))
     for r in records:
         a = args[r.buf.name]
         n = r.total()
@@ -267,7 +278,8 @@ class _HostOpMode:
                                                bool(getattr(func, "is_view", False)),
                                                tuple(_storage(a) for a in ins),
                                                tuple(_storage(o) for o in outs),
-                                               str(outs[0].dtype).removeprefix("torch.") if outs else ""))
+                                               str(outs[0].dtype).removeprefix("torch.") if outs else "",
+                                               tuple(a.numel() for a in ins), tuple(o.numel() for o in outs)))
                 return out
 
         self.mode = Mode()

@@ -9,7 +9,8 @@ shape runs in a fresh process (allocator state from earlier shapes skews later o
 visible GPU at a time. A plot of GB/s against N goes to build/bench_gpu.png.
 
 On the CPU simulator, times say nothing about a GPU, so it shows what does carry over: the
-bytes your kernels move against the minimum a fused kernel needs, as a table and a plot
+bytes your kernels move against the minimum a fused kernel needs, beside the bytes PyTorch eager
+moves for the same work (from the simulator's log of host-side torch ops), as a table and a plot
 (build/bench_sim.png).
 
 Traffic counted: forward reads x and writes y (2·M·N elements); backward reads x and dy and
@@ -191,13 +192,30 @@ def plot_gpu(rows, path):
     _save(fig, path)
 
 
+def eager_traffic(rec, M, N, elem):
+    """Bytes the PyTorch ops of a record(host_ops=True) move through M·N tensors, and through the others:
+    each op (one kernel on a GPU) reads its inputs and writes its outputs once; views move nothing."""
+    big = other = 0
+    for op in rec.host_ops:
+        if op.reads == 0:                           # views, allocations
+            continue
+        for n in (*op.in_numels, *op.out_numels):
+            if n == M * N:
+                big += n * elem
+            else:
+                other += n * elem
+    return big, other
+
+
 def sim_report(impl_path, shapes, out_dir):
     import mini_triton as triton
     impl = load_impl(impl_path, backend="mini_triton")
-    print("CPU simulator: bytes your kernels move through the M·N tensors (x, y, dy, dx) against the")
-    print("minimum of a fused kernel (forward 2·M·N elements, backward 3·M·N), and through the small ones")
-    print("(g, r, the partial dg buffer; on a GPU, g mostly hits in cache)\n")
-    print(f"{'shape':>10} {'pass':>9} {'M·N bytes':>12} {'minimum':>12} {'ratio':>6} {'other bytes':>12} "
+    print("CPU simulator: bytes moved through the M·N tensors (x, y, dy, dx) against the minimum of a fused")
+    print("kernel (forward 2·M·N elements, backward 3·M·N), and through the small ones (g, r, partial dg;")
+    print("on a GPU, g mostly hits in cache). 'yours' counts your kernels' loads and stores; 'eager' counts")
+    print("the PyTorch ops of x * rsqrt(mean(x²) + eps) * g and its autograd backward, each reading its")
+    print("inputs and writing its output once (one GPU kernel each). Time on a GPU follows the M·N bytes.\n")
+    print(f"{'shape':>10} {'pass':>9} {'who':>6} {'M·N bytes':>12} {'minimum':>12} {'ratio':>6} {'other bytes':>12} "
           f"{'launches':>9}")
     rows = []
     for M, N in shapes:
@@ -208,10 +226,15 @@ def sim_report(impl_path, shapes, out_dir):
             y = impl.rmsnorm(x, g)
         with triton.record() as bwd:
             y.backward(dy)
+        xe, ge = x.detach().clone().requires_grad_(True), g.detach().clone().requires_grad_(True)
+        with triton.record(host_ops=True) as eager_fwd:
+            ye = eager(xe, ge)
+        with triton.record(host_ops=True) as eager_bwd:
+            ye.backward(dy)
         wrong = wrong_outputs(impl, x, g, dy)
         if wrong:
             print(f"{f'{M}x{N}':>10}  your outputs are wrong here, so the counts below mean little: {wrong}")
-        for name, rec, passes in (("forward", fwd, 2), ("backward", bwd, 3)):
+        for name, rec, erec, passes in (("forward", fwd, eager_fwd, 2), ("backward", bwd, eager_bwd, 3)):
             big = other = 0
             for L in rec.launches:
                 for a in L.args.values():
@@ -221,9 +244,13 @@ def sim_report(impl_path, shapes, out_dir):
                     else:
                         other += moved
             minimum = passes * M * N * 4
-            rows.append((name, N, big / minimum))
-            print(f"{f'{M}x{N}':>10} {name:>9} {big:>12,} {minimum:>12,} {big / minimum:>6.2f} {other:>12,} "
-                  f"{len(rec.launches):>9}")
+            e_big, e_other = eager_traffic(erec, M, N, 4)
+            e_ops = sum(1 for op in erec.host_ops if op.reads)
+            rows.append((name, N, big / minimum, e_big / minimum))
+            print(f"{f'{M}x{N}':>10} {name:>9} {'yours':>6} {big:>12,} {minimum:>12,} {big / minimum:>6.2f} "
+                  f"{other:>12,} {len(rec.launches):>9}")
+            print(f"{'':>10} {'':>9} {'eager':>6} {e_big:>12,} {minimum:>12,} {e_big / minimum:>6.2f} "
+                  f"{e_other:>12,} {e_ops:>9}")
     plot_sim(rows, out_dir / "bench_sim.png")
 
 
@@ -232,16 +259,18 @@ def plot_sim(rows, path):
     if plt is None:
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name in ("forward", "backward"):
-        pts = [(N, ratio) for n, N, ratio in rows if n == name]
-        ax.plot(*zip(*pts), marker="o", label=name)
+    for k, (name, style) in enumerate((("forward", "C0"), ("backward", "C1"))):
+        pts = [(N, ratio, eager_ratio) for n, N, ratio, eager_ratio in rows if n == name]
+        Ns = [p[0] for p in pts]
+        ax.plot(Ns, [p[1] for p in pts], marker="o", color=style, label=f"{name}: yours")
+        ax.plot(Ns, [p[2] for p in pts], marker="s", linestyle=":", color=style, label=f"{name}: PyTorch eager")
     ax.axhline(1.0, color="k", linestyle="--", label="fused minimum")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("N")
     ax.set_ylabel("M·N bytes moved / fused minimum")
-    ax.set_title("Memory traffic of your kernels (mini_triton)")
+    ax.set_title("Memory traffic (mini_triton): your kernels against PyTorch eager")
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     _save(fig, path)
 
 

@@ -1,11 +1,12 @@
 """Build dist/rmsnorm-student.zip, the student bundle, from the sources (`make student`).
 
 rmsnorm-student/
-    README.md  Makefile  requirements.txt  rmsnorm.py (the starter)  bench.py
+    README.md  Makefile  requirements.txt  rmsnorm.py (the starter)  bench.py  viz.py
     tests/       the public tests
     mini_triton/ the simulator
     handout/     the handout
 """
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -21,6 +22,7 @@ def files():
     yield ROOT / "requirements.txt", "requirements.txt"
     yield ROOT / "starter" / "rmsnorm.py", "rmsnorm.py"
     yield ROOT / "starter" / "bench.py", "bench.py"
+    yield ROOT / "starter" / "viz.py", "viz.py"
     for p in sorted((ROOT / "starter" / "tests").glob("*.py")):
         yield p, f"tests/{p.name}"
     for p in sorted((ROOT / "mini_triton").rglob("*")):
@@ -33,6 +35,17 @@ def files():
                 yield p, f"handout/{p.relative_to(handout).as_posix()}"
 
 
+REPO_ONLY = re.compile(r"^<!-- repo-only.*?-->\n.*?^<!-- /repo-only -->\n", flags=re.M | re.S)
+
+
+def content(src: Path) -> bytes:
+    """The file as the bundle holds it: Markdown loses its ``<!-- repo-only -->`` sections (recipes
+    and benchmarks that name the project's own tests and scripts, which the bundle does not hold)."""
+    if src.suffix == ".md":
+        return REPO_ONLY.sub("", src.read_text(encoding="utf-8")).encode("utf-8")
+    return src.read_bytes()
+
+
 def build(out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
@@ -40,7 +53,7 @@ def build(out: Path) -> Path:
             info = zipfile.ZipInfo(f"{TOP}/{name}", date_time=(2026, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, src.read_bytes())
+            z.writestr(info, content(src))
     return out
 
 

@@ -87,7 +87,9 @@ def test_commands_exist_in_the_student_makefile(lang):
     targets = set(re.findall(r"^([a-z-]+):", makefile, flags=re.M))
     commands = [ln.split("#")[0].split() for block in code_blocks(TEXT[lang], "bash") for ln in block.splitlines()]
     used = {c[1] for c in commands if c and c[0] == "make"}
-    assert used == {"test", "bench", "submit"} and used <= targets
+    assert used == {"test", "bench", "viz", "submit"} and used <= targets
+    options = {w.split("=")[0] for c in commands if c[:2] == ["make", "test"] for w in c[2:]}
+    assert options == {"PART", "K"} and all(re.search(rf"^{o}\s*\?=", makefile, flags=re.M) for o in options)
 
 
 @pytest.mark.parametrize("lang", HANDOUTS)
@@ -101,14 +103,18 @@ def test_quoted_error_messages_are_the_real_ones(lang):
                    "your forward loaded x", "a fused kernel reads it once", "a host-side `{_op_name(op)}` read",
                    "returned {name} without any kernel storing it", "timed out after", "ran out of CPU time (",
                    "differs for {story}: {int(bad.sum())} of", "elements are off; the worst, ",
-                   "Your forward's y is wrong on this input too", "autograder error: contact course staff"):
+                   "Your forward's y is wrong on this input too", "autograder error: contact course staff",
+                   "Columns {n} and up are past the end of a row of {n}", "NaN where the reference has none",
+                   "a tensor of shape "):
         assert phrase in sources, phrase
     limits = config.SIM_LIMITS
     for shown in ("out-of-bounds load in", "past the end of x_ptr", "data race in", "both write",
                   "your forward loaded x 2.0 times per element", "a host-side `mul` read all 32768 elements of x",
                   "a host-side `to(float32)` read all", "your forward returned y without any kernel storing it",
                   f"timed out after {limits.timeout_s:.0f} s", f"ran out of CPU time ({limits.cpu_s} s)",
-                  "elements are off; the worst, y[5, 17], is", "Your forward's y is wrong on this input too"):
+                  "elements are off; the worst, y[5, 17], is", "Your forward's y is wrong on this input too",
+                  "x_ptr[36, 100:128] are past the end of x_ptr, a tensor of shape (37, 100)",
+                  "Columns 100 and up are past the end of a row of 100", "NaN where the reference has none"):
         assert shown in errors, shown
     assert "autograder error: contact course staff" in section(TEXT[lang], 8)
 
@@ -150,3 +156,12 @@ def test_the_dg_tolerance_rule_in_the_handout_is_the_codes(lang):
     assert rmsnorm_check.tolerance("dg", torch.float32, ref, 10_000)[0] == 5e-6 * 100
     assert rmsnorm_check.tolerance("dg", torch.bfloat16, ref, 4)[0] == 2 * 2 ** -7 * 40
     assert rmsnorm_check.tolerance("dx", torch.bfloat16, ref, 10_000)[:2] == TOLERANCES[torch.bfloat16]
+
+
+@pytest.mark.parametrize("lang", HANDOUTS)
+def test_every_picture_the_handout_shows_exists(lang):
+    pictures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", TEXT[lang])
+    assert {"img/traffic_fused.png", "img/traffic_reads_x_twice.png"} <= set(pictures)
+    for p in pictures:
+        png = (HANDOUTS[lang].parent / p).read_bytes()
+        assert png.startswith(b"\x89PNG"), p

@@ -1,5 +1,6 @@
 """The starter is the solution with its answers removed; the student bundle works on its own."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -65,8 +66,10 @@ def bundle(tmp_path_factory):
 
 def test_bundle_holds_the_starter_simulator_tests_and_no_answers(bundle):
     _, names, top = bundle
-    for must in ("rmsnorm.py", "Makefile", "README.md", "requirements.txt", "bench.py", "tests/test_public.py",
-                 "mini_triton/__init__.py", "mini_triton/README.md"):
+    for must in ("rmsnorm.py", "Makefile", "README.md", "requirements.txt", "bench.py", "viz.py",
+                 "tests/test_part_a.py", "tests/test_part_b.py", "tests/test_part_c.py", "tests/conftest.py",
+                 "mini_triton/__init__.py", "mini_triton/README.md", "mini_triton/viz.py",
+                 "handout/img/traffic_fused.png", "handout/img/traffic_reads_x_twice.png"):
         assert f"rmsnorm-student/{must}" in names
     assert not any("autograder" in n or "solution" in n for n in names), names
     answers = solution_code_lines()
@@ -78,8 +81,50 @@ def test_bundle_holds_the_starter_simulator_tests_and_no_answers(bundle):
 def _make(top, *targets):
     env = dict(os.environ, MINI_TRITON="1")
     env.pop("TRITON_INTERPRET", None)
+    env.pop("RMSNORM_IMPL", None)
     return subprocess.run(["make", *targets, f"PY={sys.executable}"], cwd=top, env=env, capture_output=True,
                           text=True, timeout=600)
+
+
+def test_bundle_part_a_passes_alone_while_parts_b_and_c_are_stubs(bundle, tmp_path):
+    """A student who has written part (a) only: `make test PART=a` passes, PART=b and PART=c fail on TODOs."""
+    _, _, top = bundle
+    work = tmp_path / "student"
+    shutil.copytree(top, work)
+    (work / "rmsnorm.py").write_text(generate.make_starter(generate.SOLUTION.read_text(), keep=("Part (a)",)))
+    out = _make(work, "test", "PART=a")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout and "test_part_a.py" not in out.stdout.split("passed")[-1]
+    for part, todo in (("b", "TODO: Part (b)"), ("c", "TODO: Part (c)")):
+        out = _make(work, "test", f"PART={part}")
+        assert out.returncode != 0 and todo in out.stdout, out.stdout[-2000:]
+    out = _make(work, "test", "PART=d")
+    assert out.returncode != 0 and "PART is a, b or c" in out.stdout + out.stderr
+
+
+def test_bundle_make_test_k_runs_the_matching_tests_only(bundle, tmp_path):
+    _, _, top = bundle
+    work = tmp_path / "student"
+    shutil.copytree(top, work)
+    shutil.copy(ROOT / "solution" / "rmsnorm.py", work / "rmsnorm.py")
+    out = _make(work, "test", "K=strided")
+    assert out.returncode == 0, out.stdout[-2000:]
+    strided = sum(len(re.findall(r"^def test_\w*strided", p.read_text(), flags=re.M))
+                  for p in (work / "tests").glob("test_*.py"))
+    assert strided >= 3 and re.search(rf"\b{strided} passed, \d+ deselected", out.stdout), out.stdout[-1000:]
+
+
+def test_bundle_make_viz_draws_the_solutions_traffic(bundle, tmp_path):
+    _, _, top = bundle
+    work = tmp_path / "student"
+    shutil.copytree(top, work)
+    shutil.copy(ROOT / "solution" / "rmsnorm.py", work / "rmsnorm.py")
+    out = _make(work, "viz")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    for name in ("traffic_forward.png", "traffic_backward.png"):
+        png = (work / "build" / name).read_bytes()
+        assert png.startswith(b"\x89PNG") and len(png) > 10_000
+        assert f"build/{name}" in out.stdout
 
 
 def test_bundle_make_test_fails_on_the_starter_with_todo_messages(bundle):
@@ -102,3 +147,51 @@ def test_bundle_make_test_and_submit_pass_with_the_solution(bundle, tmp_path):
     with zipfile.ZipFile(work / "submission.zip") as z:
         assert z.namelist() == ["rmsnorm.py"]
         assert z.read("rmsnorm.py") == (ROOT / "solution" / "rmsnorm.py").read_bytes()
+
+
+# -- the bundle names only what it holds -----------------------------------------------------------
+PATH = re.compile(r"(?<![\w/.-])((?:\.\./|\./)?[\w.-]+(?:/[\w.*-]+)*/?)")
+EXTENSIONS = (".py", ".md", ".txt", ".png", ".zip", ".json", ".jsonl", ".yml", ".yaml", ".csv", ".toml", ".sh")
+ROOTS = ("tests", "mini_triton", "handout", "build", "docs", "solution", "autograder", "starter", "dist", "img",
+         "language", ".venv", "shared")
+MADE_BY_RUNNING = ("build/", ".venv/", "path/to/", "submission.zip", "bench_sim.png", "bench_gpu.png",
+                   "bench_gpu.json", "bench_gpu.jsonl", "traffic_", "Scripts/python.exe")
+TARGET = re.compile(r"(?:`|^[ \t]*(?:#[ \t]*)?)make ([a-z][\w-]*)", flags=re.M)
+
+
+def named_paths(text):
+    """The file and folder paths a text names: words with a known extension, or that start at a known folder."""
+    for word in PATH.findall(text):
+        word = word.rstrip(".")
+        first, base = word.lstrip("./").split("/")[0], word.split("/")[-1]
+        if base.startswith(".") or (base.startswith("_") and not base.startswith("__")):
+            continue                                     # a piece of a name built in code: f"..._{x}.png"
+        if word.endswith(EXTENSIONS) or ("/" in word and first in ROOTS):
+            yield word
+
+
+def test_the_scan_finds_paths_and_targets():
+    text = "Run `make bench-sim`, then read docs/perf.md and tests/tune_kernels.py (fp16/bf16 at 3 GB/s).\n#   make viz"
+    assert list(named_paths(text)) == ["docs/perf.md", "tests/tune_kernels.py"]
+    assert TARGET.findall(text) == ["bench-sim", "viz"]
+
+
+def test_every_path_and_make_target_named_in_the_bundle_exists_in_it(bundle):
+    _, _, top = bundle
+    targets = set(re.findall(r"^([\w-]+):", (top / "Makefile").read_text(), flags=re.M))
+    names = {p.name for p in top.rglob("*") if p.is_file()}
+    missing = []
+    for f in sorted(p for p in top.rglob("*") if p.is_file() and p.suffix in (".py", ".md", ".txt", "")):
+        text = f.read_text(encoding="utf-8")
+        where = f.relative_to(top)
+        for target in TARGET.findall(text):
+            if target not in targets:
+                missing.append(f"{where}: make {target}")
+        for path in named_paths(text):
+            if any(path.startswith(m) or path.split("/")[-1].startswith(m) for m in MADE_BY_RUNNING):
+                continue
+            clean = path.lstrip("./") if path.startswith("./") else path
+            if (top / clean).exists() or (f.parent / clean).exists() or ("/" not in clean and clean in names):
+                continue
+            missing.append(f"{where}: {path}")
+    assert not missing, "the bundle names what it does not hold:\n" + "\n".join(missing)

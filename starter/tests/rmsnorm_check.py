@@ -42,9 +42,11 @@ def load_impl(path, backend=None, name="student_rmsnorm"):
     """
     path = Path(path).resolve()
     root = path.parent
-    for p in (str(root), str(root.parent)):
+    here = Path(__file__).resolve().parent             # tests/: the simulator sits next to it or above
+    for p in (str(root), str(root.parent), str(here.parent), str(here.parent.parent)):
         if (Path(p) / "mini_triton").is_dir() and p not in sys.path:
             sys.path.insert(0, p)
+            break
     env = {"mini_triton": {"MINI_TRITON": "1"}, "interpreter": {"MINI_TRITON": None, "TRITON_INTERPRET": "1"},
            None: {}}[backend]
     with _env(**env):
@@ -77,6 +79,17 @@ def reference(x, g, dy=None, eps=1e-5):
 def eager(x, g, eps=1e-5):
     """RMSNorm as a PyTorch user writes it (eager mode): the speed baseline."""
     return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps).to(x.dtype) * g
+
+
+# What a time-out means, in the public tests and in the grader alike.
+SLOW_HINT = ("an infinite loop (a while loop whose variable never changes, a loop bound that never moves), or "
+             "far more work than needed (the simulator runs a kernel one block operation at a time, so "
+             "element-by-element loops are very slow)")
+
+
+def timed_out(seconds, where="") -> str:
+    """The time-out message: ``where`` says what was running (" in rmsnorm_bwd_kernel, line 12: ...")."""
+    return f"timed out after {seconds:.0f} s{where}: {SLOW_HINT}"
 
 
 def describe(x) -> str:
@@ -135,16 +148,65 @@ def compare(name, got, expected, x, dtype=None, tol=None, story=None, source="",
         return None
     worst = tuple(int(i) for i in torch.nonzero(err / bound == (err / bound).max())[0])
     at = ", ".join(str(i) for i in worst)
+    error = float(err[worst])
+    error = f"{error:.3g}" if error != float("inf") else "not a number" if torch.isnan(g64[worst]) else "infinite"
     msg = (f"{what} differs for {story}: {int(bad.sum())} of {bad.numel()} elements are off; the worst, "
            f"{name}[{at}], is {float(g64[worst]):.6g} where {float(e64[worst]):.6g} was expected (error "
-           f"{float(err[worst]):.3g}, tolerance there {float(bound[worst]):.3g}: {how} + rtol {rtol:g}·|expected|)")
+           f"{error}, tolerance there {float(bound[worst]):.3g}: {how} + rtol {rtol:g}·|expected|)")
     if bool((torch.isnan(g64) & ~torch.isnan(e64)).any()):
         msg += (". NaN where the reference has none: lanes masked off in a tl.load without other= hold NaN in "
                 "the simulator (garbage on a GPU); give those loads other=0.0, or keep the lanes out of your sums")
     return msg
 
 
-def assert_matches(name, got, expected, x, dtype=None, story=None):
-    msg = compare(name, got, expected, x, dtype, story=story)
+def assert_matches(name, got, expected, x, dtype=None, story=None, source=""):
+    __tracebackhide__ = True                    # pytest: the failure shows at the test's line
+    msg = compare(name, got, expected, x, dtype, story=story, source=source)
     if msg:
         raise AssertionError(msg)
+
+
+# -- for the tests that launch a kernel themselves ------------------------------------------
+FILL = 4096.0      # outputs start as this (exact in every dtype), so a lane no program stored shows
+
+
+def random_inputs(shape, dtype=torch.float32, device="cpu", seed=0):
+    """x, g and dy of a test: standard normal, the same for a given seed on every machine."""
+    torch.manual_seed(seed)
+    x = torch.randn(*shape, dtype=dtype).to(device)
+    g = torch.randn(shape[-1], dtype=dtype).to(device)
+    dy = torch.randn(*shape, dtype=dtype).to(device)
+    return x, g, dy
+
+
+def leave_garbage(numels, device="cpu"):
+    """Fill buffers of these sizes with NaN and free them at once. A ``torch.empty`` that follows
+    (of one of these sizes) then likely gets that memory back, NaN and all, as it gets old data from
+    the allocator in a long training run: a buffer the wrapper forgets to zero shows up. A best
+    effort: an allocator may hand out other memory."""
+    for n in numels:
+        torch.full((int(n),), float("nan"), device=device)
+
+
+def filled(shape, dtype, device):
+    """An output buffer for a kernel to write, holding FILL everywhere."""
+    return torch.full(shape, FILL, dtype=dtype, device=device)
+
+
+def _region(index: torch.Tensor) -> str:
+    """'[0:2, 4096:32768]' for the bounding box of the (k, dims) indices."""
+    lo, hi = index.min(0).values.tolist(), index.max(0).values.tolist()
+    return "[" + ", ".join(f"{a}" if a == b else f"{a}:{b + 1}" for a, b in zip(lo, hi)) + "]"
+
+
+def assert_written(name, out, kernel, story="", hint=""):
+    """Fail, naming the elements, if the kernel left some of ``out`` as the test filled it."""
+    __tracebackhide__ = True
+    left = (out.detach().cpu() == FILL)
+    if bool(left.any()):
+        index = left.nonzero()
+        region = _region(index) if out.dim() else ""
+        raise AssertionError(
+            f"{name}{region} was never written by {kernel} ({int(left.sum())} of {out.numel()} elements still hold "
+            f"{FILL:g}, the value the test filled {name} with){' for ' + story if story else ''}: no program "
+            f"stored there. {hint}".rstrip())

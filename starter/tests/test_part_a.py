@@ -1,0 +1,107 @@
+"""Part (a): your forward kernel, rmsnorm_fwd_kernel, on its own.
+
+Each test launches the kernel itself, the way your wrapper will in part (c), so these tests pass
+as soon as part (a) is done: `make test PART=a`. Outputs start filled with 4096.0, so a lane that
+no program stores is reported as such.
+"""
+import pytest
+import torch
+
+from rmsnorm_check import FILL, assert_matches, assert_written, describe, filled, random_inputs, reference
+
+CHUNKED = ("the chunked path: the wrapper passes SINGLE_PASS=False for rows longer than MAX_FUSED_N (16384), "
+           "which do not fit in a program's registers, and this test sends a row through it; with "
+           "SINGLE_PASS=False your kernel must loop over each row in chunks of BLOCK_N columns, one pass for "
+           "the sum of squares and one to write y")
+
+
+def launch_forward(impl, x, g, BLOCK_M, BLOCK_N=None, SINGLE_PASS=True, eps=1e-5):
+    """(y, r, how it was launched) from one launch of your kernel on the (M, N) matrix x."""
+    __tracebackhide__ = True                  # pytest: show the test, then your kernel's line
+    M, N = x.shape
+    BLOCK_N = BLOCK_N or impl.triton.next_power_of_2(N)
+    y = filled((M, N), x.dtype, x.device)
+    r = filled((M,), torch.float32, x.device)
+    grid = (impl.triton.cdiv(M, BLOCK_M),)
+    impl.rmsnorm_fwd_kernel[grid](x, g, y, r, M, N, x.stride(0), y.stride(0), eps,
+                                  BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, SINGLE_PASS=SINGLE_PASS)
+    return y, r, f"grid {grid}, BLOCK_M={BLOCK_M}, BLOCK_N={BLOCK_N}, SINGLE_PASS={SINGLE_PASS}"
+
+
+def check_forward(impl, x, g, BLOCK_M, story=None, hint="", **launch):
+    """Launch, then check r (the root of every y) and y against the float64 reference."""
+    __tracebackhide__ = True                  # pytest: show the test, then your kernel's line
+    y, r, how = launch_forward(impl, x, g, BLOCK_M, **launch)
+    story = f"{story or describe(x)}, launched with {how}" + (f" ({hint})" if hint else "")
+    source = " from rmsnorm_fwd_kernel"
+    ref_y, ref_r, _, _ = reference(x, g)
+    for name, got, want in (("r", r, ref_r), ("y", y, ref_y)):
+        assert_written(name, got, "rmsnorm_fwd_kernel", story)
+        assert_matches(name, got, want, x, story=story, source=source)
+    return y, r
+
+
+def test_one_row_per_program(impl):
+    """The lecture's kernel: BLOCK_M = 1, N = 100 in a block of 128 lanes (28 masked)."""
+    x, g, _ = random_inputs((37, 100), device=impl.DEVICE)
+    check_forward(impl, x, g, BLOCK_M=1)
+
+
+def test_several_rows_per_program(impl):
+    """BLOCK_M = 4 rows per program; 37 is not a multiple of 4, so the last program masks 3 rows."""
+    x, g, _ = random_inputs((37, 100), device=impl.DEVICE)
+    check_forward(impl, x, g, BLOCK_M=4)
+
+
+@pytest.mark.parametrize("N", [1, 513], ids=lambda n: f"N={n}")
+def test_n_not_a_power_of_two(impl, N):
+    """N = 513 needs a block of 1024 lanes, 511 of them masked; N = 1 has one lane."""
+    x, g, _ = random_inputs((5, N), device=impl.DEVICE)
+    check_forward(impl, x, g, BLOCK_M=2)
+
+
+def test_strided_rows(impl):
+    """x as a view whose rows are 160 elements apart while N = 80: the kernel takes the row stride."""
+    base, g, _ = random_inputs((24, 160), device=impl.DEVICE)
+    x, g = base[:, :80], g[:80].contiguous()
+    check_forward(impl, x, g, BLOCK_M=2,
+                  story=f"{describe(x)} whose rows are 160 elements apart (row stride 160, N 80: the kernel "
+                        f"steps from row to row by x_row_stride, not n_cols)")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_half_precision(impl, dtype):
+    """16-bit x and g, fp32 math inside, y stored in x's dtype and r in fp32."""
+    x, g, _ = random_inputs((33, 200), dtype, device=impl.DEVICE)
+    y, r = check_forward(impl, x, g, BLOCK_M=2)
+    assert y.dtype == dtype and r.dtype == torch.float32
+
+
+@pytest.mark.parametrize("M, N, BLOCK_N, dtype", [(3, 300, 128, torch.float32), (2, 32768, 4096, torch.float32),
+                                                  (2, 65536, 4096, torch.bfloat16)],
+                         ids=["3x300-fp32", "2x32768-fp32", "2x65536-bf16"])
+def test_long_rows_in_chunks(impl, M, N, BLOCK_N, dtype):
+    """SINGLE_PASS=False: rows of N columns in chunks of BLOCK_N (N = 300 in chunks of 128 is the same
+    loop on a small row). Sum the squares in fp32: tl.sum adds bf16 values in bf16, and a long row's
+    running sum then swallows its small terms."""
+    x, g, _ = random_inputs((M, N), dtype, device=impl.DEVICE)
+    check_forward(impl, x, g, BLOCK_M=1, BLOCK_N=BLOCK_N, SINGLE_PASS=False, hint=CHUNKED)
+
+
+def test_forward_reads_x_once_and_writes_y_once(sim_impl):
+    """On the simulator: a fused forward loads each element of x once and stores y and r once."""
+    import mini_triton as triton
+    M, N = 64, 256
+    x, g, _ = random_inputs((M, N))
+    with triton.record() as rec:
+        y, r, how = launch_forward(sim_impl, x, g, BLOCK_M=2)
+    assert rec.launches, "rmsnorm_fwd_kernel ran no program"
+    args = {a.data_ptr: a for a in rec.launches[0].args.values()}
+    for name, t, kind, want in (("x", x, "loaded", M * N), ("y", y, "stored", M * N), ("r", r, "stored", M)):
+        moved = getattr(args[t.data_ptr()], kind)
+        if moved != want:
+            raise AssertionError(
+                    f"your forward {kind} {name} {moved / want:.1f} times per element (launched with {how}); a fused "
+                f"kernel reads x once and writes y and r once: keep the loaded tile of x in registers and use it "
+                f"for both the sum of squares and y")
+    assert not (y == FILL).any()

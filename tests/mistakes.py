@@ -1,0 +1,56 @@
+"""Common student mistakes, each made in the reference solution by one edit.
+
+    python3 tests/mistakes.py OUT_DIR       # writes OUT_DIR/<name>.py
+
+tests/test_public_messages.py runs the public tests on each and checks that the first failure
+names the cause in a student's terms; tests/make_handout_images.py draws one of them.
+"""
+import sys
+from pathlib import Path
+
+SOLUTION = Path(__file__).resolve().parents[1] / "solution" / "rmsnorm.py"
+
+LOAD_TILE = "return tl.load(ptr + rows[:, None] * row_stride + cols[None, :], mask=mask, other=0.0)"
+FWD_LOAD = "x = load_tile(x_ptr, rows, x_row_stride, cols, mask).to(tl.float32)"
+FWD_R = "r = tl.rsqrt(tl.sum(x * x, axis=1) / n_cols + eps)        # masked lanes add 0"
+DG_STORE = "tl.store(dg_partial_ptr + pid * n_cols + cols, tl.sum(dg, axis=0), mask=col_mask)"
+FWD_PID = "    pid = tl.program_id(0)\n    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)"
+SINGLE = "    if SINGLE_PASS:\n        # The whole row fits in registers: read x once, write y once."
+
+EDITS = {
+    # every load of a tile reads its lanes past N (and past M) too
+    "no_mask": [(LOAD_TILE, LOAD_TILE.replace(", mask=mask, other=0.0", ""))],
+    # masked-off lanes are left undefined (NaN in the simulator) and enter the sums
+    "mask_without_other": [(LOAD_TILE, LOAD_TILE.replace(", other=0.0", ""))],
+    # the forward steps from row to row by N, not by the row stride
+    "row_stride_is_n": [(FWD_LOAD, FWD_LOAD.replace("x_row_stride", "n_cols"))],
+    # every program of the backward stores its share of dg into row 0 of the partial buffer
+    "dg_into_one_row": [(DG_STORE, DG_STORE.replace(" + pid * n_cols", ""))],
+    # the forward loads x again to compute y
+    "x_loaded_twice": [(FWD_R, f"{FWD_R}\n        {FWD_LOAD}")],
+    # a while loop whose variable never moves
+    "endless_loop": [(FWD_PID, "    pid = tl.program_id(0)\n    i = 0\n    while i < n_cols:\n        i = i * 1"
+                               "                                  # meant: i += BLOCK_N\n"
+                               "    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)")],
+    # the wrapper takes the partial dg buffer from torch.empty, and the chunked backward adds into it
+    "partial_dg_not_zeroed": [("alloc = torch.empty if single else torch.zeros", "alloc = torch.empty")],
+    # the forward ignores SINGLE_PASS=False: a long row gets one tile of BLOCK_N columns
+    "no_chunked_path": [(SINGLE, SINGLE.replace("if SINGLE_PASS:", "if True:"))],
+}
+
+
+def mistake(name: str) -> str:
+    src = SOLUTION.read_text()
+    for old, new in EDITS[name]:
+        if src.count(old) != 1:
+            raise ValueError(f"mistake {name}: the solution holds {old!r} {src.count(old)} times, not once")
+        src = src.replace(old, new)
+    return src
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    for name in EDITS:
+        (out / f"{name}.py").write_text(mistake(name))
+        print(out / f"{name}.py")

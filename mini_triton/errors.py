@@ -8,6 +8,7 @@ offsets* -- the facts you need to fix it.
 """
 from __future__ import annotations
 
+import linecache
 import os
 import sys
 import sysconfig
@@ -58,12 +59,40 @@ def describe_program(pid_tuple, grid) -> str:
 
 def kernel_location(codes):
     """(function name, line) of the innermost frame running kernel code, or ('', 0)."""
-    f = sys._getframe(1)
+    name, line, _ = kernel_site(codes, 2)
+    return name, line
+
+
+def kernel_site(codes, depth=1):
+    """(function name, line, file) of the innermost frame running kernel code, or ('', 0, '')."""
+    f = sys._getframe(depth)
     while f is not None:
         if f.f_code in codes:
-            return f.f_code.co_name, f.f_lineno
+            return f.f_code.co_name, f.f_lineno, f.f_code.co_filename
         f = f.f_back
-    return "", 0
+    return "", 0, ""
+
+
+def raised_at(exc, site):
+    """``exc``, its traceback ending at ``site`` = (function, line, file): a line of a kernel that has
+    finished running. A data race is found after the launch, when no frame of the kernel is left;
+    this gives the error the last traceback entry it would have had, so that pytest and Python show
+    the kernel's line (a one-line code object compiled under the kernel's file name raises it)."""
+    function, line, filename = site
+    if not line or not filename:
+        return exc
+    text = linecache.getline(filename, line).rstrip()
+    indent = len(text) - len(text.lstrip())
+    # "raise (__exc   )" as wide as the kernel's line, so that tracebacks underline all of it or none
+    statement = "raise (__exc" + " " * max(0, len(text) - indent - 13) + ")"
+    code = compile("\n" * (line - 2) + "if 1:\n" + " " * indent + statement if line > 1 and indent
+                   else "\n" * (line - 1) + statement, filename, "exec")
+    code = code.replace(co_name=function, **({"co_qualname": function} if hasattr(code, "co_qualname") else {}))
+    try:
+        exec(code, {"__exc": exc})
+    except BaseException as e:              # noqa: BLE001 -- it is exc, with its new traceback
+        return e.with_traceback(e.__traceback__.tb_next)
+    return exc
 
 
 def format_offsets(values) -> str:

@@ -83,7 +83,7 @@ class Access:
     """
 
     __slots__ = ("kind", "op", "buf", "shape", "ptr", "mask_h", "lead", "aff", "lo", "hi", "count",
-                 "dense", "pids", "line", "locks", "_offs")
+                 "dense", "pids", "line", "site", "locks", "_offs")
 
     def __init__(self, op: str, ptr: tensor, mask_h, shape, pids):
         self.op = op                           # "load", "store", "atomic_add", ... (for messages)
@@ -95,6 +95,7 @@ class Access:
         self.aff = broadcast_affine(aff, ptr.shape, shape) if aff is not None else None
         self._offs = None
         self.line = ""
+        self.site = ("", 0, "")                # (kernel function, line, file) of the access
         self.locks = None                      # per program: the lock held during the access (races.py)
         if self.aff is not None and (mask_h is None or mask_h.shape[0] == 1):
             self._analyse_affine()
@@ -354,7 +355,8 @@ def _prepare(op, pointer, mask, *extra):
         mask_h = None                           # every lane active: the fast, unmasked case
     ch.max_numel = max(ch.max_numel, math.prod(shape))
     acc = Access(op, ptr, mask_h, shape, ch.pids)
-    acc.line = runtime.location()
+    acc.site = runtime.site()
+    acc.line = runtime.location(acc.site)
     acc.locks = ch.held()
     return ch, acc
 

@@ -24,7 +24,7 @@ import os
 
 import torch
 
-from .errors import CompilationError, kernel_location
+from .errors import CompilationError, kernel_site
 
 # Shuffled schedules differ from run to run, as a GPU's do; MINI_TRITON_SEED fixes them.
 _SEED = os.environ.get("MINI_TRITON_SEED")
@@ -91,10 +91,15 @@ def current() -> Chunk:
     return CURRENT
 
 
-def location() -> str:
-    """'kernel_name line N' for error messages."""
-    if CURRENT is None:
+def site():
+    """(kernel function, line, file) running now, for errors raised after the launch (errors.raised_at)."""
+    return kernel_site(KERNEL_CODES, 2) if CURRENT is not None else ("", 0, "")
+
+
+def location(where=None) -> str:
+    """'kernel_name line N' for error messages (of ``where``, a site(), or of the line running now)."""
+    if CURRENT is None and where is None:
         return ""
-    name, line = kernel_location(KERNEL_CODES)
-    name = name or CURRENT.launch.name
+    name, line, _ = where or kernel_site(KERNEL_CODES, 2)
+    name = name or (CURRENT.launch.name if CURRENT is not None else "")
     return f"{name}" + (f" line {line}" if line else "")

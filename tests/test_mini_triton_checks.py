@@ -1,5 +1,6 @@
 """Every GPU-bug check fires on a buggy kernel, with a message that locates the bug,
 and stays silent on correct kernels."""
+import linecache
 import warnings
 
 import pytest
@@ -322,3 +323,35 @@ def test_a_bf16_cumsum_rounds_at_every_step():
     out = torch.empty(512, dtype=torch.bfloat16)
     k[(1,)](torch.ones(512, dtype=torch.bfloat16), out, BLOCK=512)
     assert float(out[255]) == 256 and float(out[-1]) == 256          # 256 + 1 rounds back to 256 in bf16
+
+
+# -- tracebacks end at the kernel's line ----------------------------------------------------------
+def _frames(exc):
+    tb, out = exc.__traceback__, []
+    while tb is not None:
+        out.append((tb.tb_frame.f_code.co_filename, tb.tb_frame.f_code.co_name, tb.tb_lineno))
+        tb = tb.tb_next
+    return out
+
+
+def test_an_error_inside_a_kernel_ends_at_its_line_without_simulator_frames(monkeypatch):
+    x, out = torch.randn(100), torch.empty(100)
+    with pytest.raises(triton.OutOfBoundsError) as e:
+        copy_unmasked[(1,)](x, out, 100, BLOCK=128)
+    frames = _frames(e.value)
+    assert frames[-1][:2] == (__file__, "copy_unmasked")
+    inside = [f for f in frames if "/mini_triton/" in f[0]]
+    assert [f[1] for f in inside] == ["run"]                 # the launcher's re-raise, hidden from pytest
+    monkeypatch.setenv("MINI_TRITON_TRACEBACK", "full")
+    with pytest.raises(triton.OutOfBoundsError) as e:
+        copy_unmasked[(1,)](x, out, 100, BLOCK=128)
+    assert len([f for f in _frames(e.value) if "/mini_triton/" in f[0]]) > 3
+
+
+def test_a_race_found_after_the_launch_ends_at_the_racing_line():
+    x, out = torch.randn(4, 10), torch.zeros(10)
+    with pytest.raises(triton.DataRaceError) as e:
+        racy_column_sum[(4,)](x, out, 10, BLOCK=16)
+    filename, function, line = _frames(e.value)[-1]
+    assert (filename, function) == (__file__, "racy_column_sum")
+    assert "tl.store(out_ptr + cols, acc + x" in linecache.getline(filename, line)

@@ -1,10 +1,12 @@
 """Check item 10's thresholds on a GPU machine: ``python -m autograder.calibrate SUB... [--runs 10]``.
 
 Grades each submission ``--runs`` times, item 10 only, and prints per part the
-speedups over eager (min / median / max), the GB/s and the verdicts. A
-threshold holds when every run of a submission gets the same verdict, the
-reference solution passes with a margin (its slowest run's speedup over the
-threshold, 1.5x or more) and the slow variants fail. docs/perf.md records runs.
+percentage of copy bandwidth its kernels reach in GPU time (min / median / max,
+the graded figure), the verdicts, the speedup over eager's kernels and over
+eager's wall time. A threshold holds when every run of a submission gets the
+same verdict and no submission's runs come within 10% of it (margin: the
+slowest passing run over the threshold, or the threshold over the fastest
+failing run, 1.1 or more). docs/perf.md records runs.
 """
 from __future__ import annotations
 
@@ -17,32 +19,45 @@ import tempfile
 from pathlib import Path
 
 from . import config, grade
-from .rubric import PARTS, SPEEDUP_NEEDED
+from .rubric import COPY_NEEDED, PARTS
 
-SPEED = re.compile(r"(?P<gbs>\d+) GB/s = (?P<pct>\d+)% of copy.*?; (?P<x>[\d.]+)x PyTorch eager")
+GPU = re.compile(r"your kernels took (?P<ms>[\d.]+) ms on the GPU \((?P<how>\w+).*?= (?P<pct>\d+)% of copy", re.S)
+KX = re.compile(r"; (?P<x>[\d.]+)x eager PyTorch's kernels")
+WALL = re.compile(r"A normal call takes (?P<ms>[\d.]+) ms of wall time \((?P<x>[\d.]+)x eager")
+
+
+def _name(sub: Path) -> str:
+    return sub.stem if sub.name != "rmsnorm.py" else sub.parent.name
 
 
 def calibrate(subs, runs: int):
+    """Rows of (submission, part, name, min %, median %, max %, needed %, verdicts, passed, margin,
+    median x eager's kernels, median x eager's wall time, how timed, first unparsed message,
+    first run's message)."""
     rows = []
     with tempfile.TemporaryDirectory() as d:
         for sub in subs:
             seen = {}
-            for i in range(runs):
+            for _ in range(runs):
                 res = grade.grade(sub, Path(d) / "r.json", select="gpu_speed")
                 for t in res["tests"]:
                     if t["number"].startswith("10."):
-                        m = SPEED.search(t["output"])
-                        seen.setdefault(t["number"], []).append(
-                            (t["status"], float(m["x"]) if m else float("nan"), int(m["pct"]) if m else -1,
-                             t["output"] if not m else ""))
+                        m, w, k = (r.search(t["output"]) for r in (GPU, WALL, KX))
+                        seen.setdefault(t["number"], []).append(dict(
+                            status=t["status"], pct=int(m["pct"]) if m else -1,
+                            kx=float(k["x"]) if k else float("nan"),
+                            wx=float(w["x"]) if w else float("nan"),
+                            how={"replayed": "graph", "the": "profiler"}.get(m["how"], "?") if m else "?",
+                            note="" if m else t["output"], output=t["output"]))
             for num, v in sorted(seen.items()):
-                xs = [s[1] for s in v]
-                verdicts = {s[0] for s in v}
-                rows.append((Path(sub).stem if Path(sub).name != "rmsnorm.py" else Path(sub).parent.name, num,
-                             PARTS[num].name, min(xs), statistics.median(xs), max(xs),
-                             statistics.median(s[2] for s in v), SPEEDUP_NEEDED[num],
-                             "/".join(sorted(verdicts)), f"{sum(s[0] == 'passed' for s in v)}/{len(v)}",
-                             min(xs) / SPEEDUP_NEEDED[num], next((s[3] for s in v if s[3]), "")))
+                pcts, need = [s["pct"] for s in v], COPY_NEEDED[num]
+                passed = sum(s["status"] == "passed" for s in v)
+                margin = min(pcts) / need if passed == len(v) else need / max(max(pcts), 1)
+                rows.append((_name(Path(sub)), num, PARTS[num].name, min(pcts), statistics.median(pcts), max(pcts),
+                             need, "/".join(sorted({s["status"] for s in v})), f"{passed}/{len(v)}", margin,
+                             statistics.median(s["kx"] for s in v), statistics.median(s["wx"] for s in v),
+                             "/".join(sorted({s["how"] for s in v})), next((s["note"] for s in v if s["note"]), ""),
+                             v[0]["output"]))
     return rows
 
 
@@ -50,14 +65,18 @@ def main(argv):
     ap = argparse.ArgumentParser(prog="python -m autograder.calibrate")
     ap.add_argument("submissions", nargs="+", type=Path)
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--show", action="store_true", help="print each part's feedback of the first run")
     args = ap.parse_args(argv)
     os.environ[config.GPU_TASKS_VAR] = "speed"              # the GPU job runs item 10's tasks only
-    print(f"{'submission':<18}{'part':<6}{'':<24}{'min x':>7}{'median':>8}{'max x':>7}{'% copy':>8}"
-          f"{'needs':>7}  {'verdict':<14}{'passed':>7}{'margin':>8}")
+    print(f"{'submission':<18}{'part':<6}{'':<24}{'min %':>6}{'median':>7}{'max %':>6}{'needs':>6}  "
+          f"{'verdict':<14}{'passed':>7}{'margin':>7}{'x eager kernels':>16}{'x eager wall':>13}  timed by")
     for one in args.submissions:                      # a row block per submission, as soon as it is done
-        for sub, num, name, lo, med, hi, pct, need, verdict, passed, margin, note in calibrate([one], args.runs):
-            print(f"{sub:<18}{num:<6}{name:<24}{lo:>7.2f}{med:>8.2f}{hi:>7.2f}{pct:>8.0f}{need:>7.2f}  "
-                  f"{verdict:<14}{passed:>7}{margin:>8.2f}" + (f"  {note[:120]}" if note else ""), flush=True)
+        for (sub, num, name, lo, med, hi, need, verdict, passed, margin, kx, wx, how,
+             note, output) in calibrate([one], args.runs):
+            print(f"{sub:<18}{num:<6}{name:<24}{lo:>6}{med:>7.0f}{hi:>6}{need:>6}  {verdict:<14}{passed:>7}"
+                  f"{margin:>7.2f}{kx:>16.2f}{wx:>13.2f}  {how}" + (f"  {note[:160]}" if note else ""), flush=True)
+            if args.show:
+                print(f"    {output}", flush=True)
     return 0
 
 

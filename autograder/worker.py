@@ -50,6 +50,9 @@ TRANSPORT_OPS = frozenset({"_to_copy", "copy_", "clone", "contiguous", "sum", "v
                            "expand", "squeeze", "unsqueeze", "t", "transpose", "permute", "as_strided", "slice",
                            "select", "alias", "detach"})
 _CUDA = {}                  # CUDA timing functions, captured before the submission is imported
+# The GPU-timed steps run on inputs the submission has never seen before (seed + offset), made with
+# functions kept before it was imported: it cannot hand back outputs it computed earlier.
+GRAPH_SEED, PROFILE_SEED, DECOY_SEED = 2, 3, 1
 
 
 def _setup(root: Path, backend: str):
@@ -214,10 +217,101 @@ def _plain(out, info):
 # --- GPU timing ------------------------------------------------------------------------------------------
 
 def capture_cuda():
-    """Keep the timing functions before the submission can touch them."""
+    """Keep the timing and graph functions before the submission can touch them."""
     import torch
     _CUDA.update(event=torch.cuda.Event, record=torch.cuda.Event.record, elapsed=torch.cuda.Event.elapsed_time,
-                 sync=torch.cuda.synchronize, empty=torch.empty)
+                 sync=torch.cuda.synchronize, empty=torch.empty, graph_class=torch.cuda.CUDAGraph,
+                 graph=torch.cuda.graph, replay=torch.cuda.CUDAGraph.replay, stream_class=torch.cuda.Stream,
+                 current_stream=torch.cuda.current_stream, use_stream=torch.cuda.stream,
+                 wait_stream=torch.cuda.Stream.wait_stream, no_grad=torch.no_grad,
+                 profile=torch.profiler.profile, cuda_activity=torch.profiler.ProfilerActivity.CUDA,
+                 generator=torch.Generator, manual_seed=torch.Generator.manual_seed, randn=torch.randn,
+                 rand=torch.rand, copy=torch._C.TensorBase.copy_, add_=torch._C.TensorBase.add_,
+                 zero_=torch._C.TensorBase.zero_, tensor_class=torch.Tensor, index_select=torch.index_select,
+                 detach=torch._C.TensorBase.detach, clone=torch._C.TensorBase.clone,
+                 as_subclass=torch._C.TensorBase.as_subclass)
+
+
+class NotCapturable(Exception):
+    """The step could not be captured in a CUDA graph (a host synchronisation in it, say)."""
+
+
+def captured(step, warmup=3):
+    """(replay, outputs): ``step`` captured in a CUDA graph, after ``warmup`` calls on a side stream.
+
+    ``replay()`` runs the captured kernels again, on the same buffers: the kernels' own GPU time,
+    without the host's Python, autograd and launch work. Capturing runs the submission's code once
+    more; what its kernels compute on replay is checked afterwards (run_graph).
+    """
+    if not _CUDA:
+        capture_cuda()
+    c = _CUDA
+    side, main = c["stream_class"](), c["current_stream"]()
+    c["wait_stream"](side, main)
+    try:
+        with c["use_stream"](side):
+            for _ in range(warmup):
+                step()
+        c["wait_stream"](main, side)
+        graph = c["graph_class"]()
+        with c["graph"](graph):
+            out = step()
+    except Exception as e:                           # noqa: BLE001 -- whatever stops the capture is reported
+        c["sync"]()
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise NotCapturable(f"{type(e).__name__}: {first[:200]}") from None
+    return (lambda: c["replay"](graph)), out
+
+
+def run_graph(step, static_inputs, fresh, names):
+    """(milliseconds per replay, outputs): ``step`` captured while ``static_inputs`` hold decoy values,
+    then replayed after ``fresh(static_inputs)`` has filled them with inputs never seen before.
+
+    A submission that does less work while it is captured, or whose captured kernels copy outputs
+    it computed before, is caught: only kernels that really run on the replayed inputs give outputs
+    that match the reference of those inputs (which the grader checks).
+    """
+    replay, out = captured(step)
+    with _CUDA["no_grad"]():
+        fresh(static_inputs)
+    ms = time_cuda(replay)
+    out = out if isinstance(out, (tuple, list)) else (out,)
+    if len(out) < len(names):
+        raise NotCapturable(f"the captured step returned {len(out)} values, not {len(names)}")
+    return ms, dict(zip(names, out))
+
+
+def kernel_times(step, prepare=None):
+    """(outputs, [[name, ms], ...] slowest first): what one call of ``step`` ran on the GPU.
+
+    The profiler records every kernel, copy and fill the step puts on the GPU with the GPU's own
+    start and end times, so their sum is the step's GPU time without a CUDA graph: the fallback
+    for a step that cannot be captured, and the per-kernel breakdown of the feedback.
+    ``prepare()`` runs first (it fills the inputs with values the step has never seen), then the
+    L2 cache is flushed, as time_cuda does before each timed call.
+    """
+    if not _CUDA:
+        capture_cuda()
+    c = _CUDA
+    step()                                            # the first call at a shape may compile or allocate
+    if prepare:
+        with c["no_grad"]():
+            prepare()
+    c["zero_"](c["empty"](256 * 1024 * 1024, dtype=_int8(), device="cuda"))
+    c["sync"]()
+    with c["profile"](activities=[c["cuda_activity"]]) as prof:
+        out = step()
+        c["sync"]()
+    per = {}
+    for e in prof.events():
+        if str(e.device_type).rsplit(".", 1)[-1] == "CUDA":
+            per[e.name] = per.get(e.name, 0.0) + e.time_range.elapsed_us() / 1e3
+    return out, sorted(([k, v] for k, v in per.items()), key=lambda kv: -kv[1])
+
+
+def _int8():
+    import torch
+    return torch.int8
 
 
 def time_cuda(fn, warmup_ms=100.0, rep_ms=200.0, min_reps=25, rounds=3):
@@ -262,31 +356,90 @@ def _median_cuda(fn, warmup_ms, rep_ms, min_reps):
     return times[len(times) // 2]
 
 
-def speed_inputs(shape, dtype_name, seed, device="cpu"):
-    """The timing inputs, made from a seed on ``device``, so the grader can rebuild them exactly."""
+def speed_inputs(shape, dtype_name, seed, device="cpu", out=None):
+    """The timing inputs (x, g, dy), made from a seed on ``device`` so the grader can rebuild them
+    exactly; written into ``out`` (three tensors) when given. Only functions kept before the
+    submission was imported are used: it cannot watch or change the inputs being made."""
     import torch
-    gen = torch.Generator(device=device).manual_seed(seed)
+    if not _CUDA:
+        capture_cuda()
+    c = _CUDA
+    gen = c["generator"](device=device)
+    c["manual_seed"](gen, seed)
     dtype = getattr(torch, dtype_name)
     M, N = shape
-    x = torch.randn(M, N, generator=gen, device=device).to(dtype)
-    g = (torch.rand(N, generator=gen, device=device) + 0.5).to(dtype)
-    dy = torch.randn(M, N, generator=gen, device=device).to(dtype)
-    return x, g, dy
+    if out is None:
+        out = tuple(c["empty"](*s, dtype=dtype, device=device) for s in ((M, N), (N,), (M, N)))
+    c["copy"](out[0], c["randn"](M, N, generator=gen, device=device))
+    c["copy"](out[1], c["add_"](c["rand"](N, generator=gen, device=device), 0.5))
+    c["copy"](out[2], c["randn"](M, N, generator=gen, device=device))
+    return out
 
 
 def run_speed(mod, task):
-    """Correctness on sampled rows at the timing shape, then forward and forward+backward times."""
+    """Correctness on sampled rows at the timing shape; the forward's and forward+backward's times:
+    launched eagerly (what a user's wall clock sees), replayed from a CUDA graph (the kernels
+    alone: the graded GPU time), and each kernel's time from the profiler (the graded GPU time
+    when the step cannot be captured). The outputs of the graded run, on inputs the submission
+    had never seen (seed + GRAPH_SEED or + PROFILE_SEED), go back to the grader, which checks them."""
     import torch
-    x, g, dy = speed_inputs(task["shape"], task["dtype"], task["seed"], device="cuda")
+    shape, dtype, seed = task["shape"], task["dtype"], task["seed"]
+    x, g, dy = speed_inputs(shape, dtype, seed, device="cuda")
     rows = torch.tensor(task["rows"], device="cuda")
+    y, _ = mod.rmsnorm_forward(x, g)
     xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
-    y = mod.rmsnorm(xg, gg)
-    dx, dg = torch.autograd.grad(y, (xg, gg), dy)
-    out = {"y": y.detach()[rows], "dx": dx[rows], "dg": dg}
+    dx, dg = torch.autograd.grad(mod.rmsnorm(xg, gg), (xg, gg), dy)
+    out = {"y": y.detach()[rows], "dx": dx.detach()[rows], "dg": dg.detach()}
     del y, dx, dg
-    info = {"fwd_ms": time_cuda(lambda: mod.rmsnorm_forward(x, g)),
+    info = {"fwd_ms": time_cuda(lambda: mod.rmsnorm_forward(x, g)[0]),
             "fwdbwd_ms": time_cuda(lambda: torch.autograd.grad(mod.rmsnorm(xg, gg), (xg, gg), dy))}
+    for kind, names in (("fwd", ("y",)), ("fwdbwd", ("dx", "dg"))):
+        got = _gpu_timed(mod, kind, names, task, rows, info)
+        out.update({f"{k}_gpu": t for k, t in got.items()})
     return _plain(out, info)
+
+
+def _gpu_timed(mod, kind, names, task, rows, info) -> dict:
+    """One kind of step's GPU time into ``info``; the outputs of the graded run (or none)."""
+    import torch
+    shape, dtype, seed, device = task["shape"], task["dtype"], task["seed"], task.get("device", "cuda")
+    xs, gs, dys = statics = speed_inputs(shape, dtype, seed + DECOY_SEED, device=device)
+    if kind == "fwd":
+        def step():
+            return mod.rmsnorm_forward(xs, gs)[0]
+    else:
+        xs.requires_grad_(True)
+        gs.requires_grad_(True)
+
+        def step():
+            return torch.autograd.grad(mod.rmsnorm(xs, gs), (xs, gs), dys)
+    got = None
+    try:
+        info[f"{kind}_graph_ms"], got = run_graph(
+            step, statics, lambda s: speed_inputs(shape, dtype, seed + GRAPH_SEED, device, out=s), names)
+        got = {k: _timed_output(t, k, rows) for k, t in got.items()}
+    except NotCapturable as e:
+        info[f"{kind}_graph_error"] = str(e)
+    try:
+        last, info[f"{kind}_kernels"] = kernel_times(
+            step, lambda: speed_inputs(shape, dtype, seed + PROFILE_SEED, device, out=statics))
+    except Exception as e:                           # noqa: BLE001 -- the graph's time still stands
+        info[f"{kind}_profile_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        return got or {}
+    if got is None:                                  # no graph: the profiled step is the graded one
+        last = last if isinstance(last, (tuple, list)) else (last,)
+        got = {k: _timed_output(t, k, rows) for k, t in zip(names, last)}
+        info[f"{kind}_profiled_ms"] = sum(ms for _, ms in info[f"{kind}_kernels"])
+    return got
+
+
+def _timed_output(t, name, rows):
+    """A timed step's output as a plain tensor, before anything of the submission's runs again."""
+    c = _CUDA
+    if not isinstance(t, c["tensor_class"]):
+        return t                                     # _plain names what it is
+    t = c["as_subclass"](c["detach"](t), c["tensor_class"])
+    return c["clone"](t) if name == "dg" else c["index_select"](t, 0, rows)
 
 
 def signature(key: bytes, outputs_json: bytes, outputs_pt: bytes) -> str:

@@ -1,12 +1,17 @@
 """Benchmark your RMSNorm: `make bench` (or `python bench.py [--shapes 4096x4096 ...] [--out DIR]`).
 
-On a GPU (real Triton): for each dtype and shape, forward and backward milliseconds, GB/s and
-the percentage of the GPU's copy bandwidth, for your kernels and for PyTorch eager,
-torch.compile, torch.nn.functional.rms_norm and Liger-Kernel (when installed). "bwd" is the
-backward pass alone through autograd (a graph kept with retain_graph); the row "yours, no
-autograd" calls rmsnorm_backward directly: the gap between the two is host (CPU) time. Each
-shape runs in a fresh process (allocator state from earlier shapes skews later ones), one per
-visible GPU at a time. A plot of GB/s against N goes to build/bench_gpu.png.
+On a GPU (real Triton): for each dtype and shape, the forward and the forward+backward step
+(through autograd) of your kernels, PyTorch eager, torch.compile, torch.nn.functional.rms_norm
+and Liger-Kernel (when installed), timed two ways:
+
+- GPU time: the call captured once in a CUDA graph and replayed, i.e. the kernels alone, what the
+  GPU spends; shown with GB/s as a percentage of the GPU's copy bandwidth. Item 10 grades this.
+- wall time: the call launched from Python as usual, what a stopwatch sees: GPU time plus the
+  host's work (Python, autograd, allocations, kernel launches), which a model keeping the GPU
+  busy, or a CUDA graph, hides. "host ms" is the difference for a whole step.
+
+Each shape runs in a fresh process (allocator state from earlier shapes skews later ones), one
+per visible GPU at a time. A plot of GB/s against N goes to build/bench_gpu.png.
 
 On the CPU simulator, times say nothing about a GPU, so it shows what does carry over: the
 bytes your kernels move against the minimum a fused kernel needs, beside the bytes PyTorch eager
@@ -14,7 +19,8 @@ moves for the same work (from the simulator's log of host-side torch ops), as a 
 (build/bench_sim.png).
 
 Traffic counted: forward reads x and writes y (2·M·N elements); backward reads x and dy and
-writes dx (3·M·N). The copy bandwidth is measured in the same process: 2·M·N elements / time.
+writes dx (3·M·N), so a step moves 5·M·N. The copy bandwidth is measured in the same process:
+2·M·N elements / time.
 """
 import argparse
 import concurrent.futures
@@ -82,24 +88,39 @@ def measure_one(impl_path, dtype_name, M, N):
     out = torch.empty_like(x)
     res = {"copy": bench(lambda: out.copy_(x)), "providers": {}, "wrong": wrong_outputs(impl, x, g, dy)}
     for name, (fwd, diff) in providers(impl).items():
-        try:
-            res["providers"][name] = _time_provider(bench, fwd, diff, x, g, xg, gg, dy)
-        except Exception as e:                                   # noqa: BLE001 -- report, keep going
-            res["providers"][name] = {"error": f"{type(e).__name__}: {str(e)[:120]}"}
-        if name == "yours" and "error" not in res["providers"][name]:
-            _, r = impl.rmsnorm_forward(x, g)
-            res["providers"]["yours, no autograd"] = {"fwd": res["providers"][name]["fwd"],
-                                                      "bwd": bench(lambda: impl.rmsnorm_backward(dy, x, g, r))}
+        fwd = fwd or diff
+        steps = {"fwd": lambda: fwd(x, g), "fwdbwd": lambda: torch.autograd.grad(diff(xg, gg), (xg, gg), dy)}
+        t = res["providers"][name] = {}
+        for kind, step in steps.items():
+            try:
+                t[kind] = bench(step)
+            except Exception as e:                               # noqa: BLE001 -- report, keep going
+                t["error"] = f"{type(e).__name__}: {str(e)[:120]}"
+                break
+            try:
+                t[f"{kind}_gpu"] = bench(graphed(step))
+            except Exception as e:                               # noqa: BLE001 -- the wall time stands
+                t[f"{kind}_gpu_error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:120]}"
+                torch.cuda.synchronize()
     return res
 
 
-def _time_provider(bench, fwd, diff, x, g, xg, gg, dy) -> dict:
-    """Milliseconds of one provider: forward, backward alone (graph kept), forward+backward."""
-    f = bench(lambda: diff(x, g)) if fwd is None else bench(lambda: fwd(x, g))
-    y = diff(xg, gg)
-    b = bench(lambda: torch.autograd.grad(y, (xg, gg), dy, retain_graph=True))
-    fb = bench(lambda: torch.autograd.grad(diff(xg, gg), (xg, gg), dy))    # a fresh graph per call
-    return {"fwd": f, "bwd": b, "fwdbwd": fb}
+def graphed(step, warmup=3):
+    """``step`` captured in a CUDA graph; its replay runs the same kernels with no Python in between.
+
+    Warm-up calls on a side stream first (compilation, autotuning and the allocator settle), as
+    PyTorch's CUDA-graph recipe does. A step that reads a value back to the host (.item(),
+    printing a tensor) cannot be captured: capture raises."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
 
 
 def _run_one(impl_path, dtype_name, M, N, gpu):
@@ -142,9 +163,10 @@ def print_gpu_tables(rows):
     """rows: (dtype name, M, N, measure_one's dict) for each shape."""
     for dtype_name in DTYPES:
         elem = torch.empty((), dtype=DTYPES[dtype_name]).element_size()
-        print(f"\n{dtype_name}: ms, GB/s and % of copy bandwidth (forward 2·M·N, backward 3·M·N elements)")
-        print(f"{'shape':>12} {'copy GB/s':>9} {'provider':>19} {'fwd ms':>8} {'GB/s':>6} {'%':>4} "
-              f"{'bwd ms':>8} {'GB/s':>6} {'%':>4} {'fwd+bwd':>8}")
+        print(f"\n{dtype_name}: GPU time (a CUDA graph's replay: the kernels alone) with GB/s as % of copy "
+              f"bandwidth, and wall time (a normal call from Python), in ms; host = step wall - step GPU")
+        print(f"{'shape':>12} {'copy GB/s':>9} {'provider':>14} | {'fwd GPU':>8} {'%':>4} {'wall':>7} | "
+              f"{'step GPU':>8} {'%':>4} {'wall':>7} {'host':>7}")
         for d, M, N, r in rows:
             if d != dtype_name:
                 continue
@@ -153,15 +175,23 @@ def print_gpu_tables(rows):
                 print(f"{f'{M}x{N}':>12}  your outputs are wrong here, so your times mean little: {r['wrong']}")
             for name, t in r["providers"].items():
                 if "error" in t:
-                    print(f"{f'{M}x{N}':>12} {copy:>9.0f} {name:>19}  {t['error']}")
+                    print(f"{f'{M}x{N}':>12} {copy:>9.0f} {name:>14}   {t['error']}")
                     continue
-                fg, bg = 2 * M * N * elem / t["fwd"] / 1e6, 3 * M * N * elem / t["bwd"] / 1e6
-                fb = f"{t['fwdbwd']:>8.3f}" if t.get("fwdbwd") else f"{'':>8}"
-                print(f"{f'{M}x{N}':>12} {copy:>9.0f} {name:>19} {t['fwd']:>8.3f} {fg:>6.0f} {100 * fg / copy:>4.0f} "
-                      f"{t['bwd']:>8.3f} {bg:>6.0f} {100 * bg / copy:>4.0f} {fb}")
+                cells = []
+                for kind, elems in (("fwd", 2), ("fwdbwd", 5)):
+                    gpu = t.get(f"{kind}_gpu")
+                    pct = f"{100 * elems * M * N * elem / gpu / 1e6 / copy:>4.0f}" if gpu else f"{'':>4}"
+                    cells.append((f"{gpu:>8.3f}" if gpu else f"{'no graph':>8}") + f" {pct} {t[kind]:>7.3f}")
+                host = t["fwdbwd"] - t["fwdbwd_gpu"] if t.get("fwdbwd_gpu") else None
+                print(f"{f'{M}x{N}':>12} {copy:>9.0f} {name:>14} | {cells[0]} | {cells[1]} "
+                      + (f"{host:>7.3f}" if host is not None else f"{'':>7}"))
+                for kind in ("fwd", "fwdbwd"):
+                    if t.get(f"{kind}_gpu_error"):
+                        print(f"{'':>12} {'':>9} {'':>14}   {kind}: no CUDA graph: {t[f'{kind}_gpu_error']}")
 
 
 def plot_gpu(rows, path):
+    """GB/s against N: GPU time solid, wall time dashed, one colour per provider."""
     plt = _pyplot()
     if plt is None or not rows:
         return
@@ -169,26 +199,25 @@ def plot_gpu(rows, path):
     for i, dtype_name in enumerate(DTYPES):
         elem = torch.empty((), dtype=DTYPES[dtype_name]).element_size()
         big = sorted((N, M, r) for d, M, N, r in rows if d == dtype_name and M * N >= 2 ** 24)
-        for j, (kind, factor) in enumerate((("fwd", 2), ("bwd", 3))):
+        for j, (kind, factor) in enumerate((("fwd", 2), ("fwdbwd", 5))):
             ax = axes[i][j]
             names = sorted({n for _, _, r in big for n in r["providers"]})
-            for name in names:
-                if kind == "fwd" and name.endswith("no autograd"):      # the same forward as "yours"
-                    continue
-                pts = [(N, factor * M * N * elem / r["providers"][name][kind] / 1e6) for N, M, r in big
-                       if kind in r["providers"].get(name, {})]
-                if pts:
-                    ax.plot(*zip(*pts), marker="o", label=name)
-            ax.plot([N for N, _, _ in big], [2 * M * N * elem / r["copy"] / 1e6 for N, M, r in big], "k--",
+            for k, name in enumerate(names):
+                colour = f"C{k}"
+                for key, style, label in ((f"{kind}_gpu", "-", f"{name} GPU"), (kind, "--", f"{name} wall")):
+                    pts = [(N, factor * M * N * elem / r["providers"][name][key] / 1e6) for N, M, r in big
+                           if r["providers"].get(name, {}).get(key)]
+                    if pts:
+                        ax.plot(*zip(*pts), style, color=colour, marker="o", label=label)
+            ax.plot([N for N, _, _ in big], [2 * M * N * elem / r["copy"] / 1e6 for N, M, r in big], "k:",
                     label="copy")
             ax.set_xscale("log", base=2)
-            ax.set_title(f"{dtype_name} {'forward' if kind == 'fwd' else 'backward'}")
+            ax.set_title(f"{dtype_name} {'forward' if kind == 'fwd' else 'forward+backward step'}")
             ax.set_ylabel("GB/s")
             ax.grid(True, alpha=0.3)
             if i == 1:
                 ax.set_xlabel("N (M·N = 2^26)")
-    for ax in axes[0]:                        # the backward panels also show "yours, no autograd"
-        ax.legend(fontsize=8)
+    axes[0][1].legend(fontsize=7, ncol=2)
     _save(fig, path)
 
 

@@ -9,6 +9,7 @@ program RMSNorm forward and backward at each shape, and a persistent (grid-strid
 first call at the shape, into fresh output tensors, after a warm-up call on 8 rows (what a student
 waits for); "median" the median of several later calls (one for interpreter cases over 2 s).
 """
+import gc
 import os
 import statistics
 import sys
@@ -54,7 +55,12 @@ def softmax_case(K):
 
 
 def first_call(make, rows):
-    """Seconds of the first call at ``rows`` rows, after a warm-up call on 8 rows."""
+    """Seconds of the first call at ``rows`` rows, after a warm-up call on 8 rows.
+
+    The garbage of the case measured before is collected first: the interpreter leaves
+    gigabytes in reference cycles, and while they live the next case's outputs land on
+    memory the machine has never touched, whose first writes cost up to 10x more."""
+    gc.collect()
     make(8)()
     call = make(rows)
     t = time.perf_counter()

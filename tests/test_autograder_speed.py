@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from autograder import speed
-from autograder.check import reference
+from autograder.check import compare, reference
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -56,3 +56,172 @@ def test_time_cuda_takes_the_best_median_of_its_rounds(monkeypatch):
     assert ms == 2.0
     calls = next(clock)
     assert calls >= 3 * 5
+
+
+# -- kernels timed alone: a CUDA graph's replay, or the profiler, with CPU stand-ins --------------------
+SHAPE, SEED = (16, 32), 5
+
+
+class FakeGPU:
+    """CUDA graphs, events and the profiler on the CPU. A "kernel" is a Python function passed to
+    launch(): it runs at once, costs 1 ms of the fake GPU clock (and one profiler event), and runs
+    again on each replay of a graph that captured it."""
+
+    def __init__(self):
+        import contextlib
+        self.now, self.capturing, self.profiling = 0.0, None, None
+        gpu = self
+
+        class Graph:
+            def __init__(self):
+                self.kernels = []
+
+        class Event:
+            def __init__(self, enable_timing=True):
+                self.t = None
+
+        @contextlib.contextmanager
+        def graph(g):
+            gpu.capturing = g
+            try:
+                yield
+            finally:
+                gpu.capturing = None
+
+        class Profile:
+            def __init__(self, activities):
+                self.recorded = []
+
+            def __enter__(self):
+                gpu.profiling = self.recorded
+                return self
+
+            def __exit__(self, *exc):
+                gpu.profiling = None
+
+            def events(self):
+                return self.recorded
+
+        self.table = {"event": Event, "record": lambda ev: setattr(ev, "t", gpu.now),
+                      "elapsed": lambda a, b: b.t - a.t, "sync": lambda: None,
+                      "empty": lambda *a, **k: torch.empty(1) if k.get("device") == "cuda" else torch.empty(*a, **k),
+                      "graph_class": Graph, "graph": graph,
+                      "replay": lambda g: [k() for k in g.kernels], "stream_class": lambda: None,
+                      "current_stream": lambda: None, "use_stream": lambda s: contextlib.nullcontext(),
+                      "wait_stream": lambda a, b: None, "no_grad": torch.no_grad, "profile": Profile,
+                      "cuda_activity": "CUDA", "generator": torch.Generator, "manual_seed": torch.Generator.manual_seed,
+                      "randn": torch.randn, "rand": torch.rand, "copy": torch.Tensor.copy_, "add_": torch.Tensor.add_,
+                      "zero_": torch.Tensor.zero_, "tensor_class": torch.Tensor, "index_select": torch.index_select,
+                      "detach": torch.Tensor.detach, "clone": torch.Tensor.clone,
+                      "as_subclass": torch.Tensor.as_subclass}
+
+    def launch(self, kernel, name="rmsnorm_fwd_kernel", ms=1.0):
+        import types
+
+        def timed():
+            kernel()
+            self.now += ms
+            if self.profiling is not None:
+                self.profiling.append(types.SimpleNamespace(
+                    name=name, device_type="DeviceType.CUDA",
+                    time_range=types.SimpleNamespace(elapsed_us=lambda: ms * 1e3)))
+        timed()
+        if self.capturing is not None:
+            self.capturing.kernels.append(timed)
+
+
+def stand_in(gpu, cheat=None, sync=False):
+    """A submission's rmsnorm_forward on the fake GPU. cheat="capture": while a graph is captured, its
+    kernel copies the y of its last call instead of computing; cheat="profiler": while profiled, it
+    launches a copy of its last y; sync: it reads a value back to the host (not capturable)."""
+    class Mod:
+        last = None
+
+        @staticmethod
+        def rmsnorm_forward(x, g):
+            if sync and gpu.capturing is not None:
+                raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+            y = torch.empty_like(x)
+            lazy = ((cheat == "capture" and gpu.capturing is not None)
+                    or (cheat == "profiler" and gpu.profiling is not None))
+            if lazy and Mod.last is not None:
+                last = Mod.last
+                gpu.launch(lambda: y.copy_(last), name="copy_kernel")
+            else:
+                gpu.launch(lambda: y.copy_(reference(x, g)[0].to(x.dtype)))
+            Mod.last = y
+            return y, None
+    return Mod
+
+
+def timed(gpu, mod, monkeypatch):
+    """worker._gpu_timed's forward on the CPU: (info, outputs of the graded run, the reference they need)."""
+    from autograder import worker
+    monkeypatch.setattr(worker, "_CUDA", gpu.table)
+    info, rows = {"fwd_ms": 9.0}, torch.tensor([0, 3, 15])
+    task = {"shape": SHAPE, "dtype": "float32", "seed": SEED, "device": "cpu"}
+    got = worker._gpu_timed(mod, "fwd", ("y",), task, rows, info)
+    seed = SEED + (worker.GRAPH_SEED if "fwd_graph_ms" in info else worker.PROFILE_SEED)
+    x, ref = speed.reference_at_rows(SHAPE, "float32", seed, rows.tolist(), device="cpu")
+    return info, got, compare("y", got["y"], ref["y"], x) if "y" in got else "no y"
+
+
+def test_graph_replay_times_the_kernels_on_inputs_never_seen_before(monkeypatch):
+    gpu = FakeGPU()
+    info, got, wrong = timed(gpu, stand_in(gpu), monkeypatch)
+    assert info["fwd_graph_ms"] == 1.0 and wrong is None          # one kernel per replay, right outputs
+    assert info["fwd_kernels"] == [["rmsnorm_fwd_kernel", 1.0]] and "fwd_profiled_ms" not in info
+
+
+def test_a_captured_step_that_copies_earlier_outputs_is_caught(monkeypatch):
+    gpu = FakeGPU()
+    info, got, wrong = timed(gpu, stand_in(gpu, cheat="capture"), monkeypatch)
+    assert info["fwd_graph_ms"] == 1.0 and wrong is not None      # as fast as honest work, but stale y
+    ok, msg = speed.gpu_verdict("fwd", "float32", SHAPE, info, {"copy": 1.0, "fwd": 9.0}, 75, wrong, 3.2)
+    assert not ok and "gave wrong outputs" in msg and "under a CUDA graph or the profiler" in msg
+
+
+def test_a_step_that_cannot_be_captured_is_timed_by_the_profiler(monkeypatch):
+    gpu = FakeGPU()
+    info, got, wrong = timed(gpu, stand_in(gpu, sync=True), monkeypatch)
+    assert "operation not permitted when stream is capturing" in info["fwd_graph_error"]
+    assert info["fwd_profiled_ms"] == 1.0 and wrong is None
+    ok, msg = speed.gpu_verdict("fwd", "float32", SHAPE, info, {"copy": 1.0, "fwd": 9.0}, 75, wrong, 3.2)
+    assert ok and "the sum of its kernels' durations" in msg and "synchronises with the host" in msg
+
+
+def test_a_profiled_step_that_copies_earlier_outputs_is_caught(monkeypatch):
+    gpu = FakeGPU()
+    mod = stand_in(gpu, sync=True, cheat="profiler")
+    info, got, wrong = timed(gpu, mod, monkeypatch)
+    assert info["fwd_kernels"] == [["copy_kernel", 1.0]] and wrong is not None
+
+
+def test_gpu_verdict_grades_percent_of_copy_and_names_kernels_and_host_time():
+    shape = (16384, 4096)
+    base = {"copy": 0.15, "fwd": 1.0, "fwd_graph": 0.9}            # copy: 2 * 256 MB in 0.15 ms
+    info = {"fwd_ms": 0.5, "fwd_graph_ms": 0.16, "fwd_kernels": [["rmsnorm_fwd_kernel", 0.155], ["fill", 0.005]]}
+    ok, msg = speed.gpu_verdict("fwd", "float32", shape, info, base, 75, None, 3.2)
+    assert ok and "0.160 ms on the GPU (replayed from a CUDA graph)" in msg and "94% of copy" in msg
+    assert "75% needed" in msg and "5.62x eager PyTorch's kernels" in msg
+    assert "rmsnorm_fwd_kernel 0.155 ms (1.0 copies of x)" in msg and "at least 1 copies" in msg
+    assert "0.340 ms of it is host time" in msg and "not graded" in msg
+    from autograder.calibrate import GPU, KX, WALL
+    m, k, w = GPU.search(msg), KX.search(msg), WALL.search(msg)
+    assert m["how"] == "replayed" and int(m["pct"]) == 94 and float(k["x"]) == 5.62 and float(w["x"]) == 2.0
+
+    ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_graph_ms=0.3), base, 75, None, 3.2)
+    assert not ok and "50% of copy" in msg and "To go faster" in msg
+
+    ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_graph_ms=0.01), base, 75, None, 3.2)
+    assert not ok and "faster than copying the data" in msg and "not used" in msg
+
+
+def test_without_any_gpu_time_the_wall_time_is_graded():
+    shape = (16384, 4096)
+    base = {"copy": 0.15, "fwd": 1.0}
+    info = {"fwd_ms": 0.25, "fwd_graph_error": "RuntimeError: x", "fwd_profile_error": "RuntimeError: no CUPTI"}
+    ok, msg = speed.gpu_verdict("fwd", "float32", shape, info, base, 75, None, 3.2)
+    assert ok and "4.00x PyTorch eager" in msg and "the wall time was graded" in msg
+    ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_ms=0.5), base, 75, None, 3.2)
+    assert not ok and "2.00x PyTorch eager" in msg

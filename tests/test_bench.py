@@ -58,18 +58,20 @@ def test_gpu_tables_and_plot_from_measurements(tmp_path, capsys):
     M, N = 1024, 4096
     copy = 0.0084                                  # ms for 2·M·N fp32 elements: 3995 GB/s
     row = {"copy": copy, "providers": {
-        "yours": {"fwd": copy, "bwd": 3 * copy, "fwdbwd": 5 * copy},
-        "yours, no autograd": {"fwd": copy, "bwd": 1.5 * copy},
+        "yours": {"fwd": 3 * copy, "fwd_gpu": copy, "fwdbwd": 10 * copy, "fwdbwd_gpu": 2.5 * copy},
+        "F.rms_norm": {"fwd": 2 * copy, "fwd_gpu": 2 * copy, "fwdbwd": 12 * copy,
+                       "fwdbwd_gpu_error": "RuntimeError: operation not permitted when stream is capturing"},
         "Liger": {"error": "RuntimeError: boom"}}}
     rows = [("fp32", M, N, row)]
     bench.print_gpu_tables(rows)
     out = capsys.readouterr().out
-    lines = {ln.split("  ")[0].strip() + "|" + ln[22:42].strip(): ln.split() for ln in out.splitlines()
-             if ln.strip().startswith(f"{M}x{N}")}
-    yours = next(v for k, v in lines.items() if k.endswith("|yours"))
-    assert yours[-7:] == ["0.008", "3995", "100", "0.025", "1997", "50", "0.042"], yours
-    direct = next(v for k, v in lines.items() if k.endswith("no autograd"))
-    assert direct[-3:] == ["0.013", "3995", "100"], direct            # 3·M·N elements in 1.5 copies
+    lines = {ln.split("|")[0].split()[-1]: ln.split() for ln in out.splitlines()
+             if ln.strip().startswith(f"{M}x{N}") and "|" in ln}
+    # fwd: GPU ms, % of copy, wall ms | step: GPU ms, % of copy (5·M·N elements in 2.5 copies), wall, host ms
+    assert lines["yours"][-9:] == ["|", "0.008", "100", "0.025", "|", "0.021", "100", "0.084", "0.063"], lines
+    assert lines["F.rms_norm"][-6:] == ["50", "0.017", "|", "no", "graph", "0.101"], lines
+    assert "fwdbwd: no CUDA graph: RuntimeError: operation not permitted" in out
     assert "RuntimeError: boom" in out
     bench.plot_gpu(rows * 1 + [("bf16", 2 * M, N, row)], tmp_path / "gpu.png")
     assert (tmp_path / "gpu.png").stat().st_size > 10_000
+

@@ -165,3 +165,10 @@ def test_every_picture_the_handout_shows_exists(lang):
     for p in pictures:
         png = (HANDOUTS[lang].parent / p).read_bytes()
         assert png.startswith(b"\x89PNG"), p
+
+
+@pytest.mark.parametrize("lang", HANDOUTS)
+def test_item_10_thresholds_in_the_handout_are_the_graders(lang):
+    grading = section(TEXT[lang], 8)
+    for part, pct in rubric.COPY_NEEDED.items():
+        assert f"{pct}%" in grading, (part, pct)

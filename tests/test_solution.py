@@ -186,3 +186,68 @@ def test_forward_is_fused():
     assert a["x_ptr"].loaded == M * N and a["y_ptr"].stored == M * N and a["r_ptr"].stored == M
     assert a["g_ptr"].loaded <= launch.programs * N
     assert all(op.reads < M * N for op in rec.host_ops), rec.host_ops
+
+
+# -- on a GPU: the step is capture-safe and compile-safe (what item 10 and a real model rely on) ----------
+cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA and Triton")
+
+
+@cuda_only
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_step_is_captured_in_a_cuda_graph_and_replays_on_new_inputs(dtype):
+    """No host synchronisation in the wrappers: forward+backward through autograd captures, and a
+    replay after new values are copied into the inputs gives those inputs' results."""
+    S = solution("triton")
+    x, g, dy = make((1024, 4096), dtype, seed=1, device="cuda")
+    x.requires_grad_(True)
+    g.requires_grad_(True)
+
+    def step():
+        return torch.autograd.grad(S.rmsnorm(x, g), (x, g), dy)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        dx, dg = step()
+    x2, g2, dy2 = make((1024, 4096), dtype, seed=2, device="cuda")
+    with torch.no_grad():
+        x.copy_(x2)
+        g.copy_(g2)
+        dy.copy_(dy2)
+    graph.replay()
+    torch.cuda.synchronize()
+    _, _, dx_ref, dg_ref = reference(x2, g2, dy2)
+    assert_matches("dx", dx, dx_ref, x2)
+    assert_matches("dg", dg.float(), dg_ref, x2, dtype=dtype)
+
+
+@cuda_only
+def test_torch_compile_fullgraph_gives_the_same_results():
+    """A module using rmsnorm compiles without graph breaks (fullgraph=True) and computes the same."""
+    S = solution("triton")
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.g = torch.nn.Parameter(torch.rand(2048, device="cuda") + 0.5)
+
+        def forward(self, x):
+            return S.rmsnorm(x * 2.0, self.g) + 1.0
+
+    torch._dynamo.reset()
+    block = Block()
+    compiled = torch.compile(block, fullgraph=True)
+    x, _, dy = make((256, 2048), torch.float32, seed=3, device="cuda")
+    xa, xb = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    ya, yb = block(xa), compiled(xb)
+    ya.backward(dy)
+    ga = block.g.grad.clone()
+    block.g.grad = None
+    yb.backward(dy)
+    torch.testing.assert_close(yb, ya, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(xb.grad, xa.grad, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(block.g.grad, ga, rtol=1e-5, atol=1e-4)

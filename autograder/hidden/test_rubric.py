@@ -11,9 +11,9 @@ import torch
 from autograder.decorators import number, visibility, weight
 
 from autograder.check import DTYPE_NAMES, compare, describe, reference
-from autograder.rubric import PARTS, SPEEDUP_NEEDED
-from autograder.speed import baseline_times, reference_at_rows, verdict
-from autograder.worker import apply_view
+from autograder.rubric import COPY_NEEDED, PARTS, SPEEDUP_NEEDED
+from autograder.speed import baseline_times, gpu_verdict, reference_at_rows
+from autograder.worker import GRAPH_SEED, PROFILE_SEED, apply_view
 
 from autograder.hidden.cases import (CORE, GPU_ROBUST, GPU_ROBUST_PARTS, HOST_CHECK, ROBUST, ROBUST_PARTS,
                                      SPEED_ROWS, SPEED_SEED, SPEED_SHAPE)
@@ -455,10 +455,31 @@ def baseline(gpu):
 _REFERENCES = {}
 
 
-def _speed_reference(dtype):
-    if dtype not in _REFERENCES:
-        _REFERENCES[dtype] = reference_at_rows(SPEED_SHAPE, dtype, SPEED_SEED, SPEED_ROWS)
-    return _REFERENCES[dtype]
+def _speed_reference(dtype, seed=SPEED_SEED):
+    if (dtype, seed) not in _REFERENCES:
+        _REFERENCES[dtype, seed] = reference_at_rows(SPEED_SHAPE, dtype, seed, SPEED_ROWS)
+    return _REFERENCES[dtype, seed]
+
+
+def _timed_outputs_wrong(outcome, dtype, kind, info, story):
+    """What is wrong with the outputs of the GPU-timed run (None if nothing): they were computed on
+    inputs the submission had not seen before (the graph's replay, or the profiled call)."""
+    names = ("y",) if kind == "fwd" else ("dx", "dg")
+    if info.get(f"{kind}_graph_ms"):
+        seed = SPEED_SEED + GRAPH_SEED
+    elif info.get(f"{kind}_profiled_ms"):
+        seed = SPEED_SEED + PROFILE_SEED
+    else:
+        return None                                  # no GPU time: the wall time is graded
+    x, ref = _speed_reference(dtype, seed)
+    for n in names:
+        got = outcome.tensors.get(f"speed_{dtype}.{n}_gpu")
+        if got is None:
+            return f"{n} of the timed run did not come back"
+        wrong = compare(n, got, ref[n], x, story=story, n_rows=SPEED_SHAPE[0])
+        if wrong:
+            return wrong
+    return None
 
 
 def _speed(gpu, baseline, part, record_property):
@@ -469,7 +490,10 @@ def _speed(gpu, baseline, part, record_property):
     story = (f"x of shape {SPEED_SHAPE} {DTYPE_NAMES[getattr(torch, dtype)]} (the timing input; y and dx "
              f"compared at rows {SPEED_ROWS})")
     check(outcome, f"speed_{dtype}", names, x, ref, story, n_rows=SPEED_SHAPE[0])
-    ok, msg = verdict(kind, dtype, SPEED_SHAPE, info[f"{kind}_ms"], baseline[dtype], SPEEDUP_NEEDED[part])
+    wrong = _timed_outputs_wrong(outcome, dtype, kind, info, story.replace("(the timing input;",
+                                                                           "(new timing inputs;"))
+    ok, msg = gpu_verdict(kind, dtype, SPEED_SHAPE, info, baseline[dtype], COPY_NEEDED[part], wrong,
+                          SPEEDUP_NEEDED[part])
     record_property("output", msg)
     if not ok:
         fail(msg)

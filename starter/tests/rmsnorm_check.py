@@ -52,7 +52,12 @@ def load_impl(path, backend=None, name="student_rmsnorm"):
     with _env(**env):
         spec = importlib.util.spec_from_file_location(f"{name}_{backend or 'auto'}", path)
         mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        sys.modules[spec.name] = mod                   # importable by name, as torch.compile needs
+        try:
+            spec.loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[spec.name]
+            raise
     return mod
 
 

@@ -5,6 +5,10 @@
 - rows_partial_dg: the lecture's backward, one program per row and an M x N fp32 partial dg
   buffer summed by the host (full credit on the simulator, no extra credit; the GPU speed
   thresholds are calibrated against it).
+- torch_backward: the solution's forward kernel, its backward left to PyTorch eager (the
+  forward+backward GPU parts must fail it; item 10 only: it assumes 2-D inputs).
+- host_sync: the solution with a check in its forward wrapper that reads a value back to the host
+  (it cannot be captured in a CUDA graph: item 10 times its kernels with the profiler instead).
 """
 import sys
 from pathlib import Path
@@ -13,6 +17,15 @@ SOLUTION = Path(__file__).resolve().parents[2] / "solution" / "rmsnorm.py"
 EDITS = {
     "rows_partial_dg": [('def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):',
                          'def rmsnorm_backward(dy, x, g, r, dg_reduction="rows"):')],
+    "torch_backward": [("        dx, dg = rmsnorm_backward(dy, x, g, r)\n",
+                        "        xf, dyf, rr = x.float(), dy.float(), r.view(-1, 1).float()\n"
+                        "        dyg = dyf * g.float()\n"
+                        "        dx = (rr * (dyg - xf * rr * rr * (dyg * xf).mean(-1, keepdim=True))).to(x.dtype)\n"
+                        "        dg = (dyf * xf * rr).sum(0).to(g.dtype)\n")],
+    "host_sync": [("    return y.view(x.shape), r\n",
+                   "    if not torch.isfinite(r).all():\n"
+                   "        raise ValueError(\"x has a row that is not finite\")\n"
+                   "    return y.view(x.shape), r\n")],
 }
 
 

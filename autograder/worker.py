@@ -258,9 +258,23 @@ def captured(step, warmup=3):
             out = step()
     except Exception as e:                           # noqa: BLE001 -- whatever stops the capture is reported
         c["sync"]()
-        first = (str(e).strip().splitlines() or [""])[0]
-        raise NotCapturable(f"{type(e).__name__}: {first[:200]}") from None
+        raise NotCapturable(capture_failure(e)) from None
     return (lambda: c["replay"](graph)), out
+
+
+def capture_failure(e: BaseException) -> str:
+    """What stopped a capture, for the student: the first error (a failed capture raises again when
+    it ends, with the first one as its context) and the line of the submission that raised it."""
+    while e.__context__ is not None and e.__context__ is not e:
+        e = e.__context__
+    first = (str(e).strip().splitlines() or [""])[0][:200]
+    libraries = tuple(str(Path(m.__file__).parent) for m in (sys.modules.get("torch"), sys.modules.get("triton"))
+                      if m is not None and getattr(m, "__file__", None)) + (str(Path(__file__).parent),)
+    where = None
+    for frame in traceback.extract_tb(e.__traceback__):
+        if not frame.filename.startswith(libraries) and not frame.filename.startswith("<"):
+            where = f"{Path(frame.filename).name} line {frame.lineno}: {(frame.line or '').strip()[:100]}"
+    return f"{type(e).__name__}: {first}" + (f", raised at {where}" if where else "")
 
 
 def run_graph(step, static_inputs, fresh, names):

@@ -225,3 +225,25 @@ def test_without_any_gpu_time_the_wall_time_is_graded():
     assert ok and "4.00x PyTorch eager" in msg and "the wall time was graded" in msg
     ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_ms=0.5), base, 75, None, 3.2)
     assert not ok and "2.00x PyTorch eager" in msg
+
+
+def test_a_failed_capture_names_the_first_error_and_the_submissions_line(tmp_path):
+    """A sync under capture raises inside torch, called from the submission's line; the capture then fails
+    again as it ends, with the first error as its context. The message gives the first error and the line."""
+    from pathlib import Path
+    from autograder import worker
+    ns = {}
+    torch_side = ("def item():\n    raise RuntimeError('CUDA error: operation not permitted when stream is "
+                  "capturing\\nCUDA kernel errors might be asynchronously reported')\n")
+    exec(compile(torch_side, str(Path(torch.__file__).parent / "_fake_sync.py"), "exec"), ns)
+    sub = tmp_path / "rmsnorm.py"
+    sub.write_text("def forward(item):\n    if item():\n        raise ValueError('nan')\n")
+    exec(compile(sub.read_text(), str(sub), "exec"), ns)
+    with pytest.raises(RuntimeError) as info:
+        try:
+            ns["forward"](ns["item"])
+        except RuntimeError:
+            raise RuntimeError("CUDA error: operation failed due to a previous error during capture")
+    msg = worker.capture_failure(info.value)
+    assert msg.startswith("RuntimeError: CUDA error: operation not permitted when stream is capturing"), msg
+    assert "asynchronously" not in msg and msg.endswith("raised at rmsnorm.py line 2: if item():"), msg

@@ -21,9 +21,9 @@ from pathlib import Path
 from . import config, grade
 from .rubric import COPY_NEEDED, PARTS
 
-GPU = re.compile(r"your kernels took (?P<ms>[\d.]+) ms on the GPU \((?P<how>\w+).*?= (?P<pct>\d+)% of copy", re.S)
-KX = re.compile(r"; (?P<x>[\d.]+)x eager PyTorch's kernels")
-WALL = re.compile(r"A normal call takes (?P<ms>[\d.]+) ms of wall time \((?P<x>[\d.]+)x eager")
+GPU = re.compile(r"the GPU ran your [\w+]+ in (?P<ms>[\d.]+) ms \((?P<how>\w+).*?= (?P<pct>\d+)% of copy", re.S)
+KX = re.compile(r"; (?P<x>[\d.]+)x as fast as eager PyTorch's kernels")
+WALL = re.compile(r"A normal call takes (?P<ms>[\d.]+) ms of wall time \((?P<x>[\d.]+)x as fast as eager")
 
 
 def _name(sub: Path) -> str:

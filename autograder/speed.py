@@ -65,20 +65,26 @@ SHORT = {"float32": "fp32", "bfloat16": "bf16"}
 LEAST_COPIES = {"fwd": (1.0, "read x, write y"), "fwdbwd": (2.5, "forward 1; backward 1.5: read x and dy, write dx")}
 
 
-def gpu_time(kind: str, info: dict) -> tuple[float | None, str]:
-    """(milliseconds, how they were measured): the graded GPU time of one kind of step.
+# The kernels the assignment names, and the least time each can take, in copies of x.
+OWN_KERNELS = {"rmsnorm_fwd_kernel": 1.0, "rmsnorm_bwd_kernel": 1.5}
+PYTORCH_PREFIXES = ("at::", "cub", "Memcpy", "Memset", "elementwise_kernel", "reduce_kernel")
+
+
+def gpu_time(kind: str, info: dict) -> tuple[float | None, str, str]:
+    """(milliseconds, how they were measured, a note): the graded GPU time of one kind of step.
 
     A CUDA graph's replay when the step could be captured; else the sum of its kernels'
-    durations from the profiler; None when neither was measured."""
+    durations from the profiler (the note then says why it could not be captured); None when
+    neither was measured."""
     if info.get(f"{kind}_graph_ms"):
-        return info[f"{kind}_graph_ms"], "replayed from a CUDA graph"
+        return info[f"{kind}_graph_ms"], "replayed from a CUDA graph", ""
     if info.get(f"{kind}_profiled_ms"):
         why = info.get(f"{kind}_graph_error", "")
-        return info[f"{kind}_profiled_ms"], (
-            f"the sum of its kernels' durations: it could not be captured in a CUDA graph ({why}); a "
-            f"wrapper that synchronises with the host (.item(), .cpu(), printing or testing a tensor's "
-            f"value) cannot be, and in a model it stalls the GPU")
-    return None, info.get(f"{kind}_graph_error") or info.get(f"{kind}_profile_error") or "no GPU time"
+        return info[f"{kind}_profiled_ms"], "the profiler's sum of the kernels' durations", (
+            f" It could not be captured in a CUDA graph ({why}): your wrapper makes Python wait for the GPU "
+            f"(.item(), .cpu(), printing or testing a tensor's value do). That costs no points here, since "
+            f"the profiler timed your kernels, but in a model it leaves the GPU idle at every call: remove it.")
+    return None, info.get(f"{kind}_graph_error") or info.get(f"{kind}_profile_error") or "no GPU time", ""
 
 
 def kernel_name(name: str) -> str:
@@ -90,35 +96,67 @@ def kernel_name(name: str) -> str:
     return name.strip()[:60] or "?"
 
 
+def is_pytorch(name: str) -> bool:
+    return kernel_name(name).startswith(PYTORCH_PREFIXES)
+
+
 def kernel_list(kind: str, info: dict, base: dict, top: int = 4) -> str:
-    """Each kernel's time per step, in copies of x: "rmsnorm_bwd_kernel 0.122 ms (1.6 copies)"."""
+    """Each kernel's time per step, and the time of how many copies of x that is."""
     kernels = info.get(f"{kind}_kernels") or []
     if not kernels:
         return ""
-    shown = [f"{kernel_name(name)} {ms:.3f} ms ({ms / base['copy']:.1f} copies of x)" for name, ms in kernels[:top]]
-    rest = sum(ms for _, ms in kernels[top:])
+    shown = [f"{kernel_name(name)}{' (PyTorch)' if is_pytorch(name) else ''} {ms:.3f} ms "
+             f"({ms / base['copy']:.1f} copies)" for name, ms in kernels[:top]]
+    rest = kernels[top:]
     if rest:
-        shown.append(f"{len(kernels) - top} more {rest:.3f} ms")
+        shown.append(f"{len(rest)} more kernel{'s' if len(rest) > 1 else ''}: {sum(ms for _, ms in rest):.3f} ms "
+                     f"in all")
     least, why = LEAST_COPIES[kind]
-    return (f" Per step on the GPU: {'; '.join(shown)}. A copy of x takes {base['copy']:.3f} ms; a {WHAT[kind]} "
-            f"takes at least {least:g} copies ({why}).")
+    return (f" Time per kernel, and as how many copies of x (reading and writing one x-sized tensor: "
+            f"{base['copy']:.3f} ms) it takes: {'; '.join(shown)}. A {WHAT[kind]} needs at least "
+            f"{least:g} cop{'y' if least == 1 else 'ies'} ({why}).")
+
+
+def advice(kind: str, info: dict, base: dict) -> str:
+    """What to try, from where the time went: PyTorch operations, or one of the student's kernels
+    taking well over the least it could."""
+    kernels = info.get(f"{kind}_kernels") or []
+    total = sum(ms for _, ms in kernels)
+    tips = []
+    torch_ms = sum(ms for name, ms in kernels if is_pytorch(name))
+    if total and torch_ms > 0.15 * total:
+        tips.append(f"{100 * torch_ms / total:.0f}% of this GPU time is PyTorch operations (the kernels marked "
+                    f"PyTorch) run by your Python code: each reads and writes whole tensors; do that work in "
+                    f"your kernels instead")
+    for name, ms in kernels:
+        least = OWN_KERNELS.get(kernel_name(name))
+        if least and ms / base["copy"] > 1.2 * least:
+            tips.append(f"{kernel_name(name)} takes as long as {ms / base['copy']:.1f} copies of x where {least:g} "
+                        f"is the least: it moves more bytes than it must (x read twice, as when a block shorter "
+                        f"than the row makes it loop over the row twice; an M x N buffer written and read back), "
+                        f"or keeps too few loads in flight (tiny blocks, too few programs or warps)")
+    if not tips:
+        tips.append("move fewer bytes: read x (and dy) once, write each output once, and keep enough loads in "
+                    "flight (a whole row per block where it fits, enough programs and warps)")
+    return (" To go faster: " + "; ".join(tips) + ". `make bench` shows your GPU time as the grader measures it, "
+            "beside the wall time.")
 
 
 def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct: float,
                 wrong: str | None, wall_needed: float) -> tuple[bool, str]:
-    """(passed, message): the GPU time of the submission's kernels as a percentage of copy bandwidth.
+    """(passed, message): the GPU time of the submission's step as a percentage of copy bandwidth.
 
     The kernels' own time is graded, not the wall clock: at this shape a call's host time (Python,
     autograd, allocations, launches) is up to twice its kernels' time and varies between runs,
     while a model hides it (CUDA graphs, or a GPU kept busy). The message says which kernels took
-    the time, and how much of a normal call was host time."""
+    the time, how much of a normal call was host time, and what to try when the part fails."""
     what, name = WHAT[kind], SHORT[dtype]
     head = f"{what} {name} at {shape[0]}x{shape[1]}"
     if wrong:
         return False, (f"{head}: while it was being timed (replayed from a CUDA graph with new inputs, or "
                        f"profiled), your {what} gave wrong outputs ({wrong}); it is right when called "
                        f"normally. Does your wrapper behave differently under a CUDA graph or the profiler?")
-    ms, how = gpu_time(kind, info)
+    ms, how, note = gpu_time(kind, info)
     nbytes = traffic_bytes(kind, shape, dtype)
     copy_gbs = traffic_bytes("fwd", shape, dtype) / base["copy"] / 1e6      # a copy moves what a forward does
     if ms is None:                                   # the profiler failed too: the wall clock decides
@@ -130,20 +168,20 @@ def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct
                        f"measurement was tampered with or broken, and is not used")
     pct = 100 * gbs / copy_gbs
     eager_kernels = base.get(f"{kind}_graph")
-    msg = (f"{head}: your kernels took {ms:.3f} ms on the GPU ({how}), {gbs:.0f} GB/s = {pct:.0f}% of copy "
-           f"bandwidth ({copy_gbs:.0f} GB/s); {needed_pct:.0f}% needed" +
-           (f"; {eager_kernels / ms:.2f}x eager PyTorch's kernels ({eager_kernels:.3f} ms)" if eager_kernels
-            else "") + "." + kernel_list(kind, info, base))
+    msg = (f"{head}: the GPU ran your {what} in {ms:.3f} ms ({how}): {gbs:.0f} GB/s = {pct:.0f}% of copy "
+           f"bandwidth (a plain copy on this GPU: {copy_gbs:.0f} GB/s); {needed_pct:.0f}% needed" +
+           (f"; {eager_kernels / ms:.2f}x as fast as eager PyTorch's kernels ({eager_kernels:.3f} ms)"
+            if eager_kernels else "") + "." + note + kernel_list(kind, info, base))
     wall = info.get(f"{kind}_ms")
     if wall:
-        msg += (f" A normal call takes {wall:.3f} ms of wall time ({base[kind] / wall:.2f}x eager's "
+        host = wall - ms
+        msg += (f" A normal call takes {wall:.3f} ms of wall time ({base[kind] / wall:.2f}x as fast as eager's "
                 f"{base[kind]:.3f} ms)" +
-                (f": {wall - ms:.3f} ms of it is host time (Python, autograd, allocations, launches), which "
-                 f"is not graded" if wall - ms > 0.005 else "") + ".")
+                (f": {host:.3f} ms of it is host time (Python, autograd, allocations, launches) that the GPU "
+                 f"waited for; not graded" if host > 0.005 else
+                 ": the host's work (Python, autograd, launches) overlapped the GPU's") + ".")
     if pct < needed_pct:
-        msg += (" To go faster, move fewer bytes: a kernel well above its share of copies re-reads x, writes and "
-                "reads back an M x N buffer, or runs blocks too small to keep the memory busy. `make bench` "
-                "times your forward and backward.")
+        msg += advice(kind, info, base)
     return pct >= needed_pct, msg
 
 

@@ -187,7 +187,7 @@ def test_a_step_that_cannot_be_captured_is_timed_by_the_profiler(monkeypatch):
     assert "operation not permitted when stream is capturing" in info["fwd_graph_error"]
     assert info["fwd_profiled_ms"] == 1.0 and wrong is None
     ok, msg = speed.gpu_verdict("fwd", "float32", SHAPE, info, {"copy": 1.0, "fwd": 9.0}, 75, wrong, 3.2)
-    assert ok and "the sum of its kernels' durations" in msg and "synchronises with the host" in msg
+    assert ok and "the profiler's sum of the kernels' durations" in msg and "makes Python wait for the GPU" in msg
 
 
 def test_a_profiled_step_that_copies_earlier_outputs_is_caught(monkeypatch):
@@ -200,21 +200,37 @@ def test_a_profiled_step_that_copies_earlier_outputs_is_caught(monkeypatch):
 def test_gpu_verdict_grades_percent_of_copy_and_names_kernels_and_host_time():
     shape = (16384, 4096)
     base = {"copy": 0.15, "fwd": 1.0, "fwd_graph": 0.9}            # copy: 2 * 256 MB in 0.15 ms
-    info = {"fwd_ms": 0.5, "fwd_graph_ms": 0.16, "fwd_kernels": [["rmsnorm_fwd_kernel", 0.155], ["fill", 0.005]]}
+    info = {"fwd_ms": 0.5, "fwd_graph_ms": 0.16,
+            "fwd_kernels": [["rmsnorm_fwd_kernel", 0.155], ["void at::native::reduce_kernel<512, 1>(x)", 0.005]]}
     ok, msg = speed.gpu_verdict("fwd", "float32", shape, info, base, 75, None, 3.2)
-    assert ok and "0.160 ms on the GPU (replayed from a CUDA graph)" in msg and "94% of copy" in msg
-    assert "75% needed" in msg and "5.62x eager PyTorch's kernels" in msg
-    assert "rmsnorm_fwd_kernel 0.155 ms (1.0 copies of x)" in msg and "at least 1 copies" in msg
-    assert "0.340 ms of it is host time" in msg and "not graded" in msg
+    assert ok and "the GPU ran your forward in 0.160 ms (replayed from a CUDA graph)" in msg and "94% of copy" in msg
+    assert "75% needed" in msg and "5.62x as fast as eager PyTorch's kernels" in msg
+    assert "rmsnorm_fwd_kernel 0.155 ms (1.0 copies)" in msg and "at least 1 copy (" in msg
+    assert "at::native::reduce_kernel (PyTorch) 0.005 ms" in msg
+    assert "0.340 ms of it is host time" in msg and "not graded" in msg and "To go faster" not in msg
     from autograder.calibrate import GPU, KX, WALL
     m, k, w = GPU.search(msg), KX.search(msg), WALL.search(msg)
     assert m["how"] == "replayed" and int(m["pct"]) == 94 and float(k["x"]) == 5.62 and float(w["x"]) == 2.0
 
-    ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_graph_ms=0.3), base, 75, None, 3.2)
-    assert not ok and "50% of copy" in msg and "To go faster" in msg
+    ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_graph_ms=0.3, fwd_ms=0.3), base, 75, None,
+                                3.2)
+    assert not ok and "50% of copy" in msg and "the host's work (Python, autograd, launches) overlapped" in msg
 
     ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_graph_ms=0.01), base, 75, None, 3.2)
     assert not ok and "faster than copying the data" in msg and "not used" in msg
+
+
+@pytest.mark.parametrize("kernels, says", [
+    ([["rmsnorm_fwd_kernel", 0.15], ["void at::native::elementwise_kernel<4>(x)", 0.3]],
+     "67% of this GPU time is PyTorch operations"),
+    ([["rmsnorm_fwd_kernel", 0.225]], "rmsnorm_fwd_kernel takes as long as 1.5 copies of x where 1 is the least"),
+    ([["my_kernel", 0.3]], "move fewer bytes: read x (and dy) once"),
+], ids=["pytorch ops", "slow own kernel", "unknown kernel"])
+def test_a_failing_part_says_where_the_time_went_and_what_to_try(kernels, says):
+    base = {"copy": 0.15, "fwd": 1.0}
+    info = {"fwd_ms": 0.5, "fwd_graph_ms": sum(ms for _, ms in kernels), "fwd_kernels": kernels}
+    ok, msg = speed.gpu_verdict("fwd", "float32", (16384, 4096), info, base, 75, None, 3.2)
+    assert not ok and "To go faster: " in msg and says in msg and "`make bench`" in msg, msg
 
 
 def test_without_any_gpu_time_the_wall_time_is_graded():

@@ -18,3 +18,13 @@ def test_every_swept_configuration_is_correct(monkeypatch, capsys):
     n_bm = len(grid["block_m"])
     assert out.count("bwd+sum") == 2 * per_pass * (n_bm + 1 + n_bm), out
     assert out.count("fwd ") == 2 * len(fwd["warps"]) * (len(fwd["block_m"]) + 1 + len(fwd["block_m"])), out
+
+
+def test_warps_can_be_chosen_up_to_triton_s_32(monkeypatch, capsys):
+    monkeypatch.setenv("MINI_TRITON", "1")
+    import tune_kernels
+    rc = tune_kernels.main(["--shapes", "8x256", "--dtypes", "fp32", "--warps", "32"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "WRONG" not in out, out
+    lines = [ln for ln in out.splitlines() if ln.strip().startswith(("fwd ", "bwd+sum"))]
+    assert lines and all("warps=32" in ln for ln in lines), out

@@ -1,6 +1,7 @@
 """Sweep launch configurations of the reference kernels and print a table (for tuning `_config`).
 
     python3 tests/tune_kernels.py [--shapes 16384x4096 ...] [--dtypes fp32 bf16] [--quick] [--top K]
+                                  [--kernels fwd bwd] [--warps 16 32]
 
 Times the kernels alone (no autograd, no allocation) with triton.testing.do_bench, for
 forward BLOCK_M x num_warps and backward programs-per-SM x BLOCK_M x num_warps x num_stages
@@ -32,7 +33,7 @@ def passes_for(impl, N):
     return [(True, block_n)] if single else [(False, block_n), (True, impl.triton.next_power_of_2(N))]
 
 
-def sweep(impl, M, N, dtype, bwd_grid, bench, kernels=("fwd", "bwd")):
+def sweep(impl, M, N, dtype, bwd_grid, bench, kernels=("fwd", "bwd"), fwd_grid=None):
     dev = impl.DEVICE
     x = torch.randn(M, N, device=dev, dtype=dtype)
     g = torch.rand(N, device=dev, dtype=dtype) + 0.5
@@ -48,7 +49,8 @@ def sweep(impl, M, N, dtype, bwd_grid, bench, kernels=("fwd", "bwd")):
     rows = []
     for single, block_n in passes_for(impl, N):
         how = "" if single == (N <= impl.MAX_FUSED_N) else f" BLOCK_N={block_n}"
-        for bm, w in itertools.product(FWD_GRID["block_m"], FWD_GRID["warps"]):
+        fwd_grid = fwd_grid or FWD_GRID
+        for bm, w in itertools.product(fwd_grid["block_m"], fwd_grid["warps"]):
             if "fwd" not in kernels or not single and bm != 1:
                 continue
             launch = lambda: impl.rmsnorm_fwd_kernel[(impl.triton.cdiv(M, bm),)](  # noqa: E731
@@ -95,6 +97,8 @@ def main(argv):
     ap.add_argument("--quick", action="store_true", help="shorter timing (warm-up 10 ms, 40 ms of runs)")
     ap.add_argument("--kernels", nargs="*", default=["fwd", "bwd"], choices=["fwd", "bwd"])
     ap.add_argument("--top", type=int, default=0, help="print only the K fastest configurations per kernel")
+    ap.add_argument("--warps", nargs="*", type=int, default=None,
+                    help="num_warps values to try instead of 4 8 16 (Triton allows up to 32)")
     args = ap.parse_args(argv)
     impl = load_impl(args.impl)
     gpu = impl.BACKEND == "triton"
@@ -106,7 +110,11 @@ def main(argv):
     for d in args.dtypes:
         for s in shapes:
             M, N = map(int, s.split("x"))
-            copy, rows = sweep(impl, M, N, DTYPES[d], BWD_GRID if gpu else SIM_BWD_GRID, bench, args.kernels)
+            bwd_grid = BWD_GRID if gpu else SIM_BWD_GRID
+            fwd_grid = FWD_GRID
+            if args.warps:
+                bwd_grid, fwd_grid = {**bwd_grid, "warps": tuple(args.warps)}, {**FWD_GRID, "warps": tuple(args.warps)}
+            copy, rows = sweep(impl, M, N, DTYPES[d], bwd_grid, bench, args.kernels, fwd_grid)
             elem = torch.empty((), dtype=DTYPES[d]).element_size()
             print(f"\n{d} {M}x{N}  (copy {2 * M * N * elem / copy / 1e6:.0f} GB/s)", flush=True)
             for kind in ("fwd", "bwd+sum"):

@@ -232,6 +232,21 @@ def capture_cuda():
                  as_subclass=torch._C.TensorBase.as_subclass)
 
 
+def _cuda() -> dict:
+    """The kept functions (kept now if the grader's own process asks first)."""
+    if not _CUDA:
+        capture_cuda()
+    return _CUDA
+
+
+L2_FLUSH_BYTES = 256 * 1024 * 1024      # more than any GPU's L2 cache: zeroing it evicts the inputs
+
+
+def _l2_flush_buffer():
+    import torch
+    return _cuda()["empty"](L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+
+
 class NotCapturable(Exception):
     """The step could not be captured in a CUDA graph (a host synchronisation in it, say)."""
 
@@ -243,9 +258,7 @@ def captured(step, warmup=3):
     without the host's Python, autograd and launch work. Capturing runs the submission's code once
     more; what its kernels compute on replay is checked afterwards (run_graph).
     """
-    if not _CUDA:
-        capture_cuda()
-    c = _CUDA
+    c = _cuda()
     side, main = c["stream_class"](), c["current_stream"]()
     c["wait_stream"](side, main)
     try:
@@ -304,14 +317,12 @@ def kernel_times(step, prepare=None):
     ``prepare()`` runs first (it fills the inputs with values the step has never seen), then the
     L2 cache is flushed, as time_cuda does before each timed call.
     """
-    if not _CUDA:
-        capture_cuda()
-    c = _CUDA
+    c = _cuda()
     step()                                            # the first call at a shape may compile or allocate
     if prepare:
         with c["no_grad"]():
             prepare()
-    c["zero_"](c["empty"](256 * 1024 * 1024, dtype=_int8(), device="cuda"))
+    c["zero_"](_l2_flush_buffer())
     c["sync"]()
     with c["profile"](activities=[c["cuda_activity"]]) as prof:
         out = step()
@@ -321,11 +332,6 @@ def kernel_times(step, prepare=None):
         if str(e.device_type).rsplit(".", 1)[-1] == "CUDA":
             per[e.name] = per.get(e.name, 0.0) + e.time_range.elapsed_us() / 1e3
     return out, sorted(([k, v] for k, v in per.items()), key=lambda kv: -kv[1])
-
-
-def _int8():
-    import torch
-    return torch.int8
 
 
 def time_cuda(fn, warmup_ms=100.0, rep_ms=200.0, min_reps=25, rounds=3):
@@ -341,11 +347,9 @@ def time_cuda(fn, warmup_ms=100.0, rep_ms=200.0, min_reps=25, rounds=3):
 
 
 def _median_cuda(fn, warmup_ms, rep_ms, min_reps):
-    import torch
-    if not _CUDA:
-        capture_cuda()
-    event, record, elapsed, sync = _CUDA["event"], _CUDA["record"], _CUDA["elapsed"], _CUDA["sync"]
-    flush = _CUDA["empty"](256 * 1024 * 1024, dtype=torch.int8, device="cuda")
+    c = _cuda()
+    event, record, elapsed, sync = c["event"], c["record"], c["elapsed"], c["sync"]
+    flush = _l2_flush_buffer()
     fn()
     sync()
     start, end = event(enable_timing=True), event(enable_timing=True)
@@ -375,9 +379,7 @@ def speed_inputs(shape, dtype_name, seed, device="cpu", out=None):
     exactly; written into ``out`` (three tensors) when given. Only functions kept before the
     submission was imported are used: it cannot watch or change the inputs being made."""
     import torch
-    if not _CUDA:
-        capture_cuda()
-    c = _CUDA
+    c = _cuda()
     gen = c["generator"](device=device)
     c["manual_seed"](gen, seed)
     dtype = getattr(torch, dtype_name)

@@ -11,6 +11,7 @@ once in the backward pass.
 The same file runs on an NVIDIA GPU through Triton and on any CPU through
 mini_triton, the course's simulator (see the backend choice below).
 """
+import functools
 import os
 
 import torch
@@ -165,11 +166,11 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_ro
     first_row = pid * rows_per_program
     if SINGLE_PASS:
         col_mask = cols < n_cols
-        g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
         dg = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         # The program walks its rows BLOCK_M at a time. Every program runs the same
         # number of iterations; rows past its share or past n_rows are masked.
         if BLOCK_M * BLOCK_N <= 8192:
+            g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)   # held for all rows
             # Prefetch: the loads of the next tile are issued before the work on this
             # one, so memory stays busy during this tile's reduction and stores (a GPU
             # thread only waits for a load when it first uses the value). It costs a
@@ -184,10 +185,14 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_ro
                 rows, row_mask, mask, x, dy = next_rows, next_row_mask, next_mask, next_x, next_dy
         else:
             # A tile this large is not carried from one iteration to the next: each is
-            # loaded where it is used (carrying two would spill registers).
+            # loaded where it is used (carrying two would spill registers). Nor is g held
+            # in registers: a row of 16384 fp32 values of x, dy, g and dg is more than a
+            # program's registers, and spilling costs more than loading g again for each
+            # tile, which the cache serves (evict_last asks it to keep g).
             for i in range(0, rows_per_program, BLOCK_M):
                 rows, row_mask = row_tile(first_row, i, rows_per_program, n_rows, BLOCK_M)
                 mask, x, dy = load_rows(x_ptr, dy_ptr, rows, row_mask, x_row_stride, dy_row_stride, cols, col_mask)
+                g = tl.load(g_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
                 dg += bwd_tile(x, dy, g, rows, row_mask, mask, cols, r_ptr, dx_ptr, dx_row_stride, n_cols)
         tl.store(dg_partial_ptr + pid * n_cols + cols, tl.sum(dg, axis=0), mask=col_mask)
     else:
@@ -267,11 +272,19 @@ def _rows(t, n):
     be merged into one, is copied.
     """
     if t.stride(-1) == 1:
+        if t.dim() == 2:
+            return t                                  # already (M, N): no view to make
         try:
             return t.view(-1, n)
         except RuntimeError:
             pass
     return t.reshape(-1, n).contiguous()
+
+
+def cdiv(a, b):
+    """ceil(a / b) for positive ints: how many blocks of b cover a. The same as triton.cdiv, which
+    on the host costs a few microseconds a call (it is made to run inside kernels too)."""
+    return (a + b - 1) // b
 
 
 def _block_n(n_cols):
@@ -287,6 +300,8 @@ def _warps(tile):
 
 
 # Launch choices below were measured on an NVIDIA H200 (tests/tune_kernels.py; docs/perf.md).
+# Each is worked out once per row length (lru_cache), not on every call.
+@functools.lru_cache
 def _fwd_config(n_cols):
     """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps) of the forward."""
     block_n, single = _block_n(n_cols)
@@ -295,6 +310,7 @@ def _fwd_config(n_cols):
     return block_m, block_n, single, _warps(block_m * block_n)
 
 
+@functools.lru_cache
 def _bwd_config(n_cols):
     """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps, programs per SM) of the backward."""
     block_n, single = _block_n(n_cols)
@@ -302,16 +318,31 @@ def _bwd_config(n_cols):
     tile = block_m * block_n
     # A persistent grid: enough programs that each SM has ~8K elements of x and dy in flight
     # (16K with the prefetched tile); more programs would only enlarge the partial dg buffer.
-    return block_m, block_n, single, _warps(tile), max(1, 8192 // tile)
+    # Tiles over 8K elements (rows of 16K) run best on 8 warps, one program per SM.
+    return block_m, block_n, single, _warps(tile) if tile <= 8192 else 8, max(1, 8192 // tile)
 
 
+@functools.lru_cache
+def _sm_count(device):
+    """The GPU's number of streaming multiprocessors (asked once per device)."""
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+@functools.lru_cache
 def _num_programs_bwd(n_rows, per_sm, device):
     """How many programs share the backward: each accumulates dg over many rows."""
     if device.type == "cuda":
-        target = per_sm * torch.cuda.get_device_properties(device).multi_processor_count
+        target = per_sm * _sm_count(device)
     else:
         target = 8                                   # a handful on the CPU simulators
-    return max(1, min(target, triton.cdiv(n_rows, 8)))
+    return max(1, min(target, cdiv(n_rows, 8)))
+
+
+@functools.lru_cache
+def _dg_sum_config(n_cols):
+    """(grid, BLOCK_P, BLOCK_N) of dg_sum_kernel: 8-32 columns per program, >= 64 programs once N >= 4096."""
+    block_n = min(32, max(8, triton.next_power_of_2(n_cols) // 64))
+    return (cdiv(n_cols, block_n),), 1024 // block_n, block_n
 
 
 def rmsnorm_forward(x, g, eps=1e-5):
@@ -324,7 +355,7 @@ def rmsnorm_forward(x, g, eps=1e-5):
     r = torch.empty(m, dtype=torch.float32, device=x.device)
     if m > 0:
         block_m, block_n, single, num_warps = _fwd_config(n)
-        rmsnorm_fwd_kernel[(triton.cdiv(m, block_m),)](
+        rmsnorm_fwd_kernel[(cdiv(m, block_m),)](
             x2, g, y, r, m, n, x2.stride(0), y.stride(0), float(eps),
             BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_PASS=single, num_warps=num_warps)
     return y.view(x.shape), r
@@ -356,8 +387,8 @@ def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):
         programs, rows_per_program, block_m, num_warps = m, 1, 1, _warps(block_n)
     else:
         programs = _num_programs_bwd(m, per_sm, x.device)
-        rows_per_program = triton.cdiv(m, programs)
-        programs = triton.cdiv(m, rows_per_program)
+        rows_per_program = cdiv(m, programs)
+        programs = cdiv(m, rows_per_program)
     alloc = torch.empty if single else torch.zeros        # the chunked kernel adds into its row
     dg_partial = alloc((programs, n), dtype=torch.float32, device=x.device)
     rmsnorm_bwd_kernel[(programs,)](
@@ -365,9 +396,8 @@ def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):
         BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_PASS=single, num_warps=num_warps)
     # Sum the partial rows: dg_partial.sum(0).to(g.dtype) would do, dg_sum_kernel is faster.
     dg = torch.empty_like(g)
-    sum_n = min(32, max(8, triton.next_power_of_2(n) // 64))    # >= 64 programs once N >= 4096
-    dg_sum_kernel[(triton.cdiv(n, sum_n),)](dg_partial, dg, programs, n, BLOCK_P=1024 // sum_n, BLOCK_N=sum_n,
-                                            num_warps=4)
+    grid, block_p, sum_n = _dg_sum_config(n)
+    dg_sum_kernel[grid](dg_partial, dg, programs, n, BLOCK_P=block_p, BLOCK_N=sum_n, num_warps=4)
     return dx.view(x.shape), dg
     # [/TODO]
 

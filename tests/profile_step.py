@@ -1,13 +1,18 @@
 """Where the time of one RMSNorm step goes, on a GPU:
 
-    python3 tests/profile_step.py [--shapes 16384x4096 ...] [--dtypes fp32 bf16] [--table] [--impl PATH]
+    python3 tests/profile_step.py [--shapes 16384x4096 ...] [--dtypes fp32 bf16] [--table] [--primitives]
+                                  [--impl PATH]
 
 For each shape and dtype: do_bench medians (and % of the copy bandwidth) of the forward
 wrapper, the backward wrapper and one forward+backward through autograd, and the host time
-of each call at a tiny shape, where the GPU finishes first. With --table, torch.profiler's
+of each call at a tiny shape, where the GPU finishes first (beside a trivial autograd.Function,
+and split into the time inside the wrappers and autograd's own; with --primitives, the time of
+an allocation, a view, a check and a launch). Host timings are noisy where other work shares
+the machine: run it alone. With --table, torch.profiler's
 table of the CUDA kernels one forward+backward runs: stray copies show up as extra kernels.
 """
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,16 +35,74 @@ def steps(impl, x, g, dy):
             "autograd fwd+bwd": (lambda: torch.autograd.grad(impl.rmsnorm(xg, gg), (xg, gg), dy), 5)}
 
 
-def host_us(f, n=200):
-    """Microseconds per call of a loop that never waits for the GPU (host-bound at tiny shapes)."""
+class Times2(torch.autograd.Function):
+    """The least an autograd.Function step costs: one PyTorch kernel each way."""
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, dy):
+        return dy * 2
+
+
+def inside_wrappers(impl, step, n=200):
+    """Microseconds per step spent inside rmsnorm_forward and rmsnorm_backward (the rest of a
+    step is autograd's own work: the Function's context, saved tensors, the backward engine)."""
+    spent, wrapped = {}, {}
+    for name in ("rmsnorm_forward", "rmsnorm_backward"):
+        f = wrapped[name] = getattr(impl, name)
+
+        def timed(*a, _f=f, _name=name, **k):
+            t = time.perf_counter()
+            out = _f(*a, **k)
+            spent[_name] = spent.get(_name, 0.0) + time.perf_counter() - t
+            return out
+        setattr(impl, name, timed)
+    try:
+        total = host_us(step, n)
+    finally:
+        for name, f in wrapped.items():
+            setattr(impl, name, f)
+    return total, {k: v / (1 + 5 * n) * 1e6 for k, v in spent.items()}
+
+
+def primitives(impl, x, g, dy):
+    """Host time of the pieces a wrapper is made of, at a tiny shape (median of 7 loops of 500)."""
+    n = x.shape[-1]
+    y, r = impl.rmsnorm_forward(x, g)
+    block_m, block_n, single, warps = impl._fwd_config(n)
+    grid = (impl.cdiv(x.shape[0], block_m),)
+
+    def launch():
+        return impl.rmsnorm_fwd_kernel[grid](x, g, y, r, x.shape[0], n, x.stride(0), y.stride(0), 1e-5,
+                                             BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_PASS=single, num_warps=warps)
+    compiled = launch()
+    from triton.runtime.driver import driver
+    stream = driver.active.get_current_stream(x.device.index)
+    return {"torch.empty like x": lambda: torch.empty(x.shape, dtype=x.dtype, device=x.device),
+            "a view": lambda: x.view(-1, n),
+            "_check_inputs": lambda: impl._check_inputs(x, g),
+            "triton.cdiv": lambda: impl.triton.cdiv(x.shape[0], block_m),
+            "kernel[grid](...) launch": launch,
+            "its compiled launcher alone": lambda: compiled.run(
+                grid[0], 1, 1, stream, compiled.function, compiled.packed_metadata, None, None, None,
+                x, g, y, r, x.shape[0], n, x.stride(0), y.stride(0), 1e-5, block_m, block_n, single)}
+
+
+def host_us(f, n=200, trials=5):
+    """Microseconds per call of a loop that never waits for the GPU (host-bound at tiny shapes):
+    the median of ``trials`` loops of ``n`` calls, as other work on the machine adds noise."""
     f()
     torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(n):
-        f()
-    out = (time.perf_counter() - t) / n * 1e6
-    torch.cuda.synchronize()
-    return out
+    per_call = []
+    for _ in range(trials):
+        t = time.perf_counter()
+        for _ in range(n):
+            f()
+        per_call.append((time.perf_counter() - t) / n * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(per_call)
 
 
 def inputs(M, N, dtype):
@@ -53,14 +116,25 @@ def main(argv):
     ap.add_argument("--shapes", nargs="*", default=["16384x4096"])
     ap.add_argument("--dtypes", nargs="*", default=["fp32", "bf16"])
     ap.add_argument("--table", action="store_true")
+    ap.add_argument("--primitives", action="store_true",
+                    help="also the host time of the pieces of a wrapper: an allocation, a view, a launch")
     args = ap.parse_args(argv)
     impl = load_impl(args.impl)
     assert impl.BACKEND == "triton", "needs a GPU"
     bench = lambda f: impl.triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median")  # noqa: E731
     for d in args.dtypes:
-        tiny = {name: host_us(f) for name, (f, _) in steps(impl, *inputs(16, 4096, DTYPES[d])).items()}
+        x, g, dy = inputs(16, 4096, DTYPES[d])
+        tiny = {name: host_us(f) for name, (f, _) in steps(impl, x, g, dy).items()}
+        xg = x.clone().requires_grad_(True)
+        tiny["Times2 autograd.Function fwd+bwd"] = host_us(lambda dy=dy: torch.autograd.grad(Times2.apply(xg), xg, dy))
         print(f"\n{d}: host time per call at 16x4096 (us): " +
               ", ".join(f"{k} {v:.0f}" for k, v in tiny.items()))
+        if args.primitives:
+            for name, f in primitives(impl, x, g, dy).items():
+                print(f"{d}: {name:<28} {host_us(f, 500, 7):6.1f} us", flush=True)
+        total, inside = inside_wrappers(impl, steps(impl, x, g, dy)["autograd fwd+bwd"][0])
+        print(f"{d}: of a {total:.0f} us step, inside " + ", ".join(f"{k} {v:.0f} us" for k, v in inside.items()) +
+              f"; autograd's own work {total - sum(inside.values()):.0f} us")
         for s in args.shapes:
             M, N = map(int, s.split("x"))
             x, g, dy = inputs(M, N, DTYPES[d])

@@ -28,3 +28,41 @@ def test_warps_can_be_chosen_up_to_triton_s_32(monkeypatch, capsys):
     assert rc == 0 and "WRONG" not in out, out
     lines = [ln for ln in out.splitlines() if ln.strip().startswith(("fwd ", "bwd+sum"))]
     assert lines and all("warps=32" in ln for ln in lines), out
+
+
+def test_block_m_programs_and_stages_can_be_chosen(monkeypatch, capsys):
+    monkeypatch.setenv("MINI_TRITON", "1")
+    import tune_kernels
+    rc = tune_kernels.main(["--shapes", "64x128", "--dtypes", "fp32", "--kernels", "bwd", "--warps", "4",
+                            "--block-m", "8", "16", "--per-sm", "4", "--stages", "2"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "WRONG" not in out, out
+    lines = [ln for ln in out.splitlines() if ln.strip().startswith("bwd+sum")]
+    assert sorted(ln.split()[2] for ln in lines) == ["BLOCK_M=16", "BLOCK_M=8"], out
+    assert all("programs=4xSM" in ln and "stages=2" in ln for ln in lines), out
+
+
+def test_step_mode_times_the_whole_step_for_each_backward_configuration(monkeypatch, capsys):
+    monkeypatch.setenv("MINI_TRITON", "1")
+    import tune_kernels
+    rc = tune_kernels.main(["--shapes", "40x256", "--dtypes", "bf16", "--kernels", "step", "--warps", "4", "8",
+                            "--block-m", "1", "2", "--per-sm", "2"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "WRONG" not in out, out
+    lines = [ln for ln in out.splitlines() if ln.strip().startswith("step")]
+    assert len(lines) == 4, out
+    assert not any(ln.strip().startswith(("fwd ", "bwd+sum")) for ln in out.splitlines()), out
+
+
+def test_step_mode_reports_a_wrong_configuration(monkeypatch, capsys):
+    """A configuration whose step gives wrong gradients is marked WRONG, and the exit status says so."""
+    monkeypatch.setenv("MINI_TRITON", "1")
+    import tune_kernels
+    impl = tune_kernels.load_impl(tune_kernels.ROOT / "solution" / "rmsnorm.py")
+    monkeypatch.setattr(tune_kernels, "load_impl", lambda path: impl)
+    real = impl.rmsnorm_backward
+    monkeypatch.setattr(impl, "rmsnorm_backward", lambda *a, **k: tuple(t * 2 for t in real(*a, **k)))
+    rc = tune_kernels.main(["--shapes", "8x128", "--dtypes", "fp32", "--kernels", "step", "--warps", "4",
+                            "--block-m", "1", "--per-sm", "2"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "WRONG" in out, out

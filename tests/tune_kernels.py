@@ -1,13 +1,16 @@
 """Sweep launch configurations of the reference kernels and print a table (for tuning `_config`).
 
     python3 tests/tune_kernels.py [--shapes 16384x4096 ...] [--dtypes fp32 bf16] [--quick] [--top K]
-                                  [--kernels fwd bwd] [--warps 16 32]
+                                  [--kernels fwd bwd] [--warps 16 32] [--block-m 4 8 16]
+                                  [--per-sm 4 8] [--stages 1 2]
 
 Times the kernels alone (no autograd, no allocation) with triton.testing.do_bench, for
 forward BLOCK_M x num_warps and backward programs-per-SM x BLOCK_M x num_warps x num_stages
 (the software pipeliner's depth), and for N > MAX_FUSED_N also a single pass over the whole row.
-Each configuration's output is checked against the wrapper's, and the table gives % of the copy
-bandwidth (forward 2·M·N, backward 3·M·N elements). On the CPU it runs on mini_triton at the
+With --kernels step, the whole step through autograd (forward, backward, dg sum) for each backward
+configuration, in a CUDA graph, beside torch.compile's step. Each configuration's output is checked
+against the wrapper's (the step's against float64), and the table gives % of the copy bandwidth (forward 2·M·N, backward 3·M·N,
+step 5·M·N elements). On the CPU it runs on mini_triton at the
 shapes given, which checks every configuration's correctness but says nothing about speed.
 """
 import argparse
@@ -18,8 +21,9 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "starter" / "tests")]
-from rmsnorm_check import load_impl  # noqa: E402
+sys.path[:0] = [str(ROOT), str(ROOT / "starter" / "tests"), str(ROOT / "starter")]
+from bench import graphed  # noqa: E402
+from rmsnorm_check import compare, eager, load_impl, reference  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 FWD_GRID = {"block_m": (1, 2, 4), "warps": (4, 8, 16)}
@@ -86,7 +90,42 @@ def sweep(impl, M, N, dtype, bwd_grid, bench, kernels=("fwd", "bwd"), fwd_grid=N
             ms = bench(launch)
             rows.append(("bwd+sum", f"programs={per_sm}xSM BLOCK_M={bm} warps={w} stages={st}{how}", ms,
                          pct(3, ms), ok))
+    if "step" in kernels:
+        rows += step_rows(impl, x, g, dy, bwd_grid, bench, pct)
     return copy, rows
+
+
+def step_rows(impl, x, g, dy, grid, bench, pct):
+    """The whole step (forward, backward and dg sum, through autograd) with each backward
+    configuration put in place of ``_bwd_config``'s, timed as a CUDA graph's replay (the kernels
+    alone) on a GPU; beside it, torch.compile's step of the eager formula, the provider to beat."""
+    M, N = x.shape
+    gpu = impl.BACKEND == "triton"
+    block_n, single = impl._block_n(N)
+    xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
+    _, _, ref_dx, ref_dg = reference(x, g, dy)                          # float64
+    rows = []
+    if gpu:
+        compiled = torch.compile(eager, dynamic=False)
+        ms = bench(graphed(lambda: torch.autograd.grad(compiled(xg, gg), (xg, gg), dy)))
+        rows.append(("step", "torch.compile (for comparison)", ms, pct(5, ms), True))
+    original = impl._bwd_config
+    try:
+        for per_sm, bm, w in itertools.product(grid["per_sm"], grid["block_m"], grid["warps"]):
+            if not single and bm != 1:
+                continue
+            impl._bwd_config = lambda n, c=(bm, block_n, single, w, per_sm): c
+            out = {}
+
+            def step():
+                out["dx"], out["dg"] = torch.autograd.grad(impl.rmsnorm(xg, gg), (xg, gg), dy)
+            step()
+            ok = not (compare("dx", out["dx"], ref_dx, x) or compare("dg", out["dg"], ref_dg, x))
+            ms = bench(graphed(step) if gpu else step)
+            rows.append(("step", f"programs={per_sm}xSM BLOCK_M={bm} warps={w}", ms, pct(5, ms), ok))
+    finally:
+        impl._bwd_config = original
+    return rows
 
 
 def main(argv):
@@ -95,10 +134,15 @@ def main(argv):
     ap.add_argument("--shapes", nargs="*", default=None)
     ap.add_argument("--dtypes", nargs="*", default=["fp32", "bf16"])
     ap.add_argument("--quick", action="store_true", help="shorter timing (warm-up 10 ms, 40 ms of runs)")
-    ap.add_argument("--kernels", nargs="*", default=["fwd", "bwd"], choices=["fwd", "bwd"])
+    ap.add_argument("--kernels", nargs="*", default=["fwd", "bwd"], choices=["fwd", "bwd", "step"],
+                    help="step: the whole forward+backward through autograd, one row per backward configuration")
     ap.add_argument("--top", type=int, default=0, help="print only the K fastest configurations per kernel")
     ap.add_argument("--warps", nargs="*", type=int, default=None,
                     help="num_warps values to try instead of 4 8 16 (Triton allows up to 32)")
+    ap.add_argument("--block-m", nargs="*", type=int, default=None,
+                    help="BLOCK_M values to try instead of 1 2 4 (short rows may want more)")
+    ap.add_argument("--per-sm", nargs="*", type=int, default=None, help="backward programs per SM to try")
+    ap.add_argument("--stages", nargs="*", type=int, default=None, help="backward num_stages to try")
     args = ap.parse_args(argv)
     impl = load_impl(args.impl)
     gpu = impl.BACKEND == "triton"
@@ -113,14 +157,22 @@ def main(argv):
             bwd_grid = BWD_GRID if gpu else SIM_BWD_GRID
             fwd_grid = FWD_GRID
             if args.warps:
-                bwd_grid, fwd_grid = {**bwd_grid, "warps": tuple(args.warps)}, {**FWD_GRID, "warps": tuple(args.warps)}
+                bwd_grid, fwd_grid = {**bwd_grid, "warps": tuple(args.warps)}, {**fwd_grid, "warps": tuple(args.warps)}
+            if args.block_m:
+                bwd_grid, fwd_grid = ({**bwd_grid, "block_m": tuple(args.block_m)},
+                                      {**fwd_grid, "block_m": tuple(args.block_m)})
+            for key in ("per_sm", "stages"):
+                if getattr(args, key):
+                    bwd_grid = {**bwd_grid, key: tuple(getattr(args, key))}
             copy, rows = sweep(impl, M, N, DTYPES[d], bwd_grid, bench, args.kernels, fwd_grid)
             elem = torch.empty((), dtype=DTYPES[d]).element_size()
             print(f"\n{d} {M}x{N}  (copy {2 * M * N * elem / copy / 1e6:.0f} GB/s)", flush=True)
-            for kind in ("fwd", "bwd+sum"):
+            for kind in ("fwd", "bwd+sum", "step"):
                 mine = sorted((r for r in rows if r[0] == kind), key=lambda r: r[2])
                 bad += sum(r[4] is not True for r in mine if not str(r[4]).startswith("failed"))
-                for _, cfg, ms, p, ok in mine[:args.top or None]:
+                shown = mine[:args.top] + [r for r in mine[args.top:] if r[1].startswith("torch.compile")] \
+                    if args.top else mine
+                for _, cfg, ms, p, ok in shown:
                     note = "" if ok is True else ("WRONG" if ok is False else ok)
                     print(f"  {kind:<8}{cfg:<60}{ms:>9.4f} ms {p:>5.0f}% {note}", flush=True)
     return 1 if bad else 0

@@ -9,8 +9,8 @@ forward BLOCK_M x num_warps and backward programs-per-SM x BLOCK_M x num_warps x
 (the software pipeliner's depth), and for N > MAX_FUSED_N also a single pass over the whole row.
 With --kernels step, the whole step through autograd (forward, backward, dg sum) for each backward
 configuration, in a CUDA graph, beside torch.compile's step. Each configuration's output is checked
-against the wrapper's (the step's against float64), and the table gives % of the copy bandwidth (forward 2·M·N, backward 3·M·N,
-step 5·M·N elements). On the CPU it runs on mini_triton at the
+against the wrapper's (the step's against float64), and the table gives % of the copy bandwidth
+(forward 2·M·N, backward 3·M·N, step 5·M·N elements). On the CPU it runs on mini_triton at the
 shapes given, which checks every configuration's correctness but says nothing about speed.
 """
 import argparse

@@ -39,18 +39,28 @@ EDITS = {
 }
 
 
-def mistake(name: str) -> str:
+def edited_solution(edits, what: str) -> str:
+    """The solution's text with each (old, new) edit made; each old text must occur in it once."""
     src = SOLUTION.read_text()
-    for old, new in EDITS[name]:
+    for old, new in edits:
         if src.count(old) != 1:
-            raise ValueError(f"mistake {name}: the solution holds {old!r} {src.count(old)} times, not once")
+            raise ValueError(f"{what}: the solution holds {old!r} {src.count(old)} times, not once")
         src = src.replace(old, new)
     return src
 
 
-if __name__ == "__main__":
-    out = Path(sys.argv[1])
+def write_all(names, make, argv):
+    """``python3 SCRIPT OUT_DIR``: write OUT_DIR/<name>.py = make(name) for each name."""
+    out = Path(argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    for name in EDITS:
-        (out / f"{name}.py").write_text(mistake(name))
+    for name in names:
+        (out / f"{name}.py").write_text(make(name))
         print(out / f"{name}.py")
+
+
+def mistake(name: str) -> str:
+    return edited_solution(EDITS[name], f"mistake {name}")
+
+
+if __name__ == "__main__":
+    write_all(EDITS, mistake, sys.argv)

@@ -67,7 +67,7 @@ def inside_wrappers(impl, step, n=200):
     return total, {k: v / (1 + 5 * n) * 1e6 for k, v in spent.items()}
 
 
-def primitives(impl, x, g, dy):
+def primitives(impl, x, g):
     """Host time of the pieces a wrapper is made of, at a tiny shape (median of 7 loops of 500)."""
     n = x.shape[-1]
     y, r = impl.rmsnorm_forward(x, g)
@@ -130,7 +130,7 @@ def main(argv):
         print(f"\n{d}: host time per call at 16x4096 (us): " +
               ", ".join(f"{k} {v:.0f}" for k, v in tiny.items()))
         if args.primitives:
-            for name, f in primitives(impl, x, g, dy).items():
+            for name, f in primitives(impl, x, g).items():
                 print(f"{d}: {name:<28} {host_us(f, 500, 7):6.1f} us", flush=True)
         total, inside = inside_wrappers(impl, steps(impl, x, g, dy)["autograd fwd+bwd"][0])
         print(f"{d}: of a {total:.0f} us step, inside " + ", ".join(f"{k} {v:.0f} us" for k, v in inside.items()) +

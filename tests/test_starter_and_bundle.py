@@ -102,11 +102,16 @@ def test_bundle_part_a_passes_alone_while_parts_b_and_c_are_stubs(bundle, tmp_pa
     assert out.returncode != 0 and "PART is a, b or c" in out.stdout + out.stderr
 
 
-def test_bundle_make_test_k_runs_the_matching_tests_only(bundle, tmp_path):
-    _, _, top = bundle
+def student_with_solution(bundle, tmp_path):
+    """A copy of the unzipped bundle whose rmsnorm.py is the reference solution: a student who is done."""
     work = tmp_path / "student"
-    shutil.copytree(top, work)
+    shutil.copytree(bundle[2], work)
     shutil.copy(ROOT / "solution" / "rmsnorm.py", work / "rmsnorm.py")
+    return work
+
+
+def test_bundle_make_test_k_runs_the_matching_tests_only(bundle, tmp_path):
+    work = student_with_solution(bundle, tmp_path)
     out = _make(work, "test", "K=strided")
     assert out.returncode == 0, out.stdout[-2000:]
     strided = sum(len(re.findall(r"^def test_\w*strided", p.read_text(), flags=re.M))
@@ -115,10 +120,7 @@ def test_bundle_make_test_k_runs_the_matching_tests_only(bundle, tmp_path):
 
 
 def test_bundle_make_viz_draws_the_solutions_traffic(bundle, tmp_path):
-    _, _, top = bundle
-    work = tmp_path / "student"
-    shutil.copytree(top, work)
-    shutil.copy(ROOT / "solution" / "rmsnorm.py", work / "rmsnorm.py")
+    work = student_with_solution(bundle, tmp_path)
     out = _make(work, "viz")
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     for name in ("traffic_forward.png", "traffic_backward.png"):
@@ -135,10 +137,7 @@ def test_bundle_make_test_fails_on_the_starter_with_todo_messages(bundle):
 
 
 def test_bundle_make_test_and_submit_pass_with_the_solution(bundle, tmp_path):
-    _, _, top = bundle
-    work = tmp_path / "student"
-    shutil.copytree(top, work)
-    shutil.copy(ROOT / "solution" / "rmsnorm.py", work / "rmsnorm.py")
+    work = student_with_solution(bundle, tmp_path)
     out = _make(work, "test")
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "passed" in out.stdout

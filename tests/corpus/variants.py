@@ -13,7 +13,8 @@
 import sys
 from pathlib import Path
 
-SOLUTION = Path(__file__).resolve().parents[2] / "solution" / "rmsnorm.py"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from mistakes import edited_solution, write_all  # noqa: E402
 EDITS = {
     "rows_partial_dg": [('def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):',
                          'def rmsnorm_backward(dy, x, g, r, dg_reduction="rows"):')],
@@ -30,17 +31,8 @@ EDITS = {
 
 
 def variant(name: str) -> str:
-    src = SOLUTION.read_text()
-    for old, new in EDITS[name]:
-        if old not in src:
-            raise ValueError(f"variant {name}: the solution no longer contains {old!r}")
-        src = src.replace(old, new)
-    return src
+    return edited_solution(EDITS[name], f"variant {name}")
 
 
 if __name__ == "__main__":
-    out = Path(sys.argv[1])
-    out.mkdir(parents=True, exist_ok=True)
-    for name in EDITS:
-        (out / f"{name}.py").write_text(variant(name))
-        print(out / f"{name}.py")
+    write_all(EDITS, variant, sys.argv)

@@ -203,18 +203,26 @@ def _warps(tile):
 # Launch choices below were measured on an NVIDIA H200 by the course staff.
 # Each is worked out once per row length (lru_cache), not on every call.
 @functools.lru_cache
-def _fwd_config(n_cols):
+def _fwd_config(n_cols, elem_size):
     """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps) of the forward."""
     block_n, single = _block_n(n_cols)
+    if elem_size == 4 and block_n <= 4096:
+        # fp32 rows of up to 4K: 8K-element tiles (32 KB) on 32 warps, 8 values a thread;
+        # 1-2% faster than 8-16 warps on an H200.
+        return 8192 // block_n, block_n, single, 32
     # Short rows: 2-4 rows per program, so each program has ~2K elements to move.
     block_m = max(1, min(4, 2048 // block_n)) if single else 1
     return block_m, block_n, single, _warps(block_m * block_n)
 
 
 @functools.lru_cache
-def _bwd_config(n_cols):
+def _bwd_config(n_cols, elem_size):
     """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps, programs per SM) of the backward."""
     block_n, single = _block_n(n_cols)
+    if block_n <= 1024:
+        # Short rows: tiles of 4 KB of x (and of dy) per program on 4 warps, 4 programs per SM.
+        block_m = max(1, 4096 // (block_n * elem_size))
+        return block_m, block_n, single, 4, 4
     block_m = 2 if single and block_n <= 4096 else 1
     tile = block_m * block_n
     # A persistent grid: enough programs that each SM has ~8K elements of x and dy in flight

@@ -71,7 +71,7 @@ def primitives(impl, x, g):
     """Host time of the pieces a wrapper is made of, at a tiny shape (median of 7 loops of 500)."""
     n = x.shape[-1]
     y, r = impl.rmsnorm_forward(x, g)
-    block_m, block_n, single, warps = impl._fwd_config(n)
+    block_m, block_n, single, warps = impl._fwd_config(n, x.element_size())
     grid = (impl.cdiv(x.shape[0], block_m),)
 
     def launch():

@@ -114,7 +114,7 @@ def step_rows(impl, x, g, dy, grid, bench, pct):
         for per_sm, bm, w in itertools.product(grid["per_sm"], grid["block_m"], grid["warps"]):
             if not single and bm != 1:
                 continue
-            impl._bwd_config = lambda n, c=(bm, block_n, single, w, per_sm): c
+            impl._bwd_config = lambda *_, c=(bm, block_n, single, w, per_sm): c
             out = {}
 
             def step():

@@ -1,4 +1,5 @@
 """`make bench` on the CPU: the simulator's traffic table and its plot."""
+import re
 import sys
 
 from conftest import ROOT
@@ -75,3 +76,15 @@ def test_gpu_tables_and_plot_from_measurements(tmp_path, capsys):
     bench.plot_gpu(rows * 1 + [("bf16", 2 * M, N, row)], tmp_path / "gpu.png")
     assert (tmp_path / "gpu.png").stat().st_size > 10_000
 
+
+
+def test_the_handouts_traffic_example_is_what_the_solution_prints(tmp_path, capsys):
+    """Section 7 shows `make bench`'s simulator table at 32x4096: it must be the solution's own output."""
+    bench.sim_report(ROOT / "solution" / "rmsnorm.py", [(32, 4096)], tmp_path)
+    printed = [ln.split() for ln in capsys.readouterr().out.splitlines()
+               if ln.split()[:1] in (["32x4096"], ["eager"])]
+    for handout in ("README.md", "README.zh-CN.md"):
+        text = (ROOT / "handout" / handout).read_text(encoding="utf-8")
+        block = next(b for b in re.findall(r"^```text\n(.*?)^```", text, flags=re.M | re.S) if "M·N bytes" in b)
+        shown = [ln.split() for ln in block.splitlines() if ln.split()[:1] in (["32x4096"], ["eager"])]
+        assert shown == printed, f"handout/{handout}'s traffic table differs from `make bench`'s: update it"

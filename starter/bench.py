@@ -6,6 +6,8 @@ and Liger-Kernel (when installed), timed two ways:
 
 - GPU time: the call captured once in a CUDA graph and replayed, i.e. the kernels alone, what the
   GPU spends; shown with GB/s as a percentage of the GPU's copy bandwidth. Item 10 grades this.
+  Beside it, "kernels": the sum of the durations of the kernels one call runs, from the profiler
+  (the graph's replay also counts the short gaps between one kernel and the next).
 - wall time: the call launched from Python as usual, what a stopwatch sees: GPU time plus the
   host's work (Python, autograd, allocations, kernel launches), which a model keeping the GPU
   busy, or a CUDA graph, hides. "host ms" is the difference for a whole step.
@@ -26,6 +28,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -102,7 +105,28 @@ def measure_one(impl_path, dtype_name, M, N):
             except Exception as e:                               # noqa: BLE001 -- the wall time stands
                 t[f"{kind}_gpu_error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:120]}"
                 torch.cuda.synchronize()
+            try:
+                t[f"{kind}_kernels"] = kernel_ms(step)
+            except Exception as e:                               # noqa: BLE001 -- the other times stand
+                t[f"{kind}_kernels_error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:120]}"
     return res
+
+
+def kernel_ms(step, reps=5):
+    """What the GPU spends running ``step``'s kernels (and its copies and fills), in ms: the sum of
+    their durations as the profiler records them, for one call launched normally (the median of
+    ``reps`` calls, each after the L2 cache is flushed, as do_bench does before each timed call)."""
+    flush = torch.empty(64 * 2**20, dtype=torch.int32, device="cuda")       # 256 MB, more than L2
+    sums = []
+    for _ in range(reps):
+        flush.zero_()
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            step()
+            torch.cuda.synchronize()
+        sums.append(sum(e.time_range.elapsed_us() for e in prof.events()
+                        if str(e.device_type).rsplit(".", 1)[-1] == "CUDA") / 1e3)
+    return statistics.median(sums)
 
 
 def graphed(step, warmup=3):
@@ -164,9 +188,10 @@ def print_gpu_tables(rows):
     for dtype_name in DTYPES:
         elem = torch.empty((), dtype=DTYPES[dtype_name]).element_size()
         print(f"\n{dtype_name}: GPU time (a CUDA graph's replay: the kernels alone) with GB/s as % of copy "
-              f"bandwidth, and wall time (a normal call from Python), in ms; host = step wall - step GPU")
-        print(f"{'shape':>12} {'copy GB/s':>9} {'provider':>14} | {'fwd GPU':>8} {'%':>4} {'wall':>7} | "
-              f"{'step GPU':>8} {'%':>4} {'wall':>7} {'host':>7}")
+              f"bandwidth, the kernels' durations summed (profiler), and wall time (a normal call from "
+              f"Python), in ms; host = step wall - step GPU")
+        print(f"{'shape':>12} {'copy GB/s':>9} {'provider':>14} | {'fwd GPU':>8} {'%':>4} {'kernels':>7} "
+              f"{'wall':>7} | {'step GPU':>8} {'%':>4} {'kernels':>7} {'wall':>7} {'host':>7}")
         for d, M, N, r in rows:
             if d != dtype_name:
                 continue
@@ -179,15 +204,18 @@ def print_gpu_tables(rows):
                     continue
                 cells = []
                 for kind, elems in (("fwd", 2), ("fwdbwd", 5)):
-                    gpu = t.get(f"{kind}_gpu")
+                    gpu, kernels = t.get(f"{kind}_gpu"), t.get(f"{kind}_kernels")
                     pct = f"{100 * elems * M * N * elem / gpu / 1e6 / copy:>4.0f}" if gpu else f"{'':>4}"
-                    cells.append((f"{gpu:>8.3f}" if gpu else f"{'no graph':>8}") + f" {pct} {t[kind]:>7.3f}")
+                    cells.append((f"{gpu:>8.3f}" if gpu else f"{'no graph':>8}") + f" {pct} "
+                                 + (f"{kernels:>7.3f}" if kernels else f"{'-':>7}") + f" {t[kind]:>7.3f}")
                 host = t["fwdbwd"] - t["fwdbwd_gpu"] if t.get("fwdbwd_gpu") else None
                 print(f"{f'{M}x{N}':>12} {copy:>9.0f} {name:>14} | {cells[0]} | {cells[1]} "
                       + (f"{host:>7.3f}" if host is not None else f"{'':>7}"))
                 for kind in ("fwd", "fwdbwd"):
                     if t.get(f"{kind}_gpu_error"):
                         print(f"{'':>12} {'':>9} {'':>14}   {kind}: no CUDA graph: {t[f'{kind}_gpu_error']}")
+                    if t.get(f"{kind}_kernels_error"):
+                        print(f"{'':>12} {'':>9} {'':>14}   {kind}: no profile: {t[f'{kind}_kernels_error']}")
 
 
 def plot_gpu(rows, path):

@@ -59,19 +59,24 @@ def test_gpu_tables_and_plot_from_measurements(tmp_path, capsys):
     M, N = 1024, 4096
     copy = 0.0084                                  # ms for 2·M·N fp32 elements: 3995 GB/s
     row = {"copy": copy, "providers": {
-        "yours": {"fwd": 3 * copy, "fwd_gpu": copy, "fwdbwd": 10 * copy, "fwdbwd_gpu": 2.5 * copy},
+        "yours": {"fwd": 3 * copy, "fwd_gpu": copy, "fwd_kernels": 0.9 * copy, "fwdbwd": 10 * copy,
+                  "fwdbwd_gpu": 2.5 * copy, "fwdbwd_kernels": 2.4 * copy},
         "F.rms_norm": {"fwd": 2 * copy, "fwd_gpu": 2 * copy, "fwdbwd": 12 * copy,
-                       "fwdbwd_gpu_error": "RuntimeError: operation not permitted when stream is capturing"},
+                       "fwdbwd_gpu_error": "RuntimeError: operation not permitted when stream is capturing",
+                       "fwdbwd_kernels_error": "RuntimeError: CUPTI unavailable"},
         "Liger": {"error": "RuntimeError: boom"}}}
     rows = [("fp32", M, N, row)]
     bench.print_gpu_tables(rows)
     out = capsys.readouterr().out
     lines = {ln.split("|")[0].split()[-1]: ln.split() for ln in out.splitlines()
              if ln.strip().startswith(f"{M}x{N}") and "|" in ln}
-    # fwd: GPU ms, % of copy, wall ms | step: GPU ms, % of copy (5·M·N elements in 2.5 copies), wall, host ms
-    assert lines["yours"][-9:] == ["|", "0.008", "100", "0.025", "|", "0.021", "100", "0.084", "0.063"], lines
-    assert lines["F.rms_norm"][-6:] == ["50", "0.017", "|", "no", "graph", "0.101"], lines
+    # fwd: GPU ms, % of copy, kernels ms, wall ms | step: GPU ms, % of copy (5·M·N elements in 2.5 copies),
+    # kernels, wall, host ms
+    assert lines["yours"][-11:] == ["|", "0.008", "100", "0.008", "0.025", "|", "0.021", "100", "0.020",
+                                    "0.084", "0.063"], lines
+    assert lines["F.rms_norm"][-8:] == ["50", "-", "0.017", "|", "no", "graph", "-", "0.101"], lines
     assert "fwdbwd: no CUDA graph: RuntimeError: operation not permitted" in out
+    assert "fwdbwd: no profile: RuntimeError: CUPTI unavailable" in out
     assert "RuntimeError: boom" in out
     bench.plot_gpu(rows * 1 + [("bf16", 2 * M, N, row)], tmp_path / "gpu.png")
     assert (tmp_path / "gpu.png").stat().st_size > 10_000

@@ -26,6 +26,7 @@ DTYPE_NAMES = rmsnorm_check.DTYPE_NAMES
 compare = rmsnorm_check.compare
 describe = rmsnorm_check.describe
 eager = rmsnorm_check.eager
+host_work_problem = rmsnorm_check.host_work_problem
 reference = rmsnorm_check.reference
 SLOW_HINT = rmsnorm_check.SLOW_HINT
 timed_out = rmsnorm_check.timed_out

@@ -51,6 +51,12 @@ def test_points_table_matches_the_rubric(lang):
             item = rubric.BY_NUMBER[r[0]]
             assert item.name.lower() in r[1].lower(), (item.name, r[1])
             assert ("extra credit" in r[1].lower()) == item.extra_credit
+    for item in rubric.ITEMS:                 # each part by its number and points, as the grader prints it
+        row = next(r for r in rows if r[0] == item.number)[1]
+        for part in item.parts:
+            assert f"{part.number} " in row and (f"({part.points:g})" in row or f"（{part.points:g}）" in row), part
+            if lang == "en":
+                assert f"{part.number} {part.name} ({part.points:g})" in row, part
     total = rubric.total()
     extra = rubric.total(include_extra_credit=True) - total
     assert f"{total:g}" in grading and f"{extra:g}" in grading
@@ -100,7 +106,7 @@ def test_quoted_error_messages_are_the_real_ones(lang):
                                                ROOT / "starter" / "tests" / "rmsnorm_check.py"])
     errors = " ".join(section(TEXT[lang], 9).split())          # quoted messages may wrap across lines
     for phrase in ("out-of-bounds {op} in", "are {where} of", "data race in", "both write",
-                   "your forward loaded x", "a fused kernel reads it once", "a host-side `{_op_name(op)}` read",
+                   "your forward loaded x", "a fused kernel reads it once", "a host-side `{host_op_name(op)}` read",
                    "returned {name} without any kernel storing it", "timed out after", "ran out of CPU time (",
                    "differs for {story}: {int(bad.sum())} of", "elements are off; the worst, ",
                    "Your forward's y is wrong on this input too", "autograder error: contact course staff",
@@ -172,3 +178,10 @@ def test_item_10_thresholds_in_the_handout_are_the_graders(lang):
     grading = section(TEXT[lang], 8)
     for part, pct in rubric.COPY_NEEDED.items():
         assert f"{pct}%" in grading, (part, pct)
+
+
+@pytest.mark.parametrize("lang", HANDOUTS)
+def test_the_extra_credit_check_shape_in_the_handout_is_the_graders(lang):
+    from autograder.hidden.cases import CORE
+    M, N = CORE["d"]
+    assert f"M, N = {M}, {N}" in section(TEXT[lang], 6)

@@ -38,6 +38,13 @@ EXPECTED = {
     "no_chunked_path": ("test_part_a.py::test_long_rows_in_chunks[3x300-fp32]",
                         ["from rmsnorm_fwd_kernel differs", "SINGLE_PASS=False", "chunked path",
                          "do not fit in a program's registers", "loop over each row in chunks of BLOCK_N"]),
+    "y_on_the_host": ("test_part_c.py::test_work_happens_in_kernels[fp32]",
+                      ["a host-side `mul` read all 16384 elements of x in your forward (fp32 x)",
+                       "the kernels must do the work on M·N data"]),
+    "r_recomputed_on_the_host": ("test_part_c.py::test_work_happens_in_kernels[fp32]",
+                                 ["a host-side `pow` read all 16384 elements of x in your backward (fp32 x)"]),
+    "nan_check_on_the_host": ("test_part_c.py::test_work_happens_in_kernels[fp32]",
+                              ["a host-side `isnan` read all 16384 elements of x in your forward (fp32 x)"]),
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 from autograder.decorators import number, visibility, weight
 
-from autograder.check import DTYPE_NAMES, compare, describe, reference
+from autograder.check import DTYPE_NAMES, compare, describe, host_work_problem, reference
 from autograder.rubric import COPY_NEEDED, PARTS, SPEEDUP_NEEDED
 from autograder.speed import baseline_times, gpu_verdict, reference_at_rows
 from autograder.worker import GRAPH_SEED, PROFILE_SEED, apply_view
@@ -356,26 +356,6 @@ def test_fused_backward(sim):
         fail(problem)
 
 
-def _op_name(op) -> str:
-    """A host op as the student wrote it: aten's _to_copy is x.to(dtype)."""
-    return f"to({op['dtype']})" if op["op"] in ("_to_copy", "to") and op.get("dtype") else op["op"]
-
-
-def _host_problems(phase, M, N, where):
-    for op in phase.get("host_ops", []):
-        act = [r for r in op["roles"] if r in ("x", "dy", "y", "dx")]
-        if act:
-            many = f"all {M * N}" if op["reads"] == M * N else f"{op['reads']}"
-            return (f"a host-side `{_op_name(op)}` read {many} elements of {act[0]} in your {where}: the kernels "
-                    f"must do the work on M·N data" + (" (load the 16-bit values and convert them in registers: "
-                                                      "tl.load(...).to(tl.float32))"
-                                                      if op["op"] in ("_to_copy", "to") else ""))
-        if op["reads"] >= M * N and op["output_numel"] > N:
-            return (f"a host-side `{_op_name(op)}` read {op['reads']} elements in your {where}: only small glue "
-                    f"(like summing the partial dg buffer to N values) may run outside kernels")
-    return None
-
-
 @item("7")
 def test_work_happens_in_kernels(sim):
     _, outcome = sim
@@ -387,7 +367,7 @@ def test_work_happens_in_kernels(sim):
                              (ag["bwd"], f"backward ({name} x)")):
             if not phase["launches"]:
                 fail(f"your {where} launched no kernel")
-            problem = _host_problems(phase, M, N, where)
+            problem = host_work_problem(phase.get("host_ops", []), M, N, where)
             if problem:
                 fail(problem)
         for phase, role, where in ((fwd["fwd"], "y", "forward"), (ag["bwd"], "dx", "backward")):

@@ -215,3 +215,48 @@ def assert_written(name, out, kernel, story="", hint=""):
             f"{name}{region} was never written by {kernel} ({int(left.sum())} of {out.numel()} elements still hold "
             f"{FILL:g}, the value the test filled {name} with){' for ' + story if story else ''}: no program "
             f"stored there. {hint}".rstrip())
+
+
+# -- work happens in kernels (item 7): host-side torch ops that touch activations -------------------------
+
+def host_op_name(op) -> str:
+    """A host op as the student wrote it: aten's _to_copy is x.to(dtype)."""
+    return f"to({op['dtype']})" if op["op"] in ("_to_copy", "to") and op.get("dtype") else op["op"]
+
+
+def host_work_problem(host_ops, M, N, where):
+    """Why the host did work the kernels should do, or None.
+
+    ``host_ops``: one dict per torch op that ran on the host and read data, with ``op`` (its name),
+    ``reads`` (elements of its largest input), ``output_numel``, ``dtype`` (of its output) and
+    ``roles`` (which of x, dy, y, dx it read). Reading an M·N activation at all is work for a kernel;
+    so is reading M·N elements of anything to make more than N values. Small glue (summing a partial
+    dg buffer to N values, allocating outputs) is fine.
+    """
+    for op in host_ops:
+        act = [r for r in op["roles"] if r in ("x", "dy", "y", "dx")]
+        if act:
+            many = f"all {M * N}" if op["reads"] == M * N else f"{op['reads']}"
+            return (f"a host-side `{host_op_name(op)}` read {many} elements of {act[0]} in your {where}: the "
+                    f"kernels must do the work on M·N data" + (" (load the 16-bit values and convert them in "
+                                                              "registers: tl.load(...).to(tl.float32))"
+                                                              if op["op"] in ("_to_copy", "to") else ""))
+        if op["reads"] >= M * N and op["output_numel"] > N:
+            return (f"a host-side `{host_op_name(op)}` read {op['reads']} elements in your {where}: only small "
+                    f"glue (like summing the partial dg buffer to N values) may run outside kernels")
+    return None
+
+
+def host_ops_of(rec, tensors):
+    """The host ops of a mini_triton ``record(host_ops=True)`` that read data, as host_work_problem
+    takes them; ``tensors`` names the activations ({"x": x, "dy": dy, ...}) by their storage."""
+    role = {t.untyped_storage().data_ptr(): name for name, t in tensors.items() if t is not None}
+    return [{"op": o.name, "reads": o.reads, "output_numel": o.output_numel, "dtype": o.out_dtype,
+             "roles": sorted({role[s] for s in o.storages if s in role})} for o in rec.host_ops if o.reads > 0]
+
+
+def kernel_stored(rec, t) -> int:
+    """How many distinct elements of ``t``'s storage the recorded kernels stored."""
+    storage = t.untyped_storage().data_ptr()
+    return sum(a.distinct("store") for L in rec.launches for a in L.args.values()
+               if a.stored and a.storage == storage)

@@ -7,7 +7,8 @@ reported as one. `make test PART=c`.
 import pytest
 import torch
 
-from rmsnorm_check import assert_matches, describe, leave_garbage, random_inputs, reference
+from rmsnorm_check import (DTYPE_NAMES, assert_matches, describe, host_ops_of, host_work_problem, kernel_stored,
+                           leave_garbage, random_inputs, reference)
 
 SHAPES = [(37, 100), (4, 16, 64), (2, 3, 513)]
 
@@ -165,3 +166,36 @@ def test_backward_reads_x_and_dy_once_and_writes_dx_once(sim_impl):
         if per_elem != 1.0:
             raise AssertionError(f"your backward {kind} {name} {per_elem:.1f} times per element; a fused "
                                  f"backward reads x and dy once and writes dx once")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_work_happens_in_kernels(sim_impl, dtype):
+    """On the simulator: your kernels store y and dx, and no host-side torch op reads x, dy, y or dx
+    (item 7; items 1-4 also give points only for outputs your kernels stored)."""
+    import mini_triton as triton
+    M, N = 64, 256
+    x, g, dy = random_inputs((M, N), dtype)
+    name = DTYPE_NAMES[dtype]
+    with triton.record(host_ops=True) as rec:
+        y, _ = sim_impl.rmsnorm_forward(x, g)
+    _check_kernels_did_the_work(rec, {"x": x, "y": y}, M, N, f"forward ({name} x)", "y", y)
+    xg = x.clone().requires_grad_(True)
+    with triton.record(host_ops=True) as rec:
+        y = sim_impl.rmsnorm(xg, g)
+    _check_kernels_did_the_work(rec, {"x": xg, "y": y}, M, N, f"forward through rmsnorm ({name} x)")
+    with triton.record(host_ops=True) as rec:
+        y.backward(dy)
+    _check_kernels_did_the_work(rec, {"x": xg, "y": y, "dy": dy, "dx": xg.grad}, M, N, f"backward ({name} x)",
+                                "dx", xg.grad)
+
+
+def _check_kernels_did_the_work(rec, tensors, M, N, where, out_name=None, out=None):
+    __tracebackhide__ = True
+    if not rec.launches:
+        raise AssertionError(f"your {where} launched no kernel")
+    problem = host_work_problem(host_ops_of(rec, tensors), M, N, where)
+    if problem:
+        raise AssertionError(problem)
+    if out is not None and kernel_stored(rec, out) < M * N:
+        raise AssertionError(f"{out_name} returned by your {where} was not written by kernel stores "
+                             f"({kernel_stored(rec, out)} of {M * N} elements were)")

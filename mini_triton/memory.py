@@ -299,7 +299,9 @@ def tensor_lanes(buf, offs, bad, shown=3):
     if any(c1 >= n for *_, c1 in merged):
         hints.append(f"Columns {n} and up are past the end of a row of {n}: mask them (cols < n_cols).")
     if t.dim() == 2 and any(r[1] >= rows for r in merged):
-        hints.append(f"Rows {rows} and up do not exist ({buf.name} has {rows}): mask them (rows < n_rows).")
+        hints.append(f"Rows {rows} and up do not exist ({buf.name} has {rows} rows): if a tile runs past the "
+                     f"last row, mask them (rows < n_rows for x, y and dx); if no program should reach them, "
+                     f"check how the row index is computed.")
     elif any(i >= size for r in merged for i, size in zip((*r[0][:-1], r[1]), t.shape)):
         hints.append("Some indices are past their dimension's size: mask those lanes.")
     if any(r[0][0] < 0 or r[2] < 0 for r in merged):

@@ -32,6 +32,12 @@ EDITS = {
     "endless_loop": [(FWD_PID, "    pid = tl.program_id(0)\n    i = 0\n    while i < n_cols:\n        i = i * 1"
                                "                                  # meant: i += BLOCK_N\n"
                                "    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)")],
+    # the chunked forward's while loop never moves on to the next chunk (its body calls the load_tile helper)
+    "endless_chunk_loop": [("        sq = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)\n"
+                            "        for start in range(0, n_cols, BLOCK_N):",
+                            "        sq = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)\n"
+                            "        start = 0\n        while start < n_cols:                # meant: start += BLOCK_N"
+                            " at the end")],
     # the wrapper takes the partial dg buffer from torch.empty, and the chunked backward adds into it
     "partial_dg_not_zeroed": [("alloc = torch.empty if single else torch.zeros", "alloc = torch.empty")],
     # the forward ignores SINGLE_PASS=False: a long row gets one tile of BLOCK_N columns

@@ -31,7 +31,24 @@ def store_past_end(out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.zeros((BLOCK,), tl.float32) + 7.0, mask=offs < n)
 
 
+@triton.jit
+def partial_row_per_row(part_ptr, n_cols, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)                   # meant: one row of the partial buffer per *program*
+    row = tl.program_id(0) * 2                   # but indexed by the program's first input row
+    tl.store(part_ptr + row * n_cols + cols, tl.zeros((BLOCK,), tl.float32), mask=cols < n_cols)
+
+
 # -- bounds ---------------------------------------------------------------------
+def test_rows_past_a_small_buffer_suggest_checking_the_row_index_too():
+    """A partial buffer has fewer rows than x: masking with n_rows would not be the fix."""
+    part = torch.zeros(3, 16)
+    with pytest.raises(triton.OutOfBoundsError) as e:
+        partial_row_per_row[(3,)](part, 16, BLOCK=16)
+    msg = " ".join(str(e.value).split())
+    assert "part_ptr[4, 0:16]" in msg and "Rows 3 and up do not exist (part_ptr has 3 rows)" in msg, msg
+    assert "check how the row index is computed" in msg, msg
+
+
 def test_unmasked_tail_load_is_out_of_bounds_with_full_location():
     x, out = torch.randn(100), torch.empty(100)
     with pytest.raises(triton.OutOfBoundsError) as e:

@@ -62,18 +62,31 @@ def _loop_around(path, line):
 
 def _where(frame) -> str:
     """' in rmsnorm_fwd_kernel, line 112 of rmsnorm.py (`c = start + cols`), inside the loop of line 110
-    (`while start < n_cols:`)': the innermost frame of your file, and the loop it is in."""
+    (`while start < n_cols:`)': the innermost frame of your file, and the loop it is in. When that frame
+    is a helper called from a loop (a @triton.jit function, say), the caller and its loop are named too."""
     target = str(_impl_path())
-    while frame is not None and os.path.abspath(frame.f_code.co_filename) != target:
+    frames = []                                   # your file's frames, innermost first
+    while frame is not None:
+        if os.path.abspath(frame.f_code.co_filename) == target:
+            frames.append(frame)
         frame = frame.f_back
-    if frame is None:
+    if not frames:
         return ""
-    code = linecache.getline(target, frame.f_lineno).strip()
-    where = f" in {frame.f_code.co_name}, line {frame.f_lineno} of {Path(target).name}"
-    where += f" (`{code}`)" if code else ""
-    loop = _loop_around(target, frame.f_lineno)
-    if loop is not None and loop != frame.f_lineno:
-        where += f", inside the loop of line {loop} (`{linecache.getline(target, loop).strip()}`)"
+
+    def at(f):
+        code = linecache.getline(target, f.f_lineno).strip()
+        return f"{f.f_code.co_name}, line {f.f_lineno}" + (f" (`{code}`)" if code else "")
+    where = f" in {at(frames[0])}".replace(f", line {frames[0].f_lineno}",
+                                          f", line {frames[0].f_lineno} of {Path(target).name}", 1)
+    for f in frames:
+        loop = _loop_around(target, f.f_lineno)
+        if loop is None:
+            continue
+        if f is not frames[0]:
+            where += f", called from {at(f)}"
+        if loop != f.f_lineno:
+            where += f", inside the loop of line {loop} (`{linecache.getline(target, loop).strip()}`)"
+        break
     return where
 
 

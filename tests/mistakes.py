@@ -38,6 +38,9 @@ EDITS = {
                             "        sq = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)\n"
                             "        start = 0\n        while start < n_cols:                # meant: start += BLOCK_N"
                             " at the end")],
+    # the squares of 16-bit x are summed in x's dtype (8 bits of mantissa for bf16), not in fp32
+    "squares_summed_in_16_bits": [(FWD_R, FWD_R.replace("tl.sum(x * x, axis=1)",
+                                                        "tl.sum((x * x).to(x_ptr.dtype.element_ty), axis=1)"))],
     # the wrapper takes the partial dg buffer from torch.empty, and the chunked backward adds into it
     "partial_dg_not_zeroed": [("alloc = torch.empty if single else torch.zeros", "alloc = torch.empty")],
     # the forward ignores SINGLE_PASS=False: a long row gets one tile of BLOCK_N columns

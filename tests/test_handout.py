@@ -103,7 +103,7 @@ def test_quoted_error_messages_are_the_real_ones(lang):
     """Each error the handout explains is worded as the simulator or the grader words it."""
     sources = "".join(p.read_text() for p in [*(ROOT / "mini_triton").rglob("*.py"),
                                                *(ROOT / "autograder").rglob("*.py"),
-                                               ROOT / "starter" / "tests" / "rmsnorm_check.py"])
+                                               *(ROOT / "starter" / "tests").glob("*.py")])
     errors = " ".join(section(TEXT[lang], 9).split())          # quoted messages may wrap across lines
     for phrase in ("out-of-bounds {op} in", "are {where} of", "data race in", "both write",
                    "your forward loaded x", "a fused kernel reads it once", "a host-side `{host_op_name(op)}` read",
@@ -111,7 +111,7 @@ def test_quoted_error_messages_are_the_real_ones(lang):
                    "differs for {story}: {int(bad.sum())} of", "elements are off; the worst, ",
                    "Your forward's y is wrong on this input too", "autograder error: contact course staff",
                    "Columns {n} and up are past the end of a row of {n}", "NaN where the reference has none",
-                   "a tensor of shape "):
+                   "a tensor of shape ", "was not written by kernel stores"):
         assert phrase in sources, phrase
     limits = config.SIM_LIMITS
     for shown in ("out-of-bounds load in", "past the end of x_ptr", "data race in", "both write",
@@ -120,7 +120,8 @@ def test_quoted_error_messages_are_the_real_ones(lang):
                   f"timed out after {limits.timeout_s:.0f} s", f"ran out of CPU time ({limits.cpu_s} s)",
                   "elements are off; the worst, y[5, 17], is", "Your forward's y is wrong on this input too",
                   "x_ptr[36, 100:128] are past the end of x_ptr, a tensor of shape (37, 100)",
-                  "Columns 100 and up are past the end of a row of 100", "NaN where the reference has none"):
+                  "Columns 100 and up are past the end of a row of 100", "NaN where the reference has none",
+                  "y returned by your forward (fp32 x) was not written by kernel stores"):
         assert shown in errors, shown
     assert "autograder error: contact course staff" in section(TEXT[lang], 8)
 
@@ -185,3 +186,15 @@ def test_the_extra_credit_check_shape_in_the_handout_is_the_graders(lang):
     from autograder.hidden.cases import CORE
     M, N = CORE["d"]
     assert f"M, N = {M}, {N}" in section(TEXT[lang], 6)
+
+
+@pytest.mark.parametrize("lang", HANDOUTS)
+def test_r_is_held_to_fp32s_tolerance_as_the_handout_says(lang):
+    import torch
+    from rmsnorm_check import TOLERANCES, tolerance
+    for dtype in (torch.float16, torch.bfloat16):
+        assert tolerance("r", dtype, torch.ones(4), 4)[:2] == TOLERANCES[torch.float32]
+        assert tolerance("y", dtype, torch.ones(4), 4)[:2] == TOLERANCES[dtype]
+    said = {"en": "r is fp32 whatever x's dtype, so it is held to fp32's tolerance",
+            "zh-CN": "r 都是 fp32，因此在所有输入上都按 fp32 的容差比较"}[lang]
+    assert said in " ".join(section(TEXT[lang], 8).split())

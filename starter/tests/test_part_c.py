@@ -112,7 +112,12 @@ def test_half_precision(impl, dtype):
     y = forward_first(impl, x, g)
     y.backward(dy)
     _, _, ref_dx, ref_dg = reference(x, g, dy)
-    assert y.dtype == x.grad.dtype == dtype, f"outputs must keep the input dtype {dtype}, got {y.dtype}"
+    if y.dtype != dtype:
+        raise AssertionError(f"y from rmsnorm has dtype {y.dtype} for {describe(x)}: it must keep x's dtype")
+    r = impl.rmsnorm_forward(x.detach(), g.detach())[1]
+    if r.dtype != torch.float32:
+        raise AssertionError(f"r from rmsnorm_forward has dtype {r.dtype} for {describe(x)}: it must be "
+                             f"torch.float32 (one reciprocal RMS per row, kept in fp32 for the backward)")
     assert_matches("dx", x.grad, ref_dx, x, source=" (x.grad after rmsnorm(x, g).backward(dy))")
     assert_matches("dg", g.grad, ref_dg, x, source=" (g.grad after rmsnorm(x, g).backward(dy))")
 

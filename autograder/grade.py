@@ -7,14 +7,17 @@ item. A grading that the grader could not carry out raises GraderError: the
 results.json then says "autograder error" (no score), and ``main`` prints the
 cause and the fix and exits 1.
 """
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from . import config
-from .config import RESULTS_VAR, SUBMISSION_VAR
+from .config import RESULTS_VAR, RUNTIME_VAR, SUBMISSION_VAR
 from .errors import STUDENT_MESSAGE, GraderError
 from .plugin import write_results
 from .rubric import ITEMS, PARTS
@@ -62,7 +65,7 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
     env = dict(os.environ if env is None else env, **{SUBMISSION_VAR: str(submission.resolve()),
                                                       RESULTS_VAR: str(Path(results).resolve())})
     log = Path(results).with_suffix(".log")           # pytest's own output: for the staff, never for students
-    with open(log, "wb") as out:
+    with _runtime(env) as env, open(log, "wb") as out:
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "autograder.plugin", "-p", "no:cacheprovider",
                         str(HERE / "hidden"), *(["-k", select] if select else [])], env=env, cwd=HERE.parent,
                        stdout=out, stderr=subprocess.STDOUT, check=False)
@@ -75,6 +78,28 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
         tail = log.read_text(errors="replace").strip().splitlines()[-15:]
         raise GraderError("the hidden tests did not run; pytest said (" + str(log) + "):\n  " + "\n  ".join(tail))
     return res
+
+
+@contextlib.contextmanager
+def _runtime(env: dict):
+    """``env`` with RMSNORM_RUNTIME set: the folder the submission's jobs import the worker and the
+    simulator from. Gradescope's setup.sh makes one; grading from a checkout, a fresh copy of the two is
+    made for this grading (world-readable, removed afterwards), never the checkout itself, whose solution
+    and hidden tests a submission could otherwise import."""
+    if env.get(RUNTIME_VAR):
+        yield env
+        return
+    folder = Path(tempfile.mkdtemp(prefix="rmsnorm-runtime-"))
+    try:
+        (folder / "autograder").mkdir()
+        shutil.copy(config.ROOT / "autograder" / "worker.py", folder / "autograder" / "worker.py")
+        shutil.copytree(config.ROOT / "mini_triton", folder / "mini_triton",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for path in (folder, *folder.rglob("*")):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        yield {**env, RUNTIME_VAR: str(folder)}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 _PREFLIGHT_PASSED: set = set()

@@ -31,7 +31,7 @@ import yaml
 
 from . import grade
 from .errors import GraderError
-from .rubric import ITEMS
+from .rubric import ITEMS, PARTS, item_of
 
 META = "submission_metadata.yml"
 NOT_SUBMISSIONS = {"regrade", "__MACOSX"}     # our results folder; macOS's zip leftovers
@@ -142,12 +142,28 @@ class Progress:
                 sys.stderr.write("\n")
 
 
-def graded_already(path: Path) -> bool:
+def graded_already(path: Path, gpu: bool = False) -> bool:
+    """Does ``path`` hold a finished grading for this machine? Every rubric part it grades must be in it
+    (item 10's only where a GPU is visible), or there was nothing to grade (no rmsnorm.py). A grading cut
+    short (Ctrl-C, a crash, an autograder error) leaves parts out, so it is graded again, never kept as 0."""
     try:
         res = json.loads(path.read_text())
-        return bool(res.get("tests") or res.get("complete"))
     except (OSError, ValueError):
         return False
+    if res.get("complete"):
+        return True
+    done = {t.get("number") for t in res.get("tests", [])}
+    return {n for n in PARTS if gpu or not item_of(n).gpu_only} <= done
+
+
+def _keep_private(export: Path) -> None:
+    """Take other users' access to the export away: submissions run as sandbox accounts, which must not
+    read each other's code (each job gets its own copy of its rmsnorm.py). The grader's user keeps its own."""
+    mode = export.stat().st_mode
+    if mode & 0o007:
+        export.chmod(mode & ~0o007)
+        print(f"{export}: made unreadable to other users (submissions must not read each other's)",
+              file=sys.stderr)
 
 
 def regrade(export: Path, out_csv: Path, jobs: int = 1) -> tuple[list[dict], dict]:
@@ -155,10 +171,12 @@ def regrade(export: Path, out_csv: Path, jobs: int = 1) -> tuple[list[dict], dic
     export = export_folder(export)
     subs = submissions(export)
     grade.preflight()                      # a grader that cannot grade stops here, before any submission
+    _keep_private(export)
     results_dir = export / "regrade"
     results_dir.mkdir(exist_ok=True)
-    todo = [(sid, folder) for sid, folder, _ in subs if not graded_already(results_dir / f"{sid}.json")]
     devices = gpus()
+    todo = [(sid, folder) for sid, folder, _ in subs
+            if not graded_already(results_dir / f"{sid}.json", gpu=bool(devices))]
     workers = len(devices) or max(1, jobs)
     print(f"{len(subs)} submissions, {len(subs) - len(todo)} already graded; {workers} worker(s)"
           + (f" on GPUs {','.join(devices)}" if devices else " on the CPU"), file=sys.stderr)
@@ -255,6 +273,11 @@ def main(argv):
     except GraderError as e:
         print(grade.explain(e), file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the submissions graded to the end are kept in {export / 'regrade'}; the ones "
+              f"cut short will be graded again. Run the same command to resume (no CSV was written).",
+              file=sys.stderr)
+        return 130
     print(f"{len(rows)} rows written to {out}")
     if rows and any(r[k] == "" for r in rows for k in r if k.startswith("10 ")):
         print("item 10 (GPU speed) was not graded: no GPU is visible here, so its column is empty; regrade on "

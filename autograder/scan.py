@@ -16,11 +16,12 @@ FORBIDDEN_MODULES = {"subprocess", "socket", "ctypes", "importlib", "multiproces
                      "pickle", "marshal", "builtins", "gc", "inspect", "threading", "urllib", "http", "requests",
                      "__main__", "runpy", "pty", "resource", "pytest", "_thread", "asyncio", "sysconfig",
                      "pathlib", "io", "tempfile", "glob", "fileinput", "mmap", "fcntl", "posix", "atexit",
-                     "weakref", "zipfile", "tarfile", "sqlite3", "code", "codeop", "types"}
+                     "weakref", "zipfile", "tarfile", "sqlite3", "code", "codeop", "types", "linecache",
+                     "codecs", "tokenize", "pkgutil", "zipimport", "shelve", "dbm", "traceback", "site"}
 # File access through libraries: torch.save/np.load..., Path.write_text...
 FILE_ATTRS = {"write_text", "write_bytes", "read_text", "read_bytes", "tofile", "fromfile", "memmap", "from_file"}
-FILE_ATTRS_OF = {"torch": {"save", "load"}, "np": {"save", "load", "savez", "loadtxt", "savetxt"},
-                 "numpy": {"save", "load", "savez", "loadtxt", "savetxt"}}
+FILE_ATTRS_OF = {"torch": {"save", "load"},
+                 "numpy": {"save", "load", "savez", "loadtxt", "savetxt", "genfromtxt", "fromregex"}}
 SIMULATOR_INTERNALS = {"reset_stats", "get_stats", "set_race_mode", "stats", "races", "_GLOBAL",
                        "_RECORDERS", "commit_launch", "record"}
 
@@ -44,6 +45,17 @@ def _imported_names(tree) -> set:
     return names
 
 
+def _module_aliases(tree) -> dict:
+    """{name: module} for every name an ``import`` binds to a module: ``import os as o`` gives
+    {"o": "os"}, ``import numpy as np`` {"np": "numpy"}, ``import os.path`` {"os": "os"}."""
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+    return aliases
+
+
 def _root(node):
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         node = node.value
@@ -52,6 +64,7 @@ def _root(node):
 
 def scan(source: str) -> tuple[list[str], list[str]]:
     """(missing API names, problems found), each a list of messages."""
+    source = source.removeprefix("\ufeff")            # a UTF-8 byte-order mark (Windows editors): Python skips it
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
@@ -61,6 +74,9 @@ def scan(source: str) -> tuple[list[str], list[str]]:
     missing = [f"rmsnorm.py does not define {name}" for name in REQUIRED if name not in defined]
     problems = []
     imported = _imported_names(tree)
+    aliases = _module_aliases(tree)
+    module_of = lambda name: aliases.get(name, name)                      # noqa: E731
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(tree):
         targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else
                    [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
@@ -80,16 +96,17 @@ def scan(source: str) -> tuple[list[str], list[str]]:
             if isinstance(node, ast.ImportFrom) and node.module == "os":
                 problems.append(f"line {line}: from os import ... is not allowed (use os.environ only)")
         elif isinstance(node, ast.Attribute):
-            base = node.value.id if isinstance(node.value, ast.Name) else None
-            if base == "os" and node.attr != "environ":
-                problems.append(f"line {line}: os.{node.attr} is not allowed (only os.environ)")
+            name = node.value.id if isinstance(node.value, ast.Name) else None
+            base = module_of(name) if name else None
+            if base in ("os", "os.path") and node.attr != "environ":
+                problems.append(f"line {line}: {base}.{node.attr} is not allowed (only os.environ)")
             if node.attr == "modules" and base == "sys":
                 problems.append(f"line {line}: sys.modules must not be touched")
             if node.attr == "rms_norm":
                 problems.append(f"line {line}: torch's rms_norm does the work for you; write the kernels")
             if node.attr in FILE_ATTRS or node.attr in FILE_ATTRS_OF.get(base, ()):
                 problems.append(f"line {line}: .{node.attr} reads or writes files; that is not allowed")
-            if base == "triton" and node.attr in SIMULATOR_INTERNALS:
+            if base in ("triton", "mini_triton") and node.attr in SIMULATOR_INTERNALS:
                 problems.append(f"line {line}: triton.{node.attr} belongs to the grader, not the submission")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id in ("exec", "eval", "__import__", "compile", "open", "breakpoint", "globals"):
@@ -100,6 +117,10 @@ def scan(source: str) -> tuple[list[str], list[str]]:
         if isinstance(node, ast.Attribute) and (node.attr in INTERPRETER_ATTRS or (
                 node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS)):
             problems.append(f"line {line}: .{node.attr} reaches into the interpreter; that is not allowed")
+        if (isinstance(node, ast.Name) and module_of(node.id) in ("os", "os.path") and isinstance(node.ctx, ast.Load)
+                and not isinstance(parents.get(node), ast.Attribute)):
+            problems.append(f"line {line}: the os module may be used only as os.environ, not passed around as "
+                            f"{node.id}")
         if isinstance(node, ast.Name) and node.id in INTERPRETER_NAMES and isinstance(node.ctx, ast.Load):
             problems.append(f"line {line}: {node.id} reaches into the interpreter; that is not allowed "
                             f"(a variable of yours with this name: rename it)")

@@ -38,6 +38,15 @@ def test_the_solution_and_the_starter_pass_the_scan():
     ("import atexit\n", "importing atexit is not allowed"),
     ("import torch\nvars(torch)['allclose'] = 1\n", "vars reaches into the interpreter"),
     ("open('results.json', 'w')\n", "open() is not allowed"),
+    ("import os as _o\n_o.popen('id').read()\n", "os.popen is not allowed"),
+    ("import os as _o\n_o._exit(0)\n", "os._exit is not allowed"),
+    ("import os\nmodule = os\n", "the os module may be used only as os.environ"),
+    ("import os.path as p\np.exists('x')\n", "os.path.exists is not allowed"),
+    ("import sys as s\ns.modules.clear()\n", "sys.modules must not be touched"),
+    ("import numpy as n\nn.load('x')\n", ".load reads or writes files"),
+    ("import numpy as np\nnp.genfromtxt('x')\n", ".genfromtxt reads or writes files"),
+    ("import linecache\n", "importing linecache is not allowed"),
+    ("import codecs\n", "importing codecs is not allowed"),
 ])
 def test_scan_flags_forbidden_constructs_by_name(code, expect):
     missing, problems = scan.scan(code)
@@ -53,3 +62,8 @@ def test_scan_names_each_missing_api():
     missing, _ = scan.scan("def rmsnorm_forward(x, g, eps=1e-5):\n    pass\n")
     assert "rmsnorm.py does not define rmsnorm_bwd_kernel" in missing
     assert not any("rmsnorm_forward" in m for m in missing)
+
+
+def test_scan_reads_a_file_with_a_utf8_byte_order_mark_as_python_does():
+    source = (ROOT / "solution" / "rmsnorm.py").read_text()
+    assert scan.scan("\ufeff" + source) == ([], [])

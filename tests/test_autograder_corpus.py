@@ -181,6 +181,11 @@ CASES = {
                          {"4.6": "it must be float32"}, ["1", "2", "3", "5", "6", "7", "8"]),
     "syntax_error": (SIMPLE + "\ndef broken(:\n", {p: "SyntaxError" for p in ALL_CPU}, []),
     "import_error": (prepend("import not_a_module"), {p: "ModuleNotFoundError" for p in ("1", "2", "5")}, []),
+    # the answer key is not on a submission's import path, even when grading from a checkout that has it
+    "imports_the_answer_key": ("from solution.rmsnorm import *  # noqa\n",
+                               {p: "No module named 'solution'" for p in ("1", "2", "5")}, []),
+    "reads_files_through_an_os_alias": (prepend("import os as _o\n_o.popen('cat /etc/passwd').read()"),
+                                        {"1": "os.popen is not allowed"}, []),
     "loop_forever_in_backward": (mutate(("def rmsnorm_backward(dy, x, g, r):", LOOP_FOREVER)),
                                  {p: TIMED_OUT + "y.backward() (the backward through TritonRMSNorm) on x of shape "
                                   "(37, 100) fp32: an infinite loop" for p in BACKWARD}, ["1", "5"]),

@@ -262,3 +262,38 @@ def test_an_autograder_error_marks_the_row_and_fails_the_regrade(tmp_path, monke
     assert bad["total"] == "" and bad["note"].startswith("AUTOGRADER ERROR") and "sandbox is broken" in bad["note"]
     err = capsys.readouterr().err
     assert "the sandbox is broken" in err and "Fix: fix it" in err and "2 submission(s) not graded" in err
+
+
+def test_a_grading_cut_short_is_graded_again_and_a_cpu_grading_is_redone_on_a_gpu(tmp_path):
+    from autograder.rubric import PARTS, item_of
+    cpu_parts = [n for n in PARTS if not item_of(n).gpu_only]
+    done = lambda numbers: {"tests": [{"number": n, "score": 0.0, "max_score": 1.0} for n in numbers]}  # noqa: E731
+    cases = {"interrupted": (done(["0"]), False, False),                     # Ctrl-C: pytest wrote what it had
+             "cpu_complete": (done(["0", *cpu_parts]), True, False),          # item 10 is the GPU machine's
+             "all": (done(["0", *PARTS]), True, True),
+             "no_rmsnorm": ({"tests": [], "complete": True}, True, True),
+             "autograder_error": ({"tests": [], "extra_data": {"autograder_error": True}}, False, False)}
+    for name, (res, on_cpu, on_gpu) in cases.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(res))
+        assert grade_all.graded_already(tmp_path / f"{name}.json", gpu=False) == on_cpu, name
+        assert grade_all.graded_already(tmp_path / f"{name}.json", gpu=True) == on_gpu, name
+    assert not grade_all.graded_already(tmp_path / "missing.json")
+
+
+def test_ctrl_c_says_how_to_resume_without_a_traceback(tmp_path, monkeypatch, capsys):
+    export = make_export(tmp_path / "export")
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(grade_all, "regrade", interrupted)
+    assert grade_all.main([str(export)]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "Run the same command to resume" in err and "Traceback" not in err
+
+
+def test_the_export_is_made_unreadable_to_other_users(tmp_path, capsys):
+    export = make_export(tmp_path / "export")
+    export.chmod(0o755)
+    grade_all._keep_private(export)
+    assert export.stat().st_mode & 0o777 == 0o750
+    assert "made unreadable to other users" in capsys.readouterr().err

@@ -213,7 +213,10 @@ def main(argv) -> int:
     what = argv[0] if argv else "list"
     if what == "create":
         if os.geteuid() != 0:
-            print(f"not root: submissions run as {pwd.getpwuid(os.getuid()).pw_name}, no sandbox account needed")
+            me = pwd.getpwuid(os.getuid()).pw_name
+            print(f"not root: submissions run as {me}, no sandbox account needed. Warning: they then have {me}'s "
+                  f"rights (its files, this checkout); grade untrusted submissions as root, where each runs as a "
+                  f"sandbox account")
             return 0
         made = create()
         print(f"sandbox accounts: created {', '.join(made)}" if made else

@@ -53,7 +53,7 @@ SUBMISSION ?= solution
 RESULTS    ?= build/results.json
 
 grade: setup sandbox-accounts
-	$(PY) -m autograder.grade $(call impl_path,$(SUBMISSION)) $(RESULTS)
+	$(PY) -m autograder.grade "$(call impl_path,$(SUBMISSION))" "$(RESULTS)"
 
 EXPORT ?=
 JOBS   ?= 1
@@ -61,7 +61,7 @@ OUT    ?= $(EXPORT)/regrade.csv
 
 grade-all: setup sandbox-accounts
 	@test -n "$(EXPORT)" || { echo "usage: make grade-all EXPORT=path/to/unzipped/export [JOBS=N] [OUT=grades.csv]"; exit 2; }
-	$(PY) -m autograder.grade_all $(EXPORT) --jobs $(JOBS) --out $(OUT)
+	$(PY) -m autograder.grade_all "$(EXPORT)" --jobs $(JOBS) --out "$(OUT)"
 
 autograder: setup
 	$(PY) -m autograder.package

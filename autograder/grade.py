@@ -138,7 +138,7 @@ def table(res: dict) -> str:
     by_num = {t["number"]: t for t in res["tests"]}
     row = "{:<8}{:<54}{:>6} / {:<5}"
     lines = [row.format("item", "", "score", "max"), "-" * 78]
-    notes = set()
+    notes, last = {}, None                      # each message -> the part that printed it first
     for it in ITEMS:
         parts = [by_num[p.number] for p in it.graded() if p.number in by_num]
         if not parts:
@@ -155,9 +155,11 @@ def table(res: dict) -> str:
                 lines.append(row.format("  " + t["number"], "  " + PARTS[t["number"]].name,
                                         f"{t['score']:g}", f"{t['max_score']:g}"))
             if t["output"] and (t["status"] == "failed" or it.gpu_only):
-                lines.append("          " + ("(the same reason as above)" if t["output"] in notes
-                                             else t["output"][:400]))
-                notes.add(t["output"])
+                said = ("(the same reason as above)" if t["output"] == last else
+                        f"(the same reason as {notes[t['output']]})" if t["output"] in notes else t["output"][:400])
+                lines.append("          " + said)
+                notes.setdefault(t["output"], t["number"])
+                last = t["output"]
     for t in res["tests"]:
         if t["number"] == "0" and t["status"] == "failed":
             lines.append(f"static checks: {t['output'][:400]}")

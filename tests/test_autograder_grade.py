@@ -89,3 +89,13 @@ def test_table_says_when_a_part_failed_for_the_reason_above(graded):
     text = grade.table(graded["starter"])
     assert text.count("NotImplementedError: TODO: Part (c): run the forward") == 1
     assert "(the same reason as above)" in text
+
+
+def test_a_repeated_reason_names_the_part_that_gave_it_unless_it_is_the_one_just_above():
+    def t(number, output):
+        return {"number": number, "score": 0.0, "max_score": 1.0, "status": "failed", "output": output}
+    res = {"tests": [t("1", "reason A"), t("2", "reason A"), t("3", "reason B"), t("5", "reason A")]}
+    lines = [ln.strip() for ln in grade.table(res).splitlines()]
+    assert lines.count("reason A") == 1 and lines.count("reason B") == 1
+    after = {lines[i - 1].split()[0]: ln for i, ln in enumerate(lines) if ln.startswith("(the same reason")}
+    assert after == {"2": "(the same reason as above)", "5": "(the same reason as 1)"}

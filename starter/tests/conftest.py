@@ -73,11 +73,10 @@ def _where(frame) -> str:
     if not frames:
         return ""
 
-    def at(f):
+    def at(f, file=""):
         code = linecache.getline(target, f.f_lineno).strip()
-        return f"{f.f_code.co_name}, line {f.f_lineno}" + (f" (`{code}`)" if code else "")
-    where = f" in {at(frames[0])}".replace(f", line {frames[0].f_lineno}",
-                                          f", line {frames[0].f_lineno} of {Path(target).name}", 1)
+        return f"{f.f_code.co_name}, line {f.f_lineno}{file}" + (f" (`{code}`)" if code else "")
+    where = f" in {at(frames[0], f' of {Path(target).name}')}"
     for f in frames:
         loop = _loop_around(target, f.f_lineno)
         if loop is None:

@@ -63,13 +63,7 @@ def sim_limits(cuda_available: bool) -> Limits:
 
 # --- Paths and switches passed through the environment -----------------------------------------------------
 
-RUNTIME_VAR = "RMSNORM_RUNTIME"
-RUNTIME = Path(os.environ.get(RUNTIME_VAR, ROOT))
-"""What a submission's process reads: worker.py and mini_triton/. On Gradescope setup.sh copies them out
-of the grader's private folder into a world-readable runtime folder and sets RMSNORM_RUNTIME; grading
-from a checkout, grade.grade copies them into a fresh folder of their own for each grading, so that
-nothing else of the checkout (the solution, the hidden tests) is on the submission's import path."""
-
+RUNTIME_VAR = "RMSNORM_RUNTIME"        # the folder jobs import worker.py and mini_triton from (runtime.py)
 SUBMISSION_VAR = "RMSNORM_SUBMISSION"      # grade.py -> the hidden tests: the rmsnorm.py being graded
 RESULTS_VAR = "RMSNORM_RESULTS"            # grade.py -> plugin.py: where results.json goes
 SCAN_VAR = "RMSNORM_SCAN"                  # "off" skips the static scan (the project's tests of the sandbox)

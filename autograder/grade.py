@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import config
+from . import config, runtime
 from .config import RESULTS_VAR, RUNTIME_VAR, SUBMISSION_VAR
 from .errors import STUDENT_MESSAGE, GraderError
 from .plugin import write_results
@@ -89,17 +89,43 @@ def _runtime(env: dict):
     if env.get(RUNTIME_VAR):
         yield env
         return
+    private = keep_checkout_private()
+    if private:
+        print(f"grade: grading as root, so other users (the sandbox accounts submissions run as) may no longer read "
+              f"{', '.join(private)} in {config.ROOT}; they need only the grader's Python. `chmod o+rX NAME` "
+              f"gives one back.", file=sys.stderr)
     folder = Path(tempfile.mkdtemp(prefix="rmsnorm-runtime-"))
     try:
-        (folder / "autograder").mkdir()
-        shutil.copy(config.ROOT / "autograder" / "worker.py", folder / "autograder" / "worker.py")
-        shutil.copytree(config.ROOT / "mini_triton", folder / "mini_triton",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        for path in (folder, *folder.rglob("*")):
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        yield {**env, RUNTIME_VAR: str(folder)}
+        yield {**env, RUNTIME_VAR: str(runtime.copy_into(folder))}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _venv_entry(root: Path = config.ROOT) -> str | None:
+    """The entry of ``root`` that holds the running interpreter's venv (what the sandbox runs), if any."""
+    try:
+        return Path(sys.prefix).resolve().relative_to(root.resolve()).parts[0]
+    except (ValueError, IndexError):
+        return None
+
+
+def keep_checkout_private(root: Path = config.ROOT) -> list:
+    """Grading as root from a checkout: take other users' rights off every entry at its top but the venv
+    the sandbox runs, and return the names changed. Submissions run as sandbox accounts, "other users"
+    to the checkout; one that got past the static scan could otherwise read the answer key, the hidden
+    tests, earlier results or the git history by path (Gradescope's setup.sh does `chmod -R go-rwx`)."""
+    if os.geteuid() != 0:
+        return []
+    keep = {".venv", _venv_entry(root)}
+    changed = []
+    for path in sorted(root.iterdir()):
+        if path.name in keep or path.is_symlink():
+            continue
+        mode = path.stat().st_mode
+        if mode & 0o007:
+            path.chmod(mode & 0o7770)
+            changed.append(path.name)
+    return changed
 
 
 _PREFLIGHT_PASSED: set = set()
@@ -111,7 +137,7 @@ def preflight() -> None:
     The probe imports torch; it runs in a child process, so that the grader's own process
     stays small while the submission's jobs run.
     """
-    key = (sys.executable, str(config.RUNTIME), os.geteuid(), config.ACCOUNT_PREFIX)
+    key = (sys.executable, os.environ.get(RUNTIME_VAR), os.geteuid(), config.ACCOUNT_PREFIX)
     if key in _PREFLIGHT_PASSED:
         return
     p = subprocess.run([sys.executable, "-m", "autograder.preflight"], cwd=config.ROOT, capture_output=True,

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from . import accounts, check, sandbox
-from .config import RUNTIME, Limits
+from . import accounts, check, runtime, sandbox
+from .config import Limits
 from .errors import GraderError
 from .worker import READY, RUNNING, signature
 
@@ -69,9 +69,10 @@ def run_jobs(submission: Path, jobs: dict, inputs: dict, **kw) -> Combined:
 
 
 def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | None = None,
-            backend: str = "mini_triton", runtime_root: Path = RUNTIME) -> Outcome:
+            backend: str = "mini_triton", runtime_root: Path | None = None) -> Outcome:
     """Run ``tasks`` on ``submission`` in one sandboxed worker; raises GraderError if the worker never started."""
     limits = limits or Limits()
+    runtime_root = runtime_root or runtime.root()
     with accounts.for_job() as account:
         job = _job_dir(submission, tasks, inputs, backend, account)
         try:

@@ -1,6 +1,9 @@
 import os
+import shutil
 import sys
+import tempfile
 
+import pytest
 import torch
 
 # Triton's own library functions (tl.sum...) are themselves @triton.jit functions, built
@@ -22,3 +25,20 @@ if os.geteuid() == 0:
     from autograder import accounts
     if not accounts.existing():
         accounts.create()
+
+
+@pytest.fixture
+def grader_copy():
+    """The grader, the simulator and the shared checks, copied where other users can read them (a TA's
+    own checkout: grading as root takes other users' rights off this one's folders)."""
+    d = Path(tempfile.mkdtemp(prefix="rmsnorm-grader-copy-"))
+    ignore = shutil.ignore_patterns("__pycache__")
+    for folder in ("autograder", "mini_triton"):
+        shutil.copytree(ROOT / folder, d / folder, ignore=ignore)
+    (d / "starter" / "tests").mkdir(parents=True)
+    shutil.copy(ROOT / "starter" / "tests" / "rmsnorm_check.py", d / "starter" / "tests")
+    shutil.copy(ROOT / "pyproject.toml", d)
+    for path in (d, *d.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)

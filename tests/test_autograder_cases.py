@@ -2,13 +2,9 @@
 autograder/hidden/cases.py alone, and a grading with that copy runs it. Also: the guide's rubric
 table agrees with rubric.py."""
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-import pytest
 
 from autograder import rubric
 from conftest import ROOT
@@ -20,21 +16,6 @@ def guide_example():
     """The python block of the guide's "Adding a hidden case" section."""
     section = GUIDE[GUIDE.index("### Adding a hidden case"):]
     return re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
-
-
-@pytest.fixture
-def grader_copy():
-    """The grader, the simulator and the shared checks, copied where the sandbox accounts can read them."""
-    d = Path(tempfile.mkdtemp(prefix="rmsnorm-grader-copy-"))
-    d.chmod(0o755)
-    ignore = shutil.ignore_patterns("__pycache__")
-    for folder in ("autograder", "mini_triton"):
-        shutil.copytree(ROOT / folder, d / folder, ignore=ignore)
-    (d / "starter" / "tests").mkdir(parents=True)
-    shutil.copy(ROOT / "starter" / "tests" / "rmsnorm_check.py", d / "starter" / "tests")
-    shutil.copy(ROOT / "pyproject.toml", d)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_a_hidden_case_added_as_the_guide_shows_is_graded(grader_copy, tmp_path):

@@ -19,6 +19,7 @@ CORPUS = ROOT / "tests" / "corpus"
 sys.path.insert(0, str(CORPUS))
 from variants import variant  # noqa: E402
 SIMPLE = (CORPUS / "simple.py").read_text()
+AS_ROOT = os.geteuid() == 0
 ALL_CPU = ["1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "5", "6", "7", "8"]
 BACKWARD = ["2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "6", "7", "8", "9"]
 
@@ -235,13 +236,19 @@ CASES = {
                                    "else __builtins__.open\n"
                                    f"    raise RuntimeError(_o({str(ROOT / 'autograder/hidden/test_rubric.py')!r})"
                                    ".read())\n")),
-                           {"1": "withheld"}, []),
+                           {"1": "Permission denied" if AS_ROOT else "withheld"}, []),
 }
+if AS_ROOT:
+    # Grading as root from a checkout, the sandbox accounts cannot read it (grade.keep_checkout_private):
+    # a submission that runs the answer key from its path gets no further than that line.
+    CASES["runs_the_answer_key"] = (
+        "_o = __builtins__['open'] if isinstance(__builtins__, dict) else __builtins__.open\n"
+        f"exec(_o({str(ROOT / 'solution' / 'rmsnorm.py')!r}).read())\n", {p: "Permission denied" for p in ALL_CPU}, [])
 
 # Cases that get past the static scan only because it is switched off (RMSNORM_SCAN=off): they show
 # that the sandbox alone stops them too. With the scan on, each is refused before it runs.
 EVADES_SCAN = {"os_exit_hidden_at_import", "monkeypatch_comparisons_hidden", "reads_hidden_tests",
-               "outputs_forged_at_exit"}
+               "outputs_forged_at_exit", *({"runs_the_answer_key"} if AS_ROOT else ())}
 
 # Attacks on results.json: the final file must be the grader's, whatever the submission wrote.
 WRITE = ("_o = __builtins__['open'] if isinstance(__builtins__, dict) else __builtins__.open\n"

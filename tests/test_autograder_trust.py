@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import accounts, grade_all
+from autograder import accounts, grade, grade_all
 from autograder.errors import STUDENT_MESSAGE
 from conftest import ROOT
 
@@ -24,9 +24,9 @@ AS_ROOT = os.geteuid() == 0 and shutil.which("useradd") is not None
 needs_root = pytest.mark.skipif(not AS_ROOT, reason="needs root (creating accounts, switching users)")
 
 
-def grade_cli(python, results, env=None, preexec_fn=None):
-    """``python -m autograder.grade SOLUTION RESULTS`` as `make grade` runs it."""
-    return subprocess.run([str(python), "-m", "autograder.grade", str(SOLUTION), str(results)], cwd=ROOT,
+def grade_cli(python, results, env=None, preexec_fn=None, submission=SOLUTION, cwd=ROOT):
+    """``python -m autograder.grade SUBMISSION RESULTS`` as `make grade` runs it."""
+    return subprocess.run([str(python), "-m", "autograder.grade", str(submission), str(results)], cwd=cwd,
                           env=env or dict(os.environ), capture_output=True, text=True, timeout=600,
                           preexec_fn=preexec_fn)
 
@@ -73,7 +73,8 @@ def ordinary_user():
 
 
 @needs_root
-def test_an_ordinary_user_grades_with_submissions_running_as_that_user(ordinary_user):
+def test_an_ordinary_user_grades_with_submissions_running_as_that_user(ordinary_user, grader_copy):
+    """A TA's own checkout (a readable copy of the grader), graded as that TA."""
     out = Path(tempfile.mkdtemp(prefix="rmsnorm-ta-"))
     out.chmod(0o777)
     try:
@@ -82,11 +83,27 @@ def test_an_ordinary_user_grades_with_submissions_running_as_that_user(ordinary_
             os.setgid(ordinary_user.pw_gid)
             os.setuid(ordinary_user.pw_uid)
         env = dict(os.environ, HOME=str(out))
-        p = grade_cli(sys.executable, out / "results.json", env=env, preexec_fn=become)
+        shutil.copy(SOLUTION, out / "rmsnorm.py")
+        (out / "rmsnorm.py").chmod(0o644)
+        p = grade_cli(sys.executable, out / "results.json", env=env, preexec_fn=become, submission=out / "rmsnorm.py",
+                      cwd=grader_copy)
         assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
         assert "90 / 90" in p.stdout and "+ 5 extra credit" in p.stdout
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+@needs_root
+def test_grading_as_root_takes_other_users_rights_off_the_checkout_but_its_venv(tmp_path):
+    for name in ("solution", "autograder", ".git", ".venv"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name).chmod(0o755)
+    (tmp_path / "Makefile").write_text("")
+    (tmp_path / "Makefile").chmod(0o644)
+    assert grade.keep_checkout_private(tmp_path) == [".git", "Makefile", "autograder", "solution"]
+    modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
+    assert modes == {"solution": 0o750, "autograder": 0o750, ".git": 0o750, ".venv": 0o755, "Makefile": 0o640}
+    assert grade.keep_checkout_private(tmp_path) == []                  # already private: nothing to say
 
 
 def test_eight_gradings_four_at_a_time_give_eight_identical_rows(tmp_path):

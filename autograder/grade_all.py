@@ -102,7 +102,9 @@ def submissions(export: Path) -> list[tuple[str, Path, list]]:
     """(folder name, folder, submitters) for every submission folder of the export.
 
     A folder the metadata does not list is graded all the same (no name, sid or
-    email); a listed submission without a folder is not: both are warned about.
+    email); a listed submission without a folder cannot be, but keeps its place, with
+    ``None`` for its folder, so that its students still get a CSV row saying so. Both
+    are warned about.
     """
     meta = read_metadata(export / META)
     folders = subfolders(export)
@@ -111,7 +113,8 @@ def submissions(export: Path) -> list[tuple[str, Path, list]]:
         warn(f"{name} is not in {META}: graded, with no name, sid or email")
     for name in sorted(set(meta) - on_disk):
         warn(f"{META} lists {name} but {export} has no such folder: not graded")
-    return [(p.name, p, meta.get(p.name, [])) for p in folders]
+    found = [(p.name, p, meta.get(p.name, [])) for p in folders]
+    return sorted(found + [(name, None, meta[name]) for name in set(meta) - on_disk], key=lambda s: s[0])
 
 
 def gpus() -> list[str]:
@@ -176,9 +179,10 @@ def regrade(export: Path, out_csv: Path, jobs: int = 1) -> tuple[list[dict], dic
     results_dir.mkdir(exist_ok=True)
     devices = gpus()
     todo = [(sid, folder) for sid, folder, _ in subs
-            if not graded_already(results_dir / f"{sid}.json", gpu=bool(devices))]
+            if folder is not None and not graded_already(results_dir / f"{sid}.json", gpu=bool(devices))]
     workers = len(devices) or max(1, jobs)
-    print(f"{len(subs)} submissions, {len(subs) - len(todo)} already graded; {workers} worker(s)"
+    missing = sum(folder is None for _, folder, _ in subs)
+    print(f"{len(subs) - missing} submissions, {len(subs) - missing - len(todo)} already graded; {workers} worker(s)"
           + (f" on GPUs {','.join(devices)}" if devices else " on the CPU"), file=sys.stderr)
     slots = list(devices) if devices else [None] * workers
     free = queue.Queue()
@@ -235,10 +239,11 @@ def note(res: dict) -> str:
 
 
 def write_csv(subs, results_dir: Path, out_csv: Path, errors: dict | None = None) -> list[dict]:
-    """One row per student; a submission whose grading failed on the grader's side gets no scores."""
+    """One row per student; a submission whose grading failed on the grader's side, or whose folder is
+    missing from the export, gets no scores, and a note saying why."""
     rows = []
     errors = errors or {}
-    for sid, _, people in subs:
+    for sid, folder, people in subs:
         try:
             res = json.loads((results_dir / f"{sid}.json").read_text())
         except (OSError, ValueError):
@@ -247,6 +252,10 @@ def write_csv(subs, results_dir: Path, out_csv: Path, errors: dict | None = None
         if sid in errors:
             base = {**{k: "" for k in base}, "submission": sid,
                     "note": "AUTOGRADER ERROR (not a grade; rerun to regrade): " + errors[sid].splitlines()[0]}
+        if folder is None:
+            base = {**{k: "" for k in base}, "submission": sid,
+                    "note": f"NOT GRADED: {META} lists this submission but the export has no {sid} folder "
+                            f"(download the export again)"}
         for person in people or [{}]:
             rows.append({"name": person.get("name", ""), "sid": person.get("sid", ""),
                          "email": person.get("email", ""), **base})
@@ -282,6 +291,10 @@ def main(argv):
     if rows and any(r[k] == "" for r in rows for k in r if k.startswith("10 ")):
         print("item 10 (GPU speed) was not graded: no GPU is visible here, so its column is empty; regrade on "
               "the course GPU machine for it", file=sys.stderr)
+    missing = sorted({r["submission"] for r in rows if r["note"].startswith("NOT GRADED")})
+    if missing:
+        print(f"{len(missing)} submission(s) listed in {META} have no folder in the export, so their rows "
+              f"have no scores (marked NOT GRADED): {', '.join(missing)}", file=sys.stderr)
     for sid, why in errors.items():
         print(f"{sid}: {grade.explain(why)}", file=sys.stderr)
     if errors:

@@ -137,8 +137,12 @@ def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None) -
     if not (job / "outputs.json").exists():
         own = [ln for ln in res.stdout.splitlines() if not ln.startswith(WORKER_LINES)]
         tail = (res.stderr.strip().splitlines() or own)[-3:]
-        return Outcome({}, {}, f"the submission crashed (exit code {res.returncode})"
-                               + (": " + " | ".join(tail) if tail else ""), res)
+        if res.returncode == 0:
+            what = (f"the submission ended the process{_where(res)} (exit code 0: os._exit, or an exit from another "
+                    f"thread) before the grader got its outputs; rmsnorm.py must return its results, never exit")
+        else:
+            what = f"the submission crashed{_where(res)} (exit code {res.returncode})"
+        return Outcome({}, {}, what + (": " + " | ".join(tail) if tail else ""), res)
     signed = _signed(job, key)
     if signed is None:
         return Outcome({}, {}, TAMPERED, res)

@@ -533,8 +533,24 @@ def _describe(e: BaseException) -> str:
         if frame.filename.endswith("rmsnorm.py"):
             where = f" (rmsnorm.py line {frame.lineno})"
             break
-    text = f"{type(e).__name__}: {e}{where}"
-    return text[:ERROR_CAP]
+    hint = _hint(e)
+    return f"{type(e).__name__}: {e}"[:ERROR_CAP - len(where) - len(hint)] + where + hint
+
+
+def _hint(e: BaseException) -> str:
+    """What to do about errors whose cause is the grader's sandbox rather than the math."""
+    if isinstance(e, SystemExit):
+        return ": rmsnorm.py must not end the process (exit(), sys.exit()); return the outputs instead"
+    if isinstance(e, MemoryError) or "can't allocate memory" in str(e):
+        try:
+            import resource
+            cap = resource.getrlimit(resource.RLIMIT_AS)[0]
+        except (ImportError, OSError, ValueError):
+            cap = -1
+        size = f" at {cap / 2 ** 30:.0f} GiB" if cap > 0 else ""
+        return (f": the grader caps a job's memory{size}; allocate only the outputs (y, r, dx, dg) and a small "
+                f"partial-dg buffer, never a copy of the input per row or program")
+    return ""
 
 
 if __name__ == "__main__":

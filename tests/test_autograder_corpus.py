@@ -207,7 +207,7 @@ CASES = {
                         {p: "importing signal is not allowed" for p in ALL_CPU}, []),
     "os_exit_at_import": (prepend("import os\nos._exit(0)"), {"1": "os._exit is not allowed"}, []),
     "os_exit_hidden_at_import": (prepend("import os\ngetattr(os, '_ex' + 'it')(0)"),
-                                 {p: "crashed" for p in ALL_CPU}, []),
+                                 {p: "the submission ended the process while importing" for p in ALL_CPU}, []),
     "monkeypatch_comparisons": (mutate((DX, "dx = dy * g * r")).replace(
         "import torch\n", "import torch\ntorch.allclose = lambda *a, **k: True\n"
                           "torch.testing.assert_close = lambda *a, **k: None\n", 1),

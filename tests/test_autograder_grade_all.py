@@ -238,13 +238,46 @@ def test_unlisted_folders_are_graded_and_both_mismatches_warned(tmp_path, capsys
     for sub in ("submission_1001", "submission_1003", "submission_9999"):
         (export / sub).mkdir()
     subs = grade_all.submissions(export)
-    assert [(name, people) for name, _, people in subs] == [
-        ("submission_1001", [{"name": "Ada Lovelace", "sid": "001", "email": "ada@example.edu"}]),
-        ("submission_1003", [{"name": "Empty Handed", "sid": "004", "email": "empty@example.edu"}]),
-        ("submission_9999", [])]
+    assert [(name, folder is not None, people) for name, folder, people in subs] == [
+        ("submission_1001", True, [{"name": "Ada Lovelace", "sid": "001", "email": "ada@example.edu"}]),
+        ("submission_1002", False, [{"name": "Alan Turing", "sid": "002", "email": "alan@example.edu"},
+                                    {"name": "Grace Hopper", "sid": "003", "email": "grace@example.edu"}]),
+        ("submission_1003", True, [{"name": "Empty Handed", "sid": "004", "email": "empty@example.edu"}]),
+        ("submission_9999", True, [])]
     err = capsys.readouterr().err
     assert "warning: submission_9999 is not in submission_metadata.yml" in err
     assert "warning: submission_metadata.yml lists submission_1002 but" in err
+
+
+def test_a_listed_submission_without_a_folder_keeps_its_students_rows_marked_not_graded(tmp_path, monkeypatch,
+                                                                                         capsys):
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "submission_metadata.yml").write_text(METADATA)
+    for sub in ("submission_1001", "submission_1003"):
+        (export / sub).mkdir()
+        (export / sub / "rmsnorm.py").write_text("# graded by the stand-in below\n")
+    graded = []
+
+    def stand_in(sub, out, env=None):
+        graded.append(sub.parent.name)
+        out.write_text(json.dumps({"tests": [{"number": "1", "score": 15.0, "max_score": 15.0, "output": ""}],
+                                   "complete": True}))
+    monkeypatch.setattr(grade_all.grade, "preflight", lambda: None)
+    monkeypatch.setattr(grade_all.grade, "grade", stand_in)
+    out = tmp_path / "grades.csv"
+    assert grade_all.main([str(export), "--out", str(out)]) == 0
+    assert sorted(graded) == ["submission_1001", "submission_1003"]
+    rows = {r["name"]: r for r in csv.DictReader(out.open())}
+    assert list(rows) == ["Ada Lovelace", "Alan Turing", "Grace Hopper", "Empty Handed"]
+    for name in ("Alan Turing", "Grace Hopper"):
+        row = rows[name]
+        assert row["total"] == "" and row["1 Forward correctness"] == "" and row["note"].startswith("NOT GRADED")
+        assert "no submission_1002 folder" in row["note"]
+    assert float(rows["Ada Lovelace"]["1 Forward correctness"]) == 15
+    err = capsys.readouterr().err
+    assert "2 submissions, 0 already graded" in err
+    assert "1 submission(s) listed in submission_metadata.yml have no folder" in err and "submission_1002" in err
 
 
 def test_an_autograder_error_marks_the_row_and_fails_the_regrade(tmp_path, monkeypatch, capsys):

@@ -116,8 +116,10 @@ def test_job_runs_the_solution_and_returns_plain_tensors():
 
 
 @pytest.mark.parametrize("code,expect", [
-    ("import os\nos._exit(0)\n", "crashed"),
-    ("raise SystemExit(0)\n", "importing rmsnorm.py failed: SystemExit"),
+    ("import os\nos._exit(0)\n", "the submission ended the process while importing rmsnorm.py (exit code 0"),
+    ("import os\nos._exit(3)\n", "the submission crashed while importing rmsnorm.py (exit code 3)"),
+    ("raise SystemExit(0)\n", "failed: SystemExit: 0 (rmsnorm.py line 1): rmsnorm.py must not end the process"),
+    ("x = [0] * 10 ** 10\n", "MemoryError:  (rmsnorm.py line 1): the grader caps a job's memory at "),
     ("def broken(:\n", "importing rmsnorm.py failed: SyntaxError"),
     ("import not_a_module\n", "importing rmsnorm.py failed: ModuleNotFoundError"),
     ("while True:\n    pass\n", "timed out after 8 s while importing rmsnorm.py: an infinite loop"),

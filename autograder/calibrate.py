@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from . import config, grade
+from .errors import GraderError
 from .rubric import COPY_NEEDED, PARTS
 
 GPU = re.compile(r"the GPU ran your [\w+]+ in (?P<ms>[\d.]+) ms \((?P<how>\w+).*?= (?P<pct>\d+)% of copy", re.S)
@@ -67,17 +68,32 @@ def main(argv):
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--show", action="store_true", help="print each part's feedback of the first run")
     args = ap.parse_args(argv)
+    missing = [str(s) for s in args.submissions if not s.exists()]
+    if missing:
+        ap.error(f"no such file or folder: {', '.join(missing)}")
+    import torch
+    if not torch.cuda.is_available():
+        print("calibrate times item 10 (GPU speed), which needs a CUDA GPU and none is visible here: run it on the "
+              "course GPU machine (docs/ta-guide.md, the end of \"Adding a hidden case or a part\")", file=sys.stderr)
+        return 2
     os.environ[config.GPU_TASKS_VAR] = "speed"              # the GPU job runs item 10's tasks only
     print(f"{'submission':<18}{'part':<6}{'':<24}{'min %':>6}{'median':>7}{'max %':>6}{'needs':>6}  "
           f"{'verdict':<14}{'passed':>7}{'margin':>7}{'x eager kernels':>16}{'x eager wall':>13}  timed by")
-    for one in args.submissions:                      # a row block per submission, as soon as it is done
-        for (sub, num, name, lo, med, hi, need, verdict, passed, margin, kx, wx, how,
-             note, output) in calibrate([one], args.runs):
-            print(f"{sub:<18}{num:<6}{name:<24}{lo:>6}{med:>7.0f}{hi:>6}{need:>6}  {verdict:<14}{passed:>7}"
-                  f"{margin:>7.2f}{kx:>16.2f}{wx:>13.2f}  {how}" + (f"  {note[:160]}" if note else ""), flush=True)
-            if args.show:
-                print(f"    {output}", flush=True)
+    try:
+        for one in args.submissions:                  # a row block per submission, as soon as it is done
+            _print_rows(calibrate([one], args.runs), args.show)
+    except GraderError as e:
+        print(grade.explain(e), file=sys.stderr)
+        return 1
     return 0
+
+
+def _print_rows(rows, show: bool):
+    for (sub, num, name, lo, med, hi, need, verdict, passed, margin, kx, wx, how, note, output) in rows:
+        print(f"{sub:<18}{num:<6}{name:<24}{lo:>6}{med:>7.0f}{hi:>6}{need:>6}  {verdict:<14}{passed:>7}"
+              f"{margin:>7.2f}{kx:>16.2f}{wx:>13.2f}  {how}" + (f"  {note[:160]}" if note else ""), flush=True)
+        if show:
+            print(f"    {output}", flush=True)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import torch
 
 from autograder import speed
 from autograder.check import compare, reference
+from conftest import ROOT
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -263,3 +264,10 @@ def test_a_failed_capture_names_the_first_error_and_the_submissions_line(tmp_pat
     msg = worker.capture_failure(info.value)
     assert msg.startswith("RuntimeError: CUDA error: operation not permitted when stream is capturing"), msg
     assert "asynchronously" not in msg and msg.endswith("raised at rmsnorm.py line 2: if item():"), msg
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU-only message")
+def test_calibrate_without_a_gpu_says_it_needs_one_instead_of_grading(capsys):
+    from autograder import calibrate
+    assert calibrate.main([str(ROOT / "solution" / "rmsnorm.py"), "--runs", "1"]) == 2
+    assert "needs a CUDA GPU and none is visible here" in capsys.readouterr().err

@@ -91,9 +91,11 @@ def _runtime(env: dict):
         return
     private = keep_checkout_private()
     if private:
-        print(f"grade: grading as root, so other users (the sandbox accounts submissions run as) may no longer read "
-              f"{', '.join(private)} in {config.ROOT}; they need only the grader's Python. `chmod o+rX NAME` "
-              f"gives one back.", file=sys.stderr)
+        names = ", ".join(private[:4]) + (f" and {len(private) - 4} more" if len(private) > 4 else "")
+        venv = _venv_entry() or ".venv"
+        print(f"grade: as root, this checkout ({config.ROOT}) is closed to other users but for {venv}: "
+              f"submissions run as sandbox accounts, who need only the grader's Python ({names} changed; "
+              f"`chmod o+rX NAME` gives one back)", file=sys.stderr)
     folder = Path(tempfile.mkdtemp(prefix="rmsnorm-runtime-"))
     try:
         yield {**env, RUNTIME_VAR: str(runtime.copy_into(folder))}

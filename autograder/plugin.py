@@ -125,13 +125,19 @@ def _skip_reason(rep) -> str:
     return str(longrepr)
 
 
+def private_mode() -> int:
+    """The grader's output files' mode: root's alone when grading as root, since the submissions graded at the
+    same moment run as other users (the sandbox accounts) and must not read another student's feedback."""
+    return 0o600 if os.geteuid() == 0 else 0o644
+
+
 def write_results(path: Path, results: dict):
     """Write atomically: Gradescope never sees a half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     with os.fdopen(fd, "w") as f:
         f.write(json.dumps(results, indent=2))
-    os.chmod(tmp, 0o644)
+    os.chmod(tmp, private_mode())
     os.replace(tmp, path)
 
 

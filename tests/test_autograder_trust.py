@@ -106,6 +106,17 @@ def test_grading_as_root_takes_other_users_rights_off_the_checkout_but_its_venv(
     assert grade.keep_checkout_private(tmp_path) == []                  # already private: nothing to say
 
 
+@needs_root
+def test_as_root_the_results_and_the_log_are_roots_alone(tmp_path):
+    """Submissions graded at the same moment run as sandbox accounts: another student's feedback, and the
+    staff-only log, must stay unreadable to them wherever RESULTS points."""
+    out = tmp_path / "results.json"
+    tmp_path.chmod(0o755)
+    res = grade.grade(ROOT / "tests" / "corpus" / "simple.py", out)
+    assert res["tests"]
+    assert out.stat().st_mode & 0o777 == 0o600 and out.with_suffix(".log").stat().st_mode & 0o777 == 0o600
+
+
 def test_eight_gradings_four_at_a_time_give_eight_identical_rows(tmp_path):
     """`make grade-all JOBS=4` over 8 copies of the reference solution: no grading disturbs another."""
     export = tmp_path / "export"

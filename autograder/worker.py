@@ -118,7 +118,7 @@ class Phase:
         if self.rec.host_ops is not None:
             reads = [o for o in self.rec.host_ops if o.reads > 0]
             out["host_ops"] = [{"op": o.name, "reads": o.reads, "output_numel": o.output_numel,
-                                "dtype": o.out_dtype,
+                                "dtype": o.out_dtype, "where": getattr(o, "where", ""),
                                 "roles": sorted({by_storage[s] for s in o.storages if s in by_storage})}
                                for o in reads[:HOST_OP_CAP]]
         return out

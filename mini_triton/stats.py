@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import linecache
+import os
+import sys
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -129,6 +132,7 @@ class HostOp:
     out_dtype: str = ""                # of its first output: "float32" for x.to(torch.float32)
     in_numels: tuple = ()              # elements of each tensor input (bench.py: eager's traffic)
     out_numels: tuple = ()             # elements of each output
+    where: str = ""                    # the line that ran it: "rmsnorm.py line 88 (`y = x * r`)"
 
     @property
     def reads(self) -> int:
@@ -262,6 +266,21 @@ def _storage(t) -> int:
         return 0
 
 
+_LIBRARIES = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)))
+
+
+def _written_at() -> str:
+    """The line of code that ran the current torch op: the innermost frame outside torch and mini_triton."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not path.startswith(_LIBRARIES) and not path.startswith("<"):
+            text = linecache.getline(path, frame.f_lineno).strip()
+            return f"{os.path.basename(path)} line {frame.f_lineno}" + (f" (`{text[:80]}`)" if text else "")
+        frame = frame.f_back
+    return ""
+
+
 class _HostOpMode:
     """Logs torch ops run outside kernels (a TorchDispatchMode), for graders."""
 
@@ -279,7 +298,8 @@ class _HostOpMode:
                                                tuple(_storage(a) for a in ins),
                                                tuple(_storage(o) for o in outs),
                                                str(outs[0].dtype).removeprefix("torch.") if outs else "",
-                                               tuple(a.numel() for a in ins), tuple(o.numel() for o in outs)))
+                                               tuple(a.numel() for a in ins), tuple(o.numel() for o in outs),
+                                               _written_at()))
                 return out
 
         self.mode = Mode()

@@ -96,6 +96,8 @@ def test_nested_records_and_host_ops():
     assert len(outer.launches) == 2 and len(inner.launches) == 1
     names = [op.name for op in inner.host_ops]
     assert "mul" in names
+    mul = inner.host_ops[names.index("mul")]
+    assert mul.where.startswith("test_mini_triton_stats.py line ") and "(`z = x * 2" in mul.where, mul.where
     big = [op for op in inner.host_ops if op.reads >= 8 * 16]
     assert big, "the host op reading an 8x16 activation is visible"
     assert all(op.name not in ("rsqrt",) for op in inner.host_ops), "kernel internals are not host ops"

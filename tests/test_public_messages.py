@@ -24,7 +24,7 @@ EXPECTED = {
                            ["r from rmsnorm_fwd_kernel differs", "is nan", "without other=", "other=0.0"]),
     "row_stride_is_n": ("test_part_a.py::test_strided_rows",
                         ["from rmsnorm_fwd_kernel differs", "rows are 160 elements apart", "row stride 160, N 80",
-                         "steps from row to row by x_row_stride, not n_cols"]),
+                         "step from row to row by x_row_stride, not n_cols"]),
     "dg_into_one_row": ("test_part_b.py::test_one_row_per_program",
                         ["DataRaceError", "both write dg_partial_ptr[0,", "per-program partial buffer"]),
     "x_loaded_twice": ("test_part_a.py::test_forward_reads_x_once_and_writes_y_once",
@@ -46,12 +46,20 @@ EXPECTED = {
                         ["from rmsnorm_fwd_kernel differs", "SINGLE_PASS=False", "chunked path",
                          "do not fit in a program's registers", "loop over each row in chunks of BLOCK_N"]),
     "y_on_the_host": ("test_part_c.py::test_work_happens_in_kernels[fp32]",
-                      ["a host-side `mul` read all 16384 elements of x in your forward (fp32 x)",
+                      ["a host-side `mul` read all 16384 elements of x in your forward (fp32 x), at rmsnorm.py "
+                       "line", "(`y = (x2.float() * r[:, None] * g.float()).to(x.dtype)`)",
                        "the kernels must do the work on M·N data"]),
     "r_recomputed_on_the_host": ("test_part_c.py::test_work_happens_in_kernels[fp32]",
                                  ["a host-side `pow` read all 16384 elements of x in your backward (fp32 x)"]),
+    "dx_written_into_dy": ("test_part_c.py::test_backward_long_rows",
+                           ["your backward (y.backward(dy) through rmsnorm) wrote into dy: dy[0, 0] was",
+                            "store dx in a tensor of its own"]),
+    "dg_by_atomic_add": ("test_part_c.py::test_backward_gives_the_same_dg_in_every_run",
+                         ["tl.atomic_add on dg_partial_ptr", "in your backward", "part 4.7",
+                          "Give each program its own row of dg_partial"]),
     "nan_check_on_the_host": ("test_part_c.py::test_work_happens_in_kernels[fp32]",
-                              ["a host-side `isnan` read all 16384 elements of x in your forward (fp32 x)"]),
+                              ["a host-side `isnan` read all 16384 elements of x in your forward (fp32 x)",
+                               "(`if torch.isnan(x).any().item():`)", "makes Python wait for the GPU"]),
 }
 
 

@@ -181,6 +181,23 @@ def assert_matches(name, got, expected, x, dtype=None, story=None, source=""):
 FILL = 4096.0      # outputs start as this (exact in every dtype), so a lane no program stored shows
 
 
+def assert_untouched(name, now, before, who):
+    """``name`` (an input, e.g. dy) came back as it went in; else say which element ``who`` changed and why
+    it matters. Checked before the outputs: the reference is computed from that input, so a backward that
+    wrote dx into dy's memory would otherwise read as a wrong dx."""
+    __tracebackhide__ = True
+    if torch.equal(now, before):
+        return
+    changed = (now != before).nonzero()
+    at = tuple(changed[0].tolist())
+    idx = ", ".join(map(str, at))
+    raise AssertionError(
+        f"{who} wrote into {name}: {name}[{idx}] was {before[at].item():.6g} and is now {now[at].item():.6g} "
+        f"({len(changed)} of {now.numel()} elements changed). {name} belongs to the caller, who may use it again "
+        f"(autograd hands the same {name} to every function that needs it): store dx in a tensor of its own "
+        f"(torch.empty_like), never in {name}'s memory, and do not write through a {name} pointer in a kernel")
+
+
 def random_inputs(shape, dtype=torch.float32, device="cpu", seed=0):
     """x, g and dy of a test: standard normal, the same for a given seed on every machine."""
     torch.manual_seed(seed)
@@ -230,25 +247,32 @@ def host_op_name(op) -> str:
     return f"to({op['dtype']})" if op["op"] in ("_to_copy", "to") and op.get("dtype") else op["op"]
 
 
+CHECK_HINT = (" (a check of the values on the host also makes Python wait for the GPU at every call: validate "
+              "shapes and dtypes only, which need no data)")
+HOST_OP_HINTS = {"_to_copy": " (load the 16-bit values and convert them in registers: tl.load(...).to(tl.float32))",
+                 **dict.fromkeys(("isnan", "isinf", "isfinite", "any", "all"), CHECK_HINT)}
+HOST_OP_HINTS["to"] = HOST_OP_HINTS["_to_copy"]
+
+
 def host_work_problem(host_ops, M, N, where):
     """Why the host did work the kernels should do, or None.
 
     ``host_ops``: one dict per torch op that ran on the host and read data, with ``op`` (its name),
-    ``reads`` (elements of its largest input), ``output_numel``, ``dtype`` (of its output) and
-    ``roles`` (which of x, dy, y, dx it read). Reading an M·N activation at all is work for a kernel;
-    so is reading M·N elements of anything to make more than N values. Small glue (summing a partial
-    dg buffer to N values, allocating outputs) is fine.
+    ``reads`` (elements of its largest input), ``output_numel``, ``dtype`` (of its output),
+    ``roles`` (which of x, dy, y, dx it read) and ``where`` (the line that ran it, if known).
+    Reading an M·N activation at all is work for a kernel; so is reading M·N elements of anything
+    to make more than N values. Small glue (summing a partial dg buffer to N values, allocating
+    outputs) is fine.
     """
     for op in host_ops:
         act = [r for r in op["roles"] if r in ("x", "dy", "y", "dx")]
+        at = f", at {op['where']}" if op.get("where") else ""
         if act:
             many = f"all {M * N}" if op["reads"] == M * N else f"{op['reads']}"
-            return (f"a host-side `{host_op_name(op)}` read {many} elements of {act[0]} in your {where}: the "
-                    f"kernels must do the work on M·N data" + (" (load the 16-bit values and convert them in "
-                                                              "registers: tl.load(...).to(tl.float32))"
-                                                              if op["op"] in ("_to_copy", "to") else ""))
+            return (f"a host-side `{host_op_name(op)}` read {many} elements of {act[0]} in your {where}{at}: the "
+                    f"kernels must do the work on M·N data" + HOST_OP_HINTS.get(op["op"], ""))
         if op["reads"] >= M * N and op["output_numel"] > N:
-            return (f"a host-side `{host_op_name(op)}` read {op['reads']} elements in your {where}: only small "
+            return (f"a host-side `{host_op_name(op)}` read {op['reads']} elements in your {where}{at}: only small "
                     f"glue (like summing the partial dg buffer to N values) may run outside kernels")
     return None
 
@@ -257,7 +281,7 @@ def host_ops_of(rec, tensors):
     """The host ops of a mini_triton ``record(host_ops=True)`` that read data, as host_work_problem
     takes them; ``tensors`` names the activations ({"x": x, "dy": dy, ...}) by their storage."""
     role = {t.untyped_storage().data_ptr(): name for name, t in tensors.items() if t is not None}
-    return [{"op": o.name, "reads": o.reads, "output_numel": o.output_numel, "dtype": o.out_dtype,
+    return [{"op": o.name, "reads": o.reads, "output_numel": o.output_numel, "dtype": o.out_dtype, "where": o.where,
              "roles": sorted({role[s] for s in o.storages if s in role})} for o in rec.host_ops if o.reads > 0]
 
 

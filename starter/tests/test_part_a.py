@@ -65,8 +65,9 @@ def test_strided_rows(impl):
     base, g, _ = random_inputs((24, 160), device=impl.DEVICE)
     x, g = base[:, :80], g[:80].contiguous()
     check_forward(impl, x, g, BLOCK_M=2,
-                  story=f"{describe(x)} whose rows are 160 elements apart (row stride 160, N 80: the kernel "
-                        f"steps from row to row by x_row_stride, not n_cols)")
+                  story=f"{describe(x)} whose rows are 160 elements apart (row stride 160, N 80; if the "
+                        f"contiguous tests pass and this one fails, step from row to row by x_row_stride, not "
+                        f"n_cols)")
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])

@@ -7,7 +7,7 @@ parts (a) and (c). `make test PART=b`.
 import pytest
 import torch
 
-from rmsnorm_check import assert_matches, assert_written, describe, filled, random_inputs, reference
+from rmsnorm_check import assert_matches, assert_untouched, assert_written, describe, filled, random_inputs, reference
 
 CHUNKED = ("the chunked path: the wrapper passes SINGLE_PASS=False for rows longer than MAX_FUSED_N (16384), "
            "which do not fit in a program's registers, and this test sends a row through it; with "
@@ -35,7 +35,9 @@ def launch_backward(impl, x, g, dy, rows_per_program, BLOCK_M, BLOCK_N=None, SIN
 
 def check_backward(impl, x, g, dy, rows_per_program, BLOCK_M, story=None, hint="", **launch):
     __tracebackhide__ = True                  # pytest: show the test, then your kernel's line
+    dy_before = dy.clone()
     dx, dg, how = launch_backward(impl, x, g, dy, rows_per_program, BLOCK_M, **launch)
+    assert_untouched("dy", dy, dy_before, f"rmsnorm_bwd_kernel (launched with {how})")
     story = f"{story or describe(x)}, launched with {how}" + (f" ({hint})" if hint else "")
     _, _, ref_dx, ref_dg = reference(x, g, dy)
     assert_written("dx", dx, "rmsnorm_bwd_kernel", story)
@@ -67,11 +69,10 @@ def test_strided_rows_and_untouched_dy(impl):
     """x and dy as views whose rows are 160 elements apart while N = 80; dy must come back unchanged."""
     base_x, g, base_dy = random_inputs((24, 160), device=impl.DEVICE)
     x, dy, g = base_x[:, :80], base_dy[:, :80], g[:80].contiguous()
-    dy_before = dy.clone()
     check_backward(impl, x, g, dy, rows_per_program=4, BLOCK_M=2,
-                   story=f"{describe(x)} and dy whose rows are 160 elements apart (row stride 160, N 80: the "
-                         f"kernel steps from row to row by x_row_stride and dy_row_stride, not n_cols)")
-    assert torch.equal(dy, dy_before), "your backward kernel modified dy: callers may reuse it"
+                   story=f"{describe(x)} and dy whose rows are 160 elements apart (row stride 160, N 80; if "
+                         f"the contiguous tests pass and this one fails, step from row to row by x_row_stride "
+                         f"and dy_row_stride, not n_cols)")
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])

@@ -24,6 +24,14 @@ FILE_ATTRS_OF = {"torch": {"save", "load"},
                  "numpy": {"save", "load", "savez", "loadtxt", "savetxt", "genfromtxt", "fromregex"}}
 SIMULATOR_INTERNALS = {"reset_stats", "get_stats", "set_race_mode", "stats", "races", "_GLOBAL",
                        "_RECORDERS", "commit_launch", "record"}
+# The simulator's own modules: the counts and checks that grade the submission live there. A submission
+# needs only triton (jit, cdiv, ...), triton.language and triton.testing.
+SIMULATOR_MODULES = {"stats", "races", "observers", "memory", "runtime", "launcher", "blocks", "viz", "dtypes",
+                     "errors", "_malloc"}
+TRITON = ("triton", "mini_triton")
+# Modules that must not be reached as an attribute or imported under another module's name either
+# (``from torch.serialization import os``, ``torch.serialization.os.listdir``).
+REACHED_MODULES = (FORBIDDEN_MODULES | {"os", "sys"}) - {"code", "types", "__main__"}
 
 
 # Ways to reach objects a kernel assignment never needs: frames, closures, module dicts, builtins.
@@ -54,6 +62,17 @@ def _module_aliases(tree) -> dict:
             for a in node.names:
                 aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
     return aliases
+
+
+def _internal(parts) -> bool:
+    """Does a dotted path under triton name one of the simulator's own modules or a private name?"""
+    return any(p in SIMULATOR_MODULES or p.startswith("_") for p in parts if p not in ("language", "testing"))
+
+
+def _triton_root(node, module_of) -> bool:
+    """Is ``node`` (an attribute) reached from a name bound to triton, mini_triton or their submodules?"""
+    root = _root(node)
+    return root is not None and module_of(root).split(".")[0] in TRITON
 
 
 def _root(node):
@@ -87,14 +106,22 @@ def scan(source: str) -> tuple[list[str], list[str]]:
         line = getattr(node, "lineno", "?")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in TRITON:
+                names += [f"{node.module}.{a.name}" for a in node.names]          # from triton import stats
             for name in names:
-                top = name.split(".")[0]
-                if top in FORBIDDEN_MODULES:
+                parts = name.split(".")
+                if parts[0] in FORBIDDEN_MODULES:
                     problems.append(f"line {line}: importing {name} is not allowed")
-                if name.startswith("mini_triton.") and name.split(".")[1] in ("stats", "races"):
-                    problems.append(f"line {line}: the simulator's {name} is off limits")
+                if parts[0] in TRITON and len(parts) > 1 and _internal(parts[1:]):
+                    problems.append(f"line {line}: {name} is the simulator's own (it grades your submission): "
+                                    f"import triton and triton.language only")
             if isinstance(node, ast.ImportFrom) and node.module == "os":
                 problems.append(f"line {line}: from os import ... is not allowed (use os.environ only)")
+            elif isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    if a.name in REACHED_MODULES and (node.module or "").split(".")[0] != a.name:
+                        problems.append(f"line {line}: importing the {a.name} module from {node.module} is not "
+                                        f"allowed")
         elif isinstance(node, ast.Attribute):
             name = node.value.id if isinstance(node.value, ast.Name) else None
             base = module_of(name) if name else None
@@ -106,8 +133,14 @@ def scan(source: str) -> tuple[list[str], list[str]]:
                 problems.append(f"line {line}: torch's rms_norm does the work for you; write the kernels")
             if node.attr in FILE_ATTRS or node.attr in FILE_ATTRS_OF.get(base, ()):
                 problems.append(f"line {line}: .{node.attr} reads or writes files; that is not allowed")
-            if base in ("triton", "mini_triton") and node.attr in SIMULATOR_INTERNALS:
+            if base in TRITON and node.attr in SIMULATOR_INTERNALS:
                 problems.append(f"line {line}: triton.{node.attr} belongs to the grader, not the submission")
+            elif _triton_root(node, module_of) and _internal([node.attr]):
+                problems.append(f"line {line}: {ast.unparse(node)} is the simulator's own (it grades your "
+                                f"submission): use triton's and triton.language's public names only")
+            if node.attr in REACHED_MODULES and base not in (node.attr,):
+                problems.append(f"line {line}: .{node.attr} reaches the {node.attr} module through another "
+                                f"one; that is not allowed")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id in ("exec", "eval", "__import__", "compile", "open", "breakpoint", "globals"):
                 problems.append(f"line {line}: {node.func.id}() is not allowed")

@@ -26,7 +26,16 @@ def test_the_solution_and_the_starter_pass_the_scan():
     ("import sys\nsys.modules['torch'] = None\n", "sys.modules must not be touched"),
     ("import torch\ny = torch.nn.functional.rms_norm\n", "rms_norm does the work"),
     ("import mini_triton as triton\ntriton.reset_stats()\n", "triton.reset_stats belongs to the grader"),
-    ("from mini_triton.stats import _GLOBAL\n", "mini_triton.stats is off limits"),
+    ("from mini_triton.stats import _GLOBAL\n", "mini_triton.stats is the simulator's own"),
+    ("from mini_triton import stats as S\n", "mini_triton.stats is the simulator's own"),
+    ("from mini_triton import observers as o\n", "mini_triton.observers is the simulator's own"),
+    ("from triton import races\n", "triton.races is the simulator's own"),
+    ("import mini_triton as triton\nx = triton.observers._OBSERVERS\n", "triton.observers is the simulator's own"),
+    ("import triton.language as tl\nx = tl.core._semantic\n", "tl.core._semantic is the simulator's own"),
+    ("import triton\nd = triton.runtime.driver\n", "triton.runtime is the simulator's own"),
+    ("from torch.serialization import os as tos\n", "importing the os module from torch.serialization"),
+    ("import torch\ntorch.serialization.os.listdir('/')\n", ".os reaches the os module through another one"),
+    ("import torch\ntorch.serialization.sys.modules.clear()\n", ".sys reaches the sys module"),
     ("exec('1')\n", "exec() is not allowed"),
     ("def f(:\n", "does not parse"),
     ("x = __builtins__['open']\n", "__builtins__ reaches into the interpreter"),
@@ -51,6 +60,14 @@ def test_the_solution_and_the_starter_pass_the_scan():
 def test_scan_flags_forbidden_constructs_by_name(code, expect):
     missing, problems = scan.scan(code)
     assert any(expect in p for p in problems), problems
+
+
+def test_scan_lets_a_submission_use_triton_s_public_names():
+    code = ("import os\nimport torch\nimport triton\nimport triton.language as tl\n"
+            "from triton.language.extra import libdevice\nDEVICE = os.environ.get('X')\n"
+            "a = triton.cdiv(3, 2) + triton.next_power_of_2(5)\nb = tl.math.rsqrt\nc = triton.testing.do_bench\n"
+            "d = triton.autotune\ne = triton.Config\nf = torch.cuda.get_device_properties(0).multi_processor_count\n")
+    assert scan.scan(code)[1] == []
 
 
 def test_scan_lets_a_variable_shadow_a_builtin_name():

@@ -1,6 +1,7 @@
 """`make grade-all`: a Gradescope export regraded into one CSV row per student, resumable."""
 import csv
 import json
+import os
 import re
 import shutil
 
@@ -268,6 +269,8 @@ def test_a_listed_submission_without_a_folder_keeps_its_students_rows_marked_not
     out = tmp_path / "grades.csv"
     assert grade_all.main([str(export), "--out", str(out)]) == 0
     assert sorted(graded) == ["submission_1001", "submission_1003"]
+    if os.geteuid() == 0:                           # names, sids and grades: root's alone, wherever it is written
+        assert out.stat().st_mode & 0o777 == 0o600
     rows = {r["name"]: r for r in csv.DictReader(out.open())}
     assert list(rows) == ["Ada Lovelace", "Alan Turing", "Grace Hopper", "Empty Handed"]
     for name in ("Alan Turing", "Grace Hopper"):

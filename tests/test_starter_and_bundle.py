@@ -67,7 +67,8 @@ def bundle(tmp_path_factory):
 def test_bundle_holds_the_starter_simulator_tests_and_no_answers(bundle):
     _, names, top = bundle
     for must in ("rmsnorm.py", "Makefile", "README.md", "requirements.txt", "bench.py", "viz.py",
-                 "tests/test_part_a.py", "tests/test_part_b.py", "tests/test_part_c.py", "tests/conftest.py",
+                 "tests/test_part_a.py", "tests/test_part_b.py", "tests/test_part_c.py", "tests/test_part_d.py",
+                 "tests/conftest.py",
                  "mini_triton/__init__.py", "mini_triton/README.md", "mini_triton/viz.py",
                  "handout/img/traffic_fused.png", "handout/img/traffic_reads_x_twice.png"):
         assert f"rmsnorm-student/{must}" in names
@@ -87,7 +88,7 @@ def _make(top, *targets):
 
 
 def test_bundle_part_a_passes_alone_while_parts_b_and_c_are_stubs(bundle, tmp_path):
-    """A student who has written part (a) only: `make test PART=a` passes, PART=b and PART=c fail on TODOs."""
+    """A student who has written part (a) only: `make test PART=a` passes, PART=b, c and d fail on TODOs."""
     _, _, top = bundle
     work = tmp_path / "student"
     shutil.copytree(top, work)
@@ -95,11 +96,11 @@ def test_bundle_part_a_passes_alone_while_parts_b_and_c_are_stubs(bundle, tmp_pa
     out = _make(work, "test", "PART=a")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert " passed" in out.stdout and "test_part_a.py" not in out.stdout.split("passed")[-1]
-    for part, todo in (("b", "TODO: Part (b)"), ("c", "TODO: Part (c)")):
+    for part, todo in (("b", "TODO: Part (b)"), ("c", "TODO: Part (c)"), ("d", "TODO: Part (c)")):
         out = _make(work, "test", f"PART={part}")
         assert out.returncode != 0 and todo in out.stdout, out.stdout[-2000:]
-    out = _make(work, "test", "PART=d")
-    assert out.returncode != 0 and "PART is a, b or c" in out.stdout + out.stderr
+    out = _make(work, "test", "PART=e")
+    assert out.returncode != 0 and "PART is a, b, c or d" in out.stdout + out.stderr
 
 
 def student_with_solution(bundle, tmp_path):

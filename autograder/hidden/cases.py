@@ -19,6 +19,7 @@ class Case(typing.NamedTuple):
     view: list | None = None               # [start, stop, step] of the last dimension of a wider tensor
     story: str = ""
     forward_only: bool = False             # checks y and r from rmsnorm_forward, not the whole autograd step
+    dy_contiguous: bool = False            # with a view: dy is a contiguous tensor, its rows N apart, not x's
 
     @property
     def task(self) -> str:
@@ -56,11 +57,15 @@ ROBUST = {
     "eps_large": case((16, 64), eps=1e-2, note="eps = 0.01"),
     "eps_one": case((16, 64), eps=1.0, note="eps = 1.0"),
     "zero_rows": case((12, 64), note="rows 0 and 5 are all zeros, so r = 1/sqrt(eps) there"),
+    "mixed_strides": Case((24, 160), "float32", 1e-5, [0, 80, 1],
+                          "x of shape (24, 80) fp32, a view of a (24, 160) tensor with x.stride() = (160, 1), and a "
+                          "contiguous dy with dy.stride() = (80, 1): x's and dy's rows are different distances apart",
+                          dy_contiguous=True),
 }
 ROBUST_PARTS = {
     "4.1": ("fp16", "bf16"),
     "4.2": ("3d", "4d"),
-    "4.3": ("row_stride", "col_stride"),
+    "4.3": ("row_stride", "col_stride", "mixed_strides"),
     "4.4": ("n1000", "n1", "big_n", "big_n_32k", "big_n_bf16"),
     "4.5": ("eps_small", "eps_large", "eps_one", "zero_rows"),
 }
@@ -77,15 +82,16 @@ SPEED_ROWS = [0, 1, 777, 4095, 8191, 12000, 16382, 16383]
 SPEED_SEED = 2024
 
 
-def _make(shape, dtype, gen, zero_rows=False, view=None):
-    """x, g, dy for one case; a view case gets a wider base tensor."""
+def _make(shape, dtype, gen, zero_rows=False, view=None, dy_contiguous=False):
+    """x, g, dy for one case; a view case gets a wider base tensor (dy too, unless ``dy_contiguous``)."""
     dtype = getattr(torch, dtype)
     x = torch.randn(*shape, generator=gen)
     if zero_rows:
         x[0] = 0
         x[5] = 0
-    g = torch.rand(shape[-1] if view is None else len(range(shape[-1])[slice(*view)]), generator=gen) + 0.5
-    dy = torch.randn(*shape, generator=gen)
+    n = shape[-1] if view is None else len(range(shape[-1])[slice(*view)])
+    g = torch.rand(n, generator=gen) + 0.5
+    dy = torch.randn(*shape[:-1], n if dy_contiguous else shape[-1], generator=gen)
     return x.to(dtype), g.to(dtype), dy.to(dtype)
 
 
@@ -93,7 +99,8 @@ def make_inputs(cases):
     gen = torch.Generator().manual_seed(1234)
     out = {}
     for k, c in cases.items():
-        out[f"x_{k}"], out[f"g_{k}"], out[f"dy_{k}"] = _make(c.shape, c.dtype, gen, k == "zero_rows", c.view)
+        out[f"x_{k}"], out[f"g_{k}"], out[f"dy_{k}"] = _make(c.shape, c.dtype, gen, k == "zero_rows", c.view,
+                                                             c.dy_contiguous)
     return out
 
 
@@ -114,7 +121,7 @@ def sim_jobs():
         job, names = (fwd, {"x": f"x_{k}", "g": f"g_{k}"}) if c.forward_only else (ag, _names(k))
         job[f"{c.task}_{k}"] = {"op": "forward" if c.forward_only else "autograd", "tensors": names, "eps": c.eps}
         if c.view:
-            job[f"{c.task}_{k}"]["view"] = {"x": c.view, "dy": c.view}
+            job[f"{c.task}_{k}"]["view"] = {"x": c.view, **({} if c.dy_contiguous else {"dy": c.view})}
     return {"forward": fwd, "autograd": ag}
 
 

@@ -58,6 +58,9 @@ def load_impl(path, backend=None, name="student_rmsnorm"):
         except BaseException:
             del sys.modules[spec.name]
             raise
+    if not hasattr(mod, "DEVICE"):                      # the starter defines it; a file written from scratch may not
+        real = getattr(getattr(mod, "triton", None), "__name__", "") == "triton"
+        mod.DEVICE = torch.device("cuda" if real and torch.cuda.is_available() else "cpu")
     return mod
 
 

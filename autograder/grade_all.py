@@ -218,11 +218,10 @@ def regrade(export: Path, out_csv: Path, jobs: int = 1) -> tuple[list[dict], dic
 
 def row_scores(res: dict) -> dict:
     """Each item's score, the total and the extra credit; an item that was not graded (item 10 without a
-    GPU) is left empty, never 0. A submission without tests (no rmsnorm.py) scores 0."""
+    GPU) is left empty, never 0. A submission without tests (no rmsnorm.py) scores 0 on every other item."""
     by_item = grade.scores_by_item(res)
-    graded = bool(res.get("tests"))
     row = {f"{it.number} {it.name}": by_item[it.number][0] if it.number in by_item else
-           ("" if graded and it.gpu_only else 0.0) for it in ITEMS}
+           ("" if it.gpu_only else 0.0) for it in ITEMS}
     row["total"] = float(sum(by_item.get(i.number, (0.0, 0.0))[0] for i in ITEMS if not i.extra_credit))
     row["extra credit"] = float(sum(by_item.get(i.number, (0.0, 0.0))[0] for i in ITEMS if i.extra_credit))
     return row
@@ -290,7 +289,7 @@ def main(argv):
               file=sys.stderr)
         return 130
     print(f"{len(rows)} rows written to {out}")
-    if rows and any(r[k] == "" for r in rows for k in r if k.startswith("10 ")):
+    if not gpus() and any(r[k] == "" for r in rows for k in r if k.startswith("10 ")):
         print("item 10 (GPU speed) was not graded: no GPU is visible here, so its column is empty; regrade on "
               "the course GPU machine for it", file=sys.stderr)
     missing = sorted({r["submission"] for r in rows if r["note"].startswith("NOT GRADED")})

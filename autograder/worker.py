@@ -143,6 +143,7 @@ class Phase:
                                                 for s in sources):
                 derived |= set(op.out_storages)
         storage = _storage(t)
+        self.stored_into = covered.get(storage, 0)    # for the feedback: how much of t the kernels did store
         return storage in derived or covered.get(storage, 0) >= t.numel()
 
 
@@ -196,8 +197,12 @@ def run_task(mod, task, inputs, triton):
             roles.setdefault(k, _storage(out[k]))
     info.update({name: p.summary(roles) for name, p in phases.items()})
     made_in = {"y": "fwd", "r": "fwd", "dx": "bwd", "dg": "bwd"}
-    info["kernel_made"] = {k: phases[made_in[k]].kernel_made(v) for k, v in out.items()
-                           if isinstance(v, torch.Tensor) and made_in[k] in phases}
+    info["kernel_made"], info["kernel_stored"] = {}, {}
+    for k, v in out.items():
+        if isinstance(v, torch.Tensor) and made_in[k] in phases:
+            phase = phases[made_in[k]]
+            info["kernel_made"][k] = phase.kernel_made(v)
+            info["kernel_stored"][k] = getattr(phase, "stored_into", None)
     return _plain(out, info)
 
 

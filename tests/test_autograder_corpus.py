@@ -230,6 +230,10 @@ CASES = {
         "def _forge():\n"
         "    _o('outputs.json', 'w').write('{\"fwd_a\": {\"ok\": true}}')\n"
         "atexit.register(_forge)"), {p: "tampered with grading" for p in ALL_CPU}, []),
+    "forward_block_capped": (mutate(("eps, BLOCK=triton.next_power_of_2(N))",
+                                     "eps, BLOCK=min(triton.next_power_of_2(N), 4096))")),
+                             {"4.4": "your kernels stored only 12288 of the 49152 elements of y"},
+                             ["1", "2", "3", "4.1", "4.2", "4.3", "4.5", "4.6", "4.7", "5", "6", "7", "8"]),
     "traffic_counts_edited": (prepend("from mini_triton import stats as _S"),
                               {p: "mini_triton.stats is the simulator's own" for p in ALL_CPU}, []),
     "race_check_removed": (prepend("from mini_triton import observers as _obs"),

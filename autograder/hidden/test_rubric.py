@@ -74,6 +74,13 @@ def not_made(outcome, task, names, story) -> str | None:
     name = kernels_made(outcome, task, names)
     if not name:
         return None
+    stored = (outcome.info.get(task, {}).get("kernel_stored") or {}).get(name)
+    numel = outcome.tensors[f"{task}.{name}"].numel() if f"{task}.{name}" in outcome.tensors else None
+    if stored and numel:
+        return (f"your kernels stored only {stored} of the {numel} elements of {name} that your {MADE_BY[name]} "
+                f"returned, for {story}: the others were never written by a kernel (a block that does not cover "
+                f"the whole row, or a grid that misses some rows?); points go only to values your Triton kernels "
+                f"compute")
     how = (" (stored by a kernel, or summed on the host from a partial buffer your kernels stored)"
            if name == "dg" else "")
     return (f"your {MADE_BY[name]} returned {name} without any kernel storing it{how}, for {story}: points for "

@@ -56,6 +56,9 @@ EDITS = {
     "nan_check_on_the_host": [("    _check_inputs(x, g)\n    # [TODO] Part (c): allocate y",
                                "    _check_inputs(x, g)\n    if torch.isnan(x).any().item():\n"
                                "        raise ValueError(\"x holds NaN\")\n    # [TODO] Part (c): allocate y")],
+    # r squared where the derivation gives r cubed
+    "r_squared_in_dx": [("c = tl.sum(dyg * x, axis=1) * (r * r * r) / n_cols",
+                         "c = tl.sum(dyg * x, axis=1) * (r * r) / n_cols")],
     # the wrapper's default is the lecture's reduction: one partial dg row per input row (an M x N buffer)
     "one_partial_row_per_input_row": [('def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):',
                                        'def rmsnorm_backward(dy, x, g, r, dg_reduction="rows"):')],

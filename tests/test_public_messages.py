@@ -57,6 +57,9 @@ EXPECTED = {
     "dg_by_atomic_add": ("test_part_c.py::test_backward_gives_the_same_dg_in_every_run",
                          ["tl.atomic_add on dg_partial_ptr", "in your backward", "part 4.7",
                           "Give each program its own row of dg_partial"]),
+    "r_squared_in_dx": ("test_part_b.py::test_one_row_per_program",
+                        ["dx from rmsnorm_bwd_kernel differs", "Every row is off, not a few lanes? Then check the "
+                         "formula", "r cubed where x itself appears"]),
     "one_partial_row_per_input_row": ("test_part_d.py::test_partial_dg_buffer_holds_at_most_an_eighth_of_x",
                                       ["rmsnorm_bwd_kernel stores into dg_partial_ptr, a buffer of 32768 elements",
                                        "at most M·N/8 = 4096 elements", "_num_programs_bwd"]),

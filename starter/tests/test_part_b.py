@@ -7,12 +7,18 @@ parts (a) and (c). `make test PART=b`.
 import pytest
 import torch
 
-from rmsnorm_check import assert_matches, assert_untouched, assert_written, describe, filled, random_inputs, reference
+from rmsnorm_check import (assert_matches, assert_untouched, assert_written, compare, describe, filled,
+                           random_inputs, reference)
 
 CHUNKED = ("the chunked path: the wrapper passes SINGLE_PASS=False for rows longer than MAX_FUSED_N (16384), "
            "which do not fit in a program's registers, and this test sends a row through it; with "
            "SINGLE_PASS=False your kernel must loop over each row in chunks of BLOCK_N columns, one pass for "
            "the dot product sum(dy·g·x) and one to write dx")
+
+
+DX_FORMULA = (". Every row is off, not a few lanes? Then check the formula: dx = r·(dy·g − x̂·mean(dy·g·x̂)) "
+              "with x̂ = x·r (r cubed where x itself appears: r·dy·g − x·r³·sum(dy·g·x)/N); the handout's "
+              "float64 check in part (b) tests a formula before it goes into the kernel")
 
 
 def launch_backward(impl, x, g, dy, rows_per_program, BLOCK_M, BLOCK_N=None, SINGLE_PASS=True):
@@ -41,7 +47,9 @@ def check_backward(impl, x, g, dy, rows_per_program, BLOCK_M, story=None, hint="
     story = f"{story or describe(x)}, launched with {how}" + (f" ({hint})" if hint else "")
     _, _, ref_dx, ref_dg = reference(x, g, dy)
     assert_written("dx", dx, "rmsnorm_bwd_kernel", story)
-    assert_matches("dx", dx, ref_dx, x, story=story, source=" from rmsnorm_bwd_kernel")
+    wrong = compare("dx", dx, ref_dx, x, story=story, source=" from rmsnorm_bwd_kernel")
+    if wrong:
+        raise AssertionError(wrong + DX_FORMULA)
     assert_matches("dg", dg.to(g.dtype), ref_dg, x, story=story,
                    source=" (the sum of the dg_partial rows your rmsnorm_bwd_kernel stored)")
     return dx

@@ -19,7 +19,7 @@ from pathlib import Path
 from . import config, runtime
 from .config import RESULTS_VAR, RUNTIME_VAR, SUBMISSION_VAR
 from .errors import STUDENT_MESSAGE, GraderError
-from .plugin import private_mode, write_results
+from .plugin import open_private, write_results
 from .rubric import ITEMS, PARTS
 
 HERE = Path(__file__).resolve().parent
@@ -65,8 +65,7 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
     env = dict(os.environ if env is None else env, **{SUBMISSION_VAR: str(submission.resolve()),
                                                       RESULTS_VAR: str(Path(results).resolve())})
     log = Path(results).with_suffix(".log")           # pytest's own output: for the staff, never for students
-    log.unlink(missing_ok=True)                       # created anew with the grader's mode, below
-    with _runtime(env) as env, open(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, private_mode()), "wb") as out:
+    with _runtime(env) as env, open_private(log, "wb") as out:
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "autograder.plugin", "-p", "no:cacheprovider",
                         str(HERE / "hidden"), *(["-k", select] if select else [])], env=env, cwd=HERE.parent,
                        stdout=out, stderr=subprocess.STDOUT, check=False)

@@ -31,7 +31,7 @@ import yaml
 
 from . import grade
 from .errors import GraderError
-from .plugin import private_mode
+from .plugin import open_private
 from .rubric import ITEMS, PARTS, item_of
 
 META = "submission_metadata.yml"
@@ -260,8 +260,7 @@ def write_csv(subs, results_dir: Path, out_csv: Path, errors: dict | None = None
             rows.append({"name": person.get("name", ""), "sid": person.get("sid", ""),
                          "email": person.get("email", ""), **base})
     out_csv.parent.mkdir(parents=True, exist_ok=True)
-    out_csv.unlink(missing_ok=True)                   # created anew, with the grader's mode: names, sids, grades
-    with open(os.open(out_csv, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, private_mode()), "w", newline="") as f:
+    with open_private(out_csv, newline="") as f:      # names, sids and grades: root's alone when root
         w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["submission"])
         w.writeheader()
         w.writerows(rows)

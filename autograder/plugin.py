@@ -131,6 +131,12 @@ def private_mode() -> int:
     return 0o600 if os.geteuid() == 0 else 0o644
 
 
+def open_private(path: Path, mode: str = "w", **kw):
+    """Open ``path`` for writing, created anew with private_mode() (an older file's looser mode is not kept)."""
+    path.unlink(missing_ok=True)
+    return open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, private_mode()), mode, **kw)
+
+
 def write_results(path: Path, results: dict):
     """Write atomically: Gradescope never sees a half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)

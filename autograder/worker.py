@@ -19,9 +19,9 @@ A task is a dict:
   device   (optional) "cuda" to move the inputs to the GPU
 
 On the simulator every phase also logs the host-side torch ops, and each output
-says whether the submission's kernels made it (``kernel_made``): stored by a
-kernel, or only moved, converted or summed on the host from a buffer a kernel
-stored (the lecture's ``dg_partial.sum(0)``).
+says whether the submission's kernels made it (``kernel_made``): stored by a kernel, or
+only moved, converted or summed on the host from a buffer a kernel stored (the lecture's
+``dg_partial.sum(0)``); ``kernel_stored`` says how much of it the kernels stored.
 
 The worker prints ``READY`` once its own setup is done (torch, the inputs, the
 simulator), before the submission is loaded: a worker that stops before that
@@ -123,14 +123,15 @@ class Phase:
                                for o in reads[:HOST_OP_CAP]]
         return out
 
-    def kernel_made(self, t) -> bool | None:
-        """Did this phase's kernels make tensor ``t``? (None when not on the simulator.)
+    def kernel_made(self, t) -> tuple:
+        """(did this phase's kernels make tensor ``t``, how many elements of its storage they stored);
+        (None, None) when not on the simulator.
 
         Made means: kernels stored at least as many elements of its storage as ``t`` has, or a
         host op that only carries data (TRANSPORT_OPS) produced it from such a buffer.
         """
         if self.rec is None:
-            return None
+            return None, None
         covered = {}                                 # storage -> elements kernels stored into it
         for L in self.rec.launches:
             for a in L.args.values():
@@ -143,8 +144,8 @@ class Phase:
                                                 for s in sources):
                 derived |= set(op.out_storages)
         storage = _storage(t)
-        self.stored_into = covered.get(storage, 0)    # for the feedback: how much of t the kernels did store
-        return storage in derived or covered.get(storage, 0) >= t.numel()
+        stored = covered.get(storage, 0)
+        return storage in derived or stored >= t.numel(), stored
 
 
 def run_task(mod, task, inputs, triton):
@@ -200,9 +201,7 @@ def run_task(mod, task, inputs, triton):
     info["kernel_made"], info["kernel_stored"] = {}, {}
     for k, v in out.items():
         if isinstance(v, torch.Tensor) and made_in[k] in phases:
-            phase = phases[made_in[k]]
-            info["kernel_made"][k] = phase.kernel_made(v)
-            info["kernel_stored"][k] = getattr(phase, "stored_into", None)
+            info["kernel_made"][k], info["kernel_stored"][k] = phases[made_in[k]].kernel_made(v)
     return _plain(out, info)
 
 

@@ -252,9 +252,9 @@ def host_op_name(op) -> str:
 
 CHECK_HINT = (" (a check of the values on the host also makes Python wait for the GPU at every call: validate "
               "shapes and dtypes only, which need no data)")
-HOST_OP_HINTS = {"_to_copy": " (load the 16-bit values and convert them in registers: tl.load(...).to(tl.float32))",
+CONVERT_HINT = " (load the 16-bit values and convert them in registers: tl.load(...).to(tl.float32))"
+HOST_OP_HINTS = {**dict.fromkeys(("_to_copy", "to"), CONVERT_HINT),
                  **dict.fromkeys(("isnan", "isinf", "isfinite", "any", "all"), CHECK_HINT)}
-HOST_OP_HINTS["to"] = HOST_OP_HINTS["_to_copy"]
 
 
 def host_work_problem(host_ops, M, N, where):

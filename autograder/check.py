@@ -1,27 +1,30 @@
-"""The comparison helpers the public tests and the grader share: one float64 reference, one
-tolerance rule, one message format (starter/tests/rmsnorm_check.py, which students also get).
+"""The comparison and diagnosis helpers the public tests and the grader share: one float64 reference, one
+tolerance rule, one message format (starter/tests/rmsnorm_check.py), and the diagnosis that names the cause
+of a wrong output (starter/tests/rmsnorm_diagnose.py). Students get both files.
 
-The grader loads that file by its path, once, as the module ``rmsnorm_check``: importing any
-part of the grader never depends on what is on sys.path.
+The grader loads them by their paths, once, as the modules ``rmsnorm_check`` and ``rmsnorm_diagnose``:
+importing any part of the grader never depends on what is on sys.path.
 """
 import importlib.util
 import sys
 
 from .config import ROOT
 
-PATH = ROOT / "starter" / "tests" / "rmsnorm_check.py"
+TESTS = ROOT / "starter" / "tests"
 
 
-def _load():
-    if "rmsnorm_check" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("rmsnorm_check", PATH)
+def _load(name):
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, TESTS / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
-        sys.modules["rmsnorm_check"] = module
+        sys.modules[name] = module
         spec.loader.exec_module(module)
-    return sys.modules["rmsnorm_check"]
+    return sys.modules[name]
 
 
-rmsnorm_check = _load()
+rmsnorm_check = _load("rmsnorm_check")
+diagnosis = _load("rmsnorm_diagnose")
+PATH = TESTS / "rmsnorm_check.py"
 DTYPE_NAMES = rmsnorm_check.DTYPE_NAMES
 compare = rmsnorm_check.compare
 describe = rmsnorm_check.describe

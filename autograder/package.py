@@ -12,6 +12,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from .config import SHARED_CHECKS
+
 ROOT = Path(__file__).resolve().parent.parent
 NOT_ON_GRADESCOPE = ("triton", "matplotlib")
 
@@ -20,7 +22,7 @@ def files():
     """(path in the zip, source path) of every file shipped."""
     out = [("setup.sh", ROOT / "autograder" / "zip" / "setup.sh"),
            ("run_autograder", ROOT / "autograder" / "zip" / "run_autograder"),
-           ("starter/tests/rmsnorm_check.py", ROOT / "starter" / "tests" / "rmsnorm_check.py"),
+           *((f"starter/tests/{name}.py", ROOT / "starter" / "tests" / f"{name}.py") for name in SHARED_CHECKS),
            ("autograder/selftest/rmsnorm.py", ROOT / "tests" / "corpus" / "simple.py")]   # setup.sh's self-test
     for folder in ("autograder", "mini_triton"):
         for p in sorted((ROOT / folder).rglob("*")):

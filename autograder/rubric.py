@@ -83,6 +83,38 @@ COPY_NEEDED = {"10.1": 75, "10.2": 75, "10.3": 30, "10.4": 15}
 # The speedup over eager's wall time, graded only when no GPU time could be measured at all.
 SPEEDUP_NEEDED = {"10.1": 3.2, "10.2": 4.0, "10.3": 2.0, "10.4": 2.0}
 
+# Which part owns each cause the diagnosis can name (starter/tests/rmsnorm_diagnose.py's CAUSES, and the
+# grader's own): one mistake costs points once, in its part. A part that finds a cause another part owns
+# and charged keeps its points (judge.py), as the handout's grading section says.
+CAUSE_OWNERS = {
+    # item 1, the forward: its formula, its r, its grid
+    **dict.fromkeys(("mean_over_block", "sum_not_mean", "r_is_rms", "y_without_g", "y_times_rms", "r_not_stored",
+                     "rows_not_stored_fwd", "elements_not_stored_fwd", "masked_nan", "y_not_from_kernels",
+                     "r_not_from_kernels", "r_from_forward"), "1"),
+    # item 2, dx: the backward's formula and grid
+    **dict.fromkeys(("r_squared", "dot_not_divided", "dot_over_block", "g_missing_dx", "dot_without_g",
+                     "second_term_missing", "second_term_sign", "rows_not_stored_bwd", "elements_not_stored_bwd",
+                     "dx_not_from_kernels"), "2"),
+    # item 3, dg
+    **dict.fromkeys(("dg_without_r", "dg_with_g", "dg_some_rows", "dg_not_from_kernels", "old_memory_nan"), "3"),
+    "sum_in_16_bits": "4.1",                        # 16-bit inputs: a sum of squares kept in 16 bits
+    **dict.fromkeys(("x_rows_by_n", "dy_rows_by_n"), "4.3"),          # strides
+    "columns_not_stored": "4.4",                    # rows longer than one block
+    **dict.fromkeys(("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3", "padding_nan"), "4.5"),
+    **dict.fromkeys(("dy_modified", "no_dg", "no_r_saved", "output_dtype", "output_shape"), "4.6"),
+    "order_dependent": "4.7",
+    "race": "8",
+}
+# A cause its owner may find under a kindred name: NaN that masked-off rows make (1/sqrt(0)) is eps's doing
+# when the owner of eps finds eps missing.
+# So are elements never stored: which pattern they make (whole rows, some elements) depends on the input.
+_UNSTORED_FWD = ("r_not_stored", "rows_not_stored_fwd", "elements_not_stored_fwd")
+_UNSTORED_BWD = ("rows_not_stored_bwd", "elements_not_stored_bwd")
+CAUSE_FAMILIES = {"padding_nan": ("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3"),
+                  **{k: _UNSTORED_FWD for k in _UNSTORED_FWD}, **{k: _UNSTORED_BWD for k in _UNSTORED_BWD}}
+# Parts whose requirements are the point: extra credit is earned, so another part's charge does not excuse it.
+NEVER_EXCUSED = frozenset({"9"})
+
 BY_NUMBER = {i.number: i for i in ITEMS}
 PARTS = {p.number: p for i in ITEMS for p in i.graded()}
 

@@ -51,6 +51,8 @@ class Launch:
         self.buffers = buffers
         self.lock_ids = {}                     # (storage, element) of a lock word -> a small id
         self.order_dependent = None            # why its result depends on program order, if it does
+        self.race = None                       # the first data race found, in race mode "record"
+        self.undefined_lanes = None            # the first masked tl.load without other= (its lanes hold NaN)
         self.populated = set()                 # buffers whose pages are mapped for writing (memory.store)
 
     def lock_id(self, key) -> int:

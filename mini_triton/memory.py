@@ -38,6 +38,7 @@ class Buffer:
         # accesses of two arguments that share storage must be compared with each other
         self.storage_key = (t.untyped_storage().data_ptr(), t.dtype)
         self.storage_offset = t.storage_offset()
+        self.tensor_element_size = t.element_size()
 
     def describe(self) -> str:
         return f"{self.name} ({self.elem!r}, {self.span} elements)"
@@ -368,10 +369,15 @@ def _broadcast_ptr(ptr, shape):
     return None if a is None else broadcast_affine(a, ptr.shape, shape)
 
 
+# What the masked-off lanes of a float tl.load without other= hold: NaN, which shows wherever they are
+# used. A grader can set it to 0.0 for a second run, to see whether those lanes were the only problem.
+UNDEFINED_FLOAT = float("nan")
+
+
 def _poison(elem: D.dtype):
     """What a masked-off lane holds when the load gives no ``other``: garbage on a GPU."""
     if elem.is_floating():
-        return float("nan")
+        return UNDEFINED_FLOAT
     if elem.is_bool():
         return False
     return D.int_range(elem)[1]
@@ -401,6 +407,8 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
     else:
         f = full_handle(fill, acc.shape) if fill is not None else torch.tensor(_poison(elem), dtype=store_ty)
         out = torch.where(acc.mask_h, vals.to(store_ty), f.to(store_ty))
+        if fill is None and ch.launch.undefined_lanes is None and elem.is_floating() and not bool(acc.mask_h.all()):
+            ch.launch.undefined_lanes = acc.line          # masked-off lanes hold NaN: the statistics say where
     ch.records.append(acc)
     return tensor(out, elem, acc.shape)
 

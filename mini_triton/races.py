@@ -29,11 +29,15 @@ from .memory import Kind
 _MODE = os.environ.get("MINI_TRITON_RACES", "error")
 
 
+MODES = ("error", "warn", "record", "off")
+
+
 def set_race_mode(mode: str):
-    """'error' (default): raise DataRaceError; 'warn': warn; 'off': skip the check."""
+    """'error' (default): raise DataRaceError; 'warn': warn; 'record': note the first race of each launch
+    in its statistics (``LaunchStats.race``, how a grader sees it) and go on; 'off': skip the check."""
     global _MODE
-    if mode not in ("error", "warn", "off"):
-        raise ValueError("race mode must be 'error', 'warn' or 'off'")
+    if mode not in MODES:
+        raise ValueError(f"race mode must be one of {', '.join(MODES)}")
     _MODE = mode
 
 
@@ -91,6 +95,9 @@ def check(launch, records):
         if found is None:
             continue
         site, msg = found
+        if _MODE == "record":
+            launch.race = launch.race or msg
+            continue
         if _MODE == "warn":
             warnings.warn(msg, DataRaceWarning, stacklevel=4)
         else:

@@ -92,12 +92,17 @@ class LaunchStats:
 
     ``order_dependent`` says why its result depends on the order programs run (a float
     atomic_add, a lock), or is None: a GPU may give such a launch different last bits each run.
+    ``race`` is the first data race found in it, when races are recorded rather than raised
+    (``set_race_mode("record")``); ``undefined_lanes`` the line of its first masked ``tl.load``
+    without ``other=`` whose masked-off lanes (NaN in the simulator) were loaded.
     """
     kernel: str
     grid: tuple
     programs: int
     args: dict
     order_dependent: str | None = None
+    race: str | None = None
+    undefined_lanes: str | None = None
 
     @property
     def loaded(self):
@@ -109,7 +114,8 @@ class LaunchStats:
 
     def as_dict(self):
         return {"kernel": self.kernel, "grid": list(self.grid), "programs": self.programs,
-                "order_dependent": self.order_dependent, "args": {k: v.as_dict() for k, v in self.args.items()}}
+                "order_dependent": self.order_dependent, "race": self.race,
+                "undefined_lanes": self.undefined_lanes, "args": {k: v.as_dict() for k, v in self.args.items()}}
 
 
 @dataclasses.dataclass
@@ -166,6 +172,22 @@ class Recording:
     def kernels(self, name: str) -> list[LaunchStats]:
         return [L for L in self.launches if L.kernel == name]
 
+    def stored_mask(self, t: torch.Tensor) -> torch.Tensor:
+        """Which elements of ``t`` the recorded kernels wrote (a store or an atomic), as a bool tensor of
+        t's shape: False where no program wrote, so the value there is whatever the memory held before
+        (``torch.empty``'s old data). Kernels that wrote t through another view of its memory count too."""
+        storage, size = _storage(t), t.element_size()
+        span = t.untyped_storage().nbytes() // size
+        written = torch.zeros(span, dtype=torch.bool)
+        for L in self.launches:
+            for a in L.args.values():
+                if a.storage != storage or not (a.stored or a.atomics):
+                    continue
+                for r in a._records:
+                    if r.kind.writes() and r.buf.tensor_element_size == size:
+                        written[r.active_offsets()[0] + r.buf.storage_offset] = True
+        return written.as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset())
+
     def draw(self, path, title=None):
         """Save a picture of the recorded launches as ``path`` (a PNG): per tensor argument, which
         program read and wrote each element, and how often (viz.py)."""
@@ -181,11 +203,16 @@ class Recording:
 
 
 @contextlib.contextmanager
-def record(host_ops: bool = False):
-    """Record every launch (and, with host_ops=True, every host-side torch op) in the block."""
+def record(host_ops: bool = False, poison: bool = False):
+    """Record every launch (and, with host_ops=True, every host-side torch op) in the block.
+
+    poison=True (with host_ops) fills every float tensor that ``torch.empty`` and its kin allocate in
+    the block with NaN: on a GPU such memory holds whatever was there before, and a kernel that reads
+    it before writing it (a buffer it adds into, say) then shows NaN, not the zeros a fresh page
+    happens to hold on a CPU."""
     rec = Recording(host_ops)
     _RECORDERS.append(rec)
-    mode = _HostOpMode(rec) if host_ops else contextlib.nullcontext()
+    mode = _HostOpMode(rec, poison) if host_ops else contextlib.nullcontext()
     try:
         with mode:
             yield rec
@@ -223,7 +250,8 @@ def commit_launch(launch, records):
         for k in ("loaded", "stored", "loaded_bytes", "stored_bytes", "atomics"):
             _GLOBAL[k] += getattr(a, k)
     if _RECORDERS:
-        ls = LaunchStats(launch.name, launch.grid, launch.programs, args, launch.order_dependent)
+        ls = LaunchStats(launch.name, launch.grid, launch.programs, args, launch.order_dependent, launch.race,
+                         launch.undefined_lanes)
         for rec in _RECORDERS:
             rec.launches.append(ls)
 
@@ -281,13 +309,20 @@ def _written_at() -> str:
     return ""
 
 
+# Allocations whose memory holds whatever was there before (``record(poison=True)`` fills it with NaN).
+UNINITIALISED = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided"})
+
+
 class _HostOpMode:
     """Logs torch ops run outside kernels (a TorchDispatchMode), for graders."""
 
-    def __init__(self, rec):
+    def __init__(self, rec, poison=False):
         class Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 out = func(*args, **(kwargs or {}))
+                if poison and runtime.CURRENT is None and isinstance(out, torch.Tensor) and \
+                        out.is_floating_point() and func.overloadpacket.__name__ in UNINITIALISED:
+                    out.fill_(float("nan"))
                 if runtime.CURRENT is None:
                     ins = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
                     outs = [o for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]

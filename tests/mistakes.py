@@ -3,7 +3,8 @@
     python3 tests/mistakes.py OUT_DIR       # writes OUT_DIR/<name>.py
 
 tests/test_public_messages.py runs the public tests on each and checks that the first failure
-names the cause in a student's terms; tests/make_handout_images.py draws one of them.
+names the cause in a student's terms; tests/test_mistakes_graded.py grades each and checks that it
+costs points in the one part that owns its cause; tests/make_handout_images.py draws one of them.
 """
 import sys
 from pathlib import Path
@@ -15,6 +16,12 @@ FWD_LOAD = "x = load_tile(x_ptr, rows, x_row_stride, cols, mask).to(tl.float32)"
 FWD_R = "r = tl.rsqrt(tl.sum(x * x, axis=1) / n_cols + eps)        # masked lanes add 0"
 DG_STORE = "tl.store(dg_partial_ptr + pid * n_cols + cols, tl.sum(dg, axis=0), mask=col_mask)"
 FWD_PID = "    pid = tl.program_id(0)\n    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)"
+FWD_R_CHUNKED = "r = tl.rsqrt(tl.sum(sq, axis=1) / n_cols + eps)"
+Y_STORE = "tl.store(y_rows + cols[None, :], x * r[:, None] * g[None, :], mask=mask)"
+Y_STORE_CHUNKED = "tl.store(y_rows + c[None, :], x * r[:, None] * g[None, :], mask=mask)"
+R_STORE = "    tl.store(r_ptr + rows, r, mask=row_mask)\n"
+BWD_R = "    r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)\n    x, dy = x.to(tl.float32), dy.to(tl.float32)\n"
+DOT = "c = tl.sum(dyg * x, axis=1) * (r * r * r) / n_cols"
 SINGLE = "    if SINGLE_PASS:\n        # The whole row fits in registers: read x once, write y once."
 
 EDITS = {
@@ -49,9 +56,11 @@ EDITS = {
     "y_on_the_host": [("    return y.view(x.shape), r\n",
                        "    y = (x2.float() * r[:, None] * g.float()).to(x.dtype)\n    return y.view(x.shape), r\n")],
     # the backward recomputes r with PyTorch instead of using the one the forward saved
-    "r_recomputed_on_the_host": [("        x, g, r = ctx.saved_tensors\n",
+    "r_recomputed_on_the_host": [("        ctx.save_for_backward(x, g, r)\n",
+                                  "        ctx.save_for_backward(x, g, r)\n        ctx.eps = eps\n"),
+                                 ("        x, g, r = ctx.saved_tensors\n",
                                   "        x, g, _ = ctx.saved_tensors\n"
-                                  "        r = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-5).reshape(-1)\n")],
+                                  "        r = torch.rsqrt(x.float().pow(2).mean(-1) + ctx.eps).reshape(-1)\n")],
     # the forward checks its input on the host, which also makes it wait for the GPU (.item())
     "nan_check_on_the_host": [("    _check_inputs(x, g)\n    # [TODO] Part (c): allocate y",
                                "    _check_inputs(x, g)\n    if torch.isnan(x).any().item():\n"
@@ -69,15 +78,120 @@ EDITS = {
     "dg_by_atomic_add": [(DG_STORE, DG_STORE.replace("tl.store(dg_partial_ptr + pid * n_cols + cols,",
                                                      "tl.atomic_add(dg_partial_ptr + cols,")),
                          ("alloc = torch.empty if single else torch.zeros", "alloc = torch.zeros")],
+    # --- the causes the diagnosis names (starter/tests/rmsnorm_diagnose.py), each in the part that owns it ---
+    # the forward leaves eps out of r
+    "eps_left_out": [(FWD_R, FWD_R.replace(" + eps)", ")")), (FWD_R_CHUNKED, FWD_R_CHUNKED.replace(" + eps)", ")"))],
+    # eps added outside the square root
+    "eps_outside_sqrt": [(FWD_R, "r = 1.0 / (tl.sqrt(tl.sum(x * x, axis=1) / n_cols) + eps)"),
+                         (FWD_R_CHUNKED, "r = 1.0 / (tl.sqrt(tl.sum(sq, axis=1) / n_cols) + eps)")],
+    # the wrapper passes 1e-5 to the kernel, whatever eps the caller gave
+    "eps_fixed": [("x2, g, y, r, m, n, x2.stride(0), y.stride(0), float(eps),",
+                   "x2, g, y, r, m, n, x2.stride(0), y.stride(0), 1e-5,")],
+    # the mean of x² taken over the block's lanes (BLOCK_N), not the row's N values
+    "mean_over_block": [(FWD_R, FWD_R.replace("/ n_cols", "/ BLOCK_N"))],
+    # the sum of squares not divided by N
+    "sum_not_mean": [(FWD_R, FWD_R.replace(" / n_cols", "")), (FWD_R_CHUNKED, FWD_R_CHUNKED.replace(" / n_cols", ""))],
+    # r stored as the RMS, not its reciprocal (the backward then multiplies by the RMS)
+    "r_stored_as_rms": [(R_STORE, R_STORE.replace("r, mask", "1.0 / r, mask"))],
+    # y without the scale g
+    "y_without_g": [(Y_STORE, Y_STORE.replace(" * g[None, :]", "")),
+                    (Y_STORE_CHUNKED, Y_STORE_CHUNKED.replace(" * g[None, :]", ""))],
+    # the forward never stores r (the backward then reads whatever torch.empty held)
+    "r_never_stored": [(R_STORE, "")],
+    # the forward's grid covers half the rows
+    "grid_misses_rows": [("rmsnorm_fwd_kernel[(cdiv(m, block_m),)](", "rmsnorm_fwd_kernel[(cdiv(m, 2 * block_m),)](")],
+    # the wrappers take x's shape as (M, N): only 2-D inputs work
+    "only_2d_inputs": [("    m, n = x2.shape\n    y = torch.empty", "    m, n = x.shape\n    y = torch.empty"),
+                       ("    m, n = x2.shape\n    if tuple(r.shape)", "    m, n = x.shape\n    if tuple(r.shape)")],
+    # y allocated in fp32 whatever x's dtype
+    "y_in_fp32": [("    y = torch.empty((m, n), dtype=x.dtype, device=x.device)",
+                   "    y = torch.empty((m, n), dtype=torch.float32, device=x.device)")],
+    # one block per row, capped at 4096 columns, and no chunked path for longer rows (forward and backward)
+    "block_capped_at_4096": [("    if n_cols <= MAX_FUSED_N:\n        return triton.next_power_of_2(n_cols), True",
+                              "    if n_cols <= MAX_FUSED_N:\n"
+                              "        return min(triton.next_power_of_2(n_cols), 4096), True")],
+    # the backward recomputes r, without eps, instead of loading the one the forward saved
+    "eps_left_out_of_backward": [(BWD_R, "    x, dy = x.to(tl.float32), dy.to(tl.float32)\n"
+                                         "    r = tl.rsqrt(tl.sum(x * x, axis=1) / n_cols)\n")],
+    # eps left out of the r³ term only
+    "eps_left_out_of_r_cubed": [(DOT, "r0 = tl.rsqrt(tl.sum(x * x, axis=1) / n_cols)\n"
+                                      "    c = tl.sum(dyg * x, axis=1) * (r0 * r0 * r0) / n_cols")],
+    # g left out of dx
+    "g_left_out_of_dx": [("    dyg = dy * g[None, :]\n", "    dyg = dy\n")],
+    # dx without the term r's dependence on x adds
+    "second_term_left_out": [("    dx = dyg * r[:, None] - x * c[:, None]\n", "    dx = dyg * r[:, None]\n")],
+    # the dot product not divided by N
+    "dot_not_divided_by_n": [(DOT, DOT.replace(" / n_cols", ""))],
+    # dg without r
+    "dg_without_r": [("    dg_terms = dy * x * r[:, None]", "    dg_terms = dy * x")],
+    # the wrapper sums all partial dg rows but the last
+    "last_partial_row_not_summed": [("dg_sum_kernel[grid](dg_partial, dg, programs, n,",
+                                     "dg_sum_kernel[grid](dg_partial, dg, programs - 1, n,")],
+    # the backward steps through dy by x's row stride (right only when dy's rows are as far apart as x's)
+    "dy_uses_x_row_stride": [("load_tile(dy_ptr, rows, dy_row_stride, cols, mask)",
+                              "load_tile(dy_ptr, rows, x_row_stride, cols, mask)")],
+    # the forward steps through y by x's row stride (y is contiguous, x may not be)
+    "y_uses_x_row_stride": [("    y_rows = y_ptr + rows[:, None] * y_row_stride",
+                             "    y_rows = y_ptr + rows[:, None] * x_row_stride")],
+    # the autograd Function saves y instead of r
+    "saves_y_not_r": [("ctx.save_for_backward(x, g, r)", "ctx.save_for_backward(x, g, y)")],
+    # y multiplied by the RMS where it should be divided by it
+    "y_times_rms": [(Y_STORE, Y_STORE.replace("x * r[:, None]", "x / r[:, None]")),
+                    (Y_STORE_CHUNKED, Y_STORE_CHUNKED.replace("x * r[:, None]", "x / r[:, None]"))],
+    # the dot product divided by the block width, not N
+    "dot_over_block": [(DOT, DOT.replace("/ n_cols", "/ x.shape[1]"))],
+    # g left out of the dot product only
+    "dot_without_g": [(DOT, DOT.replace("tl.sum(dyg * x, axis=1)", "tl.sum(dy * x, axis=1)"))],
+    # the second term of dx added, not subtracted
+    "second_term_sign": [("    dx = dyg * r[:, None] - x * c[:, None]\n",
+                          "    dx = dyg * r[:, None] + x * c[:, None]\n")],
+    # g multiplied into dg
+    "dg_with_g": [("    dg_terms = dy * x * r[:, None]", "    dg_terms = dy * x * r[:, None] * g[None, :]")],
+    # the backward steps through dy by N, not by dy's row stride (every tile of the single-pass path)
+    "dy_rows_by_n": [("dy_row_stride, cols, col_mask)\n", "n_cols, cols, col_mask)\n", 3)],
+    # the backward's grid covers half the rows
+    "backward_grid_misses_rows": [("        programs = cdiv(m, rows_per_program)\n",
+                                   "        programs = max(1, cdiv(m, rows_per_program) // 2)\n")],
+    # y returned as the (M, N) matrix, not in x's shape
+    "y_not_reshaped": [("    return y.view(x.shape), r\n", "    return y, r\n")],
+    # the wrapper computes dx again with PyTorch after its kernel
+    "dx_on_the_host": [("    return dx.view(x.shape), dg\n",
+                        "    xf, dyg = x2.float(), dy2.float() * g.float()\n"
+                        "    dot = (dyg * xf).mean(-1, keepdim=True)\n"
+                        "    dx = (dyg * r[:, None] - xf * r[:, None] ** 3 * dot).to(x.dtype)\n"
+                        "    return dx.view(x.shape), dg\n")],
+    # the wrapper computes dg with PyTorch instead of summing the partial rows
+    "dg_on_the_host": [("    return dx.view(x.shape), dg\n",
+                        "    dg = (dy2.float() * x2.float() * r[:, None]).sum(0).to(g.dtype)\n"
+                        "    return dx.view(x.shape), dg\n")],
+    # the wrapper computes r again with PyTorch after its kernel
+    "r_on_the_host": [("    return y.view(x.shape), r\n",
+                       "    r = torch.rsqrt(x2.float().pow(2).mean(-1) + eps)\n    return y.view(x.shape), r\n")],
+    # the autograd Function returns no gradient for g
+    "no_dg_returned": [("        return dx, dg, None\n", "        return dx, None, None\n")],
+    # the forward's store mask leaves out each row's last column
+    "y_store_misses_last_column": [(Y_STORE, Y_STORE.replace("mask=mask)",
+                                                             "mask=mask & (cols < n_cols - 1)[None, :])"))],
+    # the backward's store mask leaves out each row's last column
+    "dx_store_misses_last_column": [("tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dx, mask=mask)",
+                                     "tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dx, "
+                                     "mask=mask & (cols < n_cols - 1)[None, :])")],
+    # r allocated as an (M, 1) column, not one value per row
+    "r_as_column": [("    r = torch.empty(m, dtype=torch.float32, device=x.device)\n",
+                     "    r = torch.empty((m, 1), dtype=torch.float32, device=x.device)\n")],
+    # a Triton 2 name: tl.math.fast_powf is not in Triton 3
+    "triton_2_name": [(FWD_R, "r = tl.math.fast_powf(tl.sum(x * x, axis=1) / n_cols + eps, -0.5)")],
 }
 
 
 def edited_solution(edits, what: str) -> str:
-    """The solution's text with each (old, new) edit made; each old text must occur in it once."""
+    """The solution's text with each (old, new[, count]) edit made; each old text must occur in it count
+    times (once when not given)."""
     src = SOLUTION.read_text()
-    for old, new in edits:
-        if src.count(old) != 1:
-            raise ValueError(f"{what}: the solution holds {old!r} {src.count(old)} times, not once")
+    for old, new, *count in edits:
+        want = count[0] if count else 1
+        if src.count(old) != want:
+            raise ValueError(f"{what}: the solution holds {old!r} {src.count(old)} times, not {want}")
         src = src.replace(old, new)
     return src
 

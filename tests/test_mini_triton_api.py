@@ -283,15 +283,18 @@ def test_libdevice_functions_compute_what_torch_does_and_name_what_is_missing():
     def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
         o = tl.arange(0, BLOCK)
         x = tl.load(x_ptr + o)
-        tl.store(out_ptr + o, libdevice.tanh(x) + libdevice.pow(x, 1.5) + libdevice.log1p(x) + libdevice.fmax(x, 2.0))
+        y = libdevice.tanh(x) + libdevice.pow(x, 1.5)
+        tl.store(out_ptr + o, y + libdevice.log1p(x) + libdevice.fast_powf(x, 2.0))
         tl.store(out_ptr + BLOCK + o, libdevice.isnan(x / 0.0).to(tl.float32))
 
     x, out = torch.rand(64) + 0.5, torch.empty(128)
     k[(1,)](x, out, BLOCK=64)
-    torch.testing.assert_close(out[:64], x.tanh() + x.pow(1.5) + x.log1p() + torch.fmax(x, torch.tensor(2.0)))
+    torch.testing.assert_close(out[:64], x.tanh() + x.pow(1.5) + x.log1p() + x.pow(2.0))
     assert not out[64:].any()
-    with pytest.raises(NotImplementedError, match="libdevice.clz is not in mini_triton's libdevice"):
+    with pytest.raises(NotImplementedError, match=r"libdevice.clz is not in mini_triton's libdevice \(Triton has it"):
         libdevice.clz
+    with pytest.raises(NotImplementedError, match="Triton has no libdevice.fmax either: .* Write tl.maximum instead"):
+        libdevice.fmax
 
 
 def test_block_methods_cast_split_permute_and_a_missing_one_named_with_its_line():
@@ -317,6 +320,27 @@ def test_an_unsupported_tl_feature_names_the_kernel_line_and_what_to_write_inste
     with pytest.raises(NotImplementedError, match=r"k line \d+: tl.rand is not supported by mini_triton; write "
                                                   r"random numbers drawn on the host"):
         k[(1,)](torch.empty(8), BLOCK=8)
+
+
+def test_a_name_triton_lacks_too_is_not_blamed_on_the_simulator():
+    """A Triton 2 name (tl.math.fast_powf) or a typo would not compile on a GPU either: the message says so,
+    and where Triton 3 keeps the function; a name Triton has but the simulator lacks says that instead."""
+    @triton.jit
+    def k(x_ptr, BLOCK: tl.constexpr):
+        x = tl.load(x_ptr + tl.arange(0, BLOCK))
+        tl.math.fast_powf(x, 2.0)
+
+    with pytest.raises(NotImplementedError, match=r"k line \d+: Triton has no tl.math.fast_powf either: this line "
+                                                  r"would not compile on a GPU .* Triton 3 has it in libdevice "
+                                                  r"\(Triton 2 kept .*libdevice.fast_powf"):
+        k[(1,)](torch.empty(8), BLOCK=8)
+    with pytest.raises(NotImplementedError, match=r"Triton has no tl.maximun either.* Did you mean tl.maximum\?"):
+        tl.maximun
+    with pytest.raises(NotImplementedError, match=r"tl.histogram is not supported by mini_triton; .*\(Triton has it"):
+        tl.histogram
+    names = {n for n in dir(tl) if not n.startswith("_")}
+    from mini_triton.language import names as triton_names
+    assert {"sum", "load", "store", "rsqrt", "atomic_add"} <= names & triton_names.TL
 
 
 def test_autotune_prune_hook_is_called_as_triton_calls_it():

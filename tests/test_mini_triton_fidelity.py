@@ -231,3 +231,26 @@ def test_persistent_grid_stride_softmax_agrees():
     (a, x), (b, _) = run_both(f)
     assert_same(a, b, rtol=1e-6, atol=1e-7)
     torch.testing.assert_close(a, torch.softmax(x, dim=1), rtol=1e-5, atol=1e-6)
+
+
+def test_the_simulators_list_of_tritons_names_holds_the_installed_tritons():
+    """mini_triton/language/names.py lists what Triton has, so that a name Triton lacks is not blamed on the
+    simulator: the installed Triton's tl, tl.math and libdevice names must all be in it."""
+    import ast
+    from pathlib import Path
+
+    import triton.language as tl
+    from triton.language.extra.cuda import libdevice
+
+    from mini_triton.language import names
+    from mini_triton.language.extra import libdevice as mini_libdevice
+
+    def functions(module):
+        tree = ast.parse(Path(module.__file__).read_text())
+        return {f.name for f in tree.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")}
+    assert set(tl.__all__) <= names.TL
+    assert functions(tl.math) <= names.MATH
+    assert functions(libdevice) <= names.LIBDEVICE
+    mini = {n for n in dir(mini_libdevice) if not n.startswith("_") and callable(getattr(mini_libdevice, n))}
+    mini -= {"as_block", "full_rank", "tensor"}              # its imports, not functions it offers
+    assert mini <= names.LIBDEVICE, mini - names.LIBDEVICE

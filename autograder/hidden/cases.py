@@ -1,11 +1,18 @@
 """The hidden inputs: every case the grader runs, which part it belongs to, and the jobs that run them.
 
+Each part tests its own topic on inputs of its own, so that one mistake shows in the part that owns
+it: items 1-3 on 2-D, contiguous fp32 rows (the backward items with the reference r, so that a
+forward mistake costs them nothing); 3-D and 4-D inputs only in 4.2; strided inputs only in 4.3;
+16-bit inputs only in 4.1 (and item 7's host check).
+
 To add a hidden case, add it here and nothing else: a ``Case`` in ``ROBUST`` and its name in the
 part's tuple in ``ROBUST_PARTS`` (a new part also needs its points in rubric.py). The hidden tests
-(test_rubric.py) make one test per part of ``ROBUST_PARTS``, compare every case of it with the float64
-reference, and tell the case's ``story`` in the feedback. docs/ta-guide.md has a worked example.
+(judge.py) compare every case of a part with the float64 reference and tell the case's ``story`` in
+the feedback. Each case draws its tensors from a seed of its own name, so adding one changes no
+other. docs/ta-guide.md has a worked example.
 """
 import typing
+import zlib
 
 import torch
 
@@ -20,6 +27,7 @@ class Case(typing.NamedTuple):
     story: str = ""
     forward_only: bool = False             # checks y and r from rmsnorm_forward, not the whole autograd step
     dy_contiguous: bool = False            # with a view: dy is a contiguous tensor, its rows N apart, not x's
+    zero_rows: tuple = ()                  # rows of x set to zero
 
     @property
     def task(self) -> str:
@@ -27,13 +35,20 @@ class Case(typing.NamedTuple):
         return "fwd" if self.forward_only else "ag"
 
 
-def case(shape, dtype="float32", eps=1e-5, view=None, note="", forward_only=False):
+DTYPE_SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
+
+def case(shape, dtype="float32", eps=1e-5, view=None, note="", forward_only=False, zero_rows=()):
     """A Case whose story is the shape, the dtype and ``note``."""
-    name = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}[dtype]
-    return Case(shape, dtype, eps, view, f"x of shape {shape} {name}" + (f" ({note})" if note else ""), forward_only)
+    story = f"x of shape {shape} {DTYPE_SHORT[dtype]}" + (f" ({note})" if note else "")
+    return Case(shape, dtype, eps, view, story, forward_only, zero_rows=zero_rows)
 
 
-CORE = {"a": (37, 100), "b": (4, 16, 64), "c": (2, 3, 513), "d": (256, 128)}     # items 1-3, 5-9 (fp32)
+# Items 1-3 and 5-9: 2-D, contiguous fp32 rows. Item 1 runs the forward on each, items 2 and 3 the
+# backward (rmsnorm_backward, given the reference r); items 5-9 and 4.7 look at "d": its forward, its
+# backward given the reference r (so that a mistake of the forward or of the autograd Function costs
+# them nothing), and, for item 7, its step through autograd.
+CORE = {"a": (37, 100), "b": (24, 256), "c": (6, 513), "d": (256, 128)}
 STRIDED = "x and dy of shape (24, 80) fp32, views {} of (24, 160) tensors, x.stride() = {}"
 # Each robustness case belongs to one part only, and only 4.1's are 16-bit, so that one defect costs
 # one part (on the CPU: the GPU job adds N = 65536 in bf16 to 4.4, where only 16-bit dtypes allow it).
@@ -47,6 +62,10 @@ ROBUST = {
                        STRIDED.format("x[:, 0:80]", "(160, 1): rows are 160 elements apart")),
     "col_stride": Case((24, 160), "float32", 1e-5, [0, None, 2],
                        STRIDED.format("x[:, ::2]", "(160, 2): every other column")),
+    "mixed_strides": Case((24, 160), "float32", 1e-5, [0, 80, 1],
+                          "x of shape (24, 80) fp32, a view of a (24, 160) tensor with x.stride() = (160, 1), and a "
+                          "contiguous dy with dy.stride() = (80, 1): x's and dy's rows are different distances apart",
+                          dy_contiguous=True),
     "n1000": case((16, 1000), note="N = 1000, not a power of 2"),
     "n1": case((8, 1), note="N = 1"),
     "big_n": case((3, 16384), note="N = 16384"),
@@ -56,14 +75,13 @@ ROBUST = {
     "eps_small": case((16, 64), eps=1e-6, note="eps = 1e-06"),
     "eps_large": case((16, 64), eps=1e-2, note="eps = 0.01"),
     "eps_one": case((16, 64), eps=1.0, note="eps = 1.0"),
-    "zero_rows": case((12, 64), note="rows 0 and 5 are all zeros, so r = 1/sqrt(eps) there"),
-    "mixed_strides": Case((24, 160), "float32", 1e-5, [0, 80, 1],
-                          "x of shape (24, 80) fp32, a view of a (24, 160) tensor with x.stride() = (160, 1), and a "
-                          "contiguous dy with dy.stride() = (80, 1): x's and dy's rows are different distances apart",
-                          dy_contiguous=True),
+    "zero_rows": case((12, 64), note="rows 0 and 5 are all zeros, so r = 1/sqrt(eps) there", zero_rows=(0, 5)),
+    # r is fp32 whatever x's dtype: rmsnorm_forward on 16-bit rows, r held to fp32's tolerance
+    "fp16_fwd": case((33, 200), "float16", forward_only=True),
+    "bf16_fwd": case((33, 200), "bfloat16", forward_only=True),
 }
 ROBUST_PARTS = {
-    "4.1": ("fp16", "bf16"),
+    "4.1": ("fp16", "bf16", "fp16_fwd", "bf16_fwd"),
     "4.2": ("3d", "4d"),
     "4.3": ("row_stride", "col_stride", "mixed_strides"),
     "4.4": ("n1000", "n1", "big_n", "big_n_32k", "big_n_bf16"),
@@ -82,64 +100,82 @@ SPEED_ROWS = [0, 1, 777, 4095, 8191, 12000, 16382, 16383]
 SPEED_SEED = 2024
 
 
-def _make(shape, dtype, gen, zero_rows=False, view=None, dy_contiguous=False):
-    """x, g, dy for one case; a view case gets a wider base tensor (dy too, unless ``dy_contiguous``)."""
-    dtype = getattr(torch, dtype)
-    x = torch.randn(*shape, generator=gen)
-    if zero_rows:
-        x[0] = 0
-        x[5] = 0
-    n = shape[-1] if view is None else len(range(shape[-1])[slice(*view)])
+def core_case(k) -> Case:
+    return case(CORE[k])
+
+
+def all_sim_cases() -> dict:
+    """Every case the simulator job runs, by name."""
+    return {**{k: core_case(k) for k in CORE}, **ROBUST, **HOST_CASES}
+
+
+def _make(name, c: Case):
+    """x, g, dy of one case, from a generator seeded by the case's name: a view case gets a wider base
+    tensor (dy too, unless ``dy_contiguous``)."""
+    gen = torch.Generator().manual_seed(zlib.crc32(name.encode()))
+    dtype = getattr(torch, c.dtype)
+    x = torch.randn(*c.shape, generator=gen)
+    for row in c.zero_rows:
+        x[row] = 0
+    n = c.shape[-1] if c.view is None else len(range(c.shape[-1])[slice(*c.view)])
     g = torch.rand(n, generator=gen) + 0.5
-    dy = torch.randn(*shape[:-1], n if dy_contiguous else shape[-1], generator=gen)
+    dy = torch.randn(*c.shape[:-1], n if c.dy_contiguous else c.shape[-1], generator=gen)
     return x.to(dtype), g.to(dtype), dy.to(dtype)
 
 
-def make_inputs(cases):
-    gen = torch.Generator().manual_seed(1234)
-    out = {}
-    for k, c in cases.items():
-        out[f"x_{k}"], out[f"g_{k}"], out[f"dy_{k}"] = _make(c.shape, c.dtype, gen, k == "zero_rows", c.view,
-                                                             c.dy_contiguous)
-    return out
+def make_inputs(cases: dict) -> dict:
+    """{name: {"x": ..., "g": ..., "dy": ...}} for each case, each drawn from its own seed."""
+    return {k: dict(zip(("x", "g", "dy"), _make(k, c))) for k, c in cases.items()}
 
 
-def _names(k):
-    return {"x": f"x_{k}", "g": f"g_{k}", "dy": f"dy_{k}"}
+def flat(inputs: dict) -> dict:
+    """The tensors as a job takes them: {"x.a": ..., "g.a": ..., "r.a": ...}."""
+    return {f"{t}.{k}": v for k, ts in inputs.items() for t, v in ts.items()}
 
 
-def sim_jobs():
-    """Two jobs: the forward alone (so a broken backward cannot cost forward points), then autograd."""
+def _task(op, k, c: Case, tensors=("x", "g", "dy")) -> dict:
+    task = {"op": op, "tensors": {t: f"{t}.{k}" for t in tensors}, "eps": c.eps}
+    if c.view:
+        task["view"] = {"x": c.view, **({} if c.dy_contiguous or "dy" not in tensors else {"dy": c.view})}
+    return task
+
+
+def sim_jobs() -> dict:
+    """Two jobs: the forward alone (so a broken backward cannot cost forward points), then the backward
+    given the reference r, and autograd."""
     fwd, ag = {}, {}
     for k in [*CORE, *HOST_CASES]:
-        t = _names(k)
-        fwd[f"fwd_{k}"] = {"op": "forward", "tensors": {"x": t["x"], "g": t["g"]}}
-        ag[f"ag_{k}"] = {"op": "autograd", "tensors": t}
-    ag["ag_a_again"] = dict(ag["ag_a"])
-    fwd["fwd_bf16"] = {"op": "forward", "tensors": {"x": "x_bf16", "g": "g_bf16"}}     # r stays fp32 (4.6)
+        fwd[f"fwd_{k}"] = _task("forward", k, all_sim_cases()[k], ("x", "g"))
+    fwd["fwd_d_again"] = dict(fwd["fwd_d"])               # 4.7: the same forward twice
+    for k in [*CORE, *HOST_CASES]:
+        ag[f"bwd_{k}"] = _task("backward", k, all_sim_cases()[k], ("x", "g", "dy", "r"))
+    ag["bwd_d_again"] = dict(ag["bwd_d"])                 # 4.7: the same backward twice
+    for k in ["d", *HOST_CASES]:
+        ag[f"ag_{k}"] = _task("autograd", k, all_sim_cases()[k])
     for k, c in ROBUST.items():
-        job, names = (fwd, {"x": f"x_{k}", "g": f"g_{k}"}) if c.forward_only else (ag, _names(k))
-        job[f"{c.task}_{k}"] = {"op": "forward" if c.forward_only else "autograd", "tensors": names, "eps": c.eps}
-        if c.view:
-            job[f"{c.task}_{k}"]["view"] = {"x": c.view, **({} if c.dy_contiguous else {"dy": c.view})}
+        job = fwd if c.forward_only else ag
+        job[f"{c.task}_{k}"] = _task("forward" if c.forward_only else "autograd", k, c,
+                                     ("x", "g") if c.forward_only else ("x", "g", "dy"))
     return {"forward": fwd, "autograd": ag}
 
 
-def sim_inputs():
-    """Every simulator task's tensors, drawn in a fixed order from one seed."""
-    return make_inputs({**{k: case(s) for k, s in CORE.items()}, **ROBUST, **HOST_CASES})
+def sim_inputs(reference_r) -> dict:
+    """Every simulator task's tensors; the core and host cases also get r, the reference's (fp32) for the
+    backward. ``reference_r(x, g, eps)`` computes it (the grader's float64 reference)."""
+    inputs = make_inputs(all_sim_cases())
+    for k in [*CORE, *HOST_CASES]:
+        inputs[k]["r"] = reference_r(inputs[k]["x"], inputs[k]["g"], 1e-5)
+    return inputs
 
 
 def gpu_tasks(speed_only=False):
     """The GPU job's tasks; ``speed_only`` (RMSNORM_GPU_TASKS=speed, used by calibrate.py) keeps item 10's."""
     tasks = {}
     for k, c in ({} if speed_only else GPU_ROBUST).items():
-        tasks[f"ag_{k}"] = {"op": "autograd", "tensors": _names(k), "eps": c.eps, "device": "cuda"}
+        tasks[f"ag_{k}"] = {**_task("autograd", k, c), "device": "cuda"}
     if not speed_only:
         tasks["ag_rerun_gpu_again"] = dict(tasks["ag_rerun_gpu"])
     for dtype in ("float32", "bfloat16"):
         tasks[f"speed_{dtype}"] = {"op": "speed", "shape": SPEED_SHAPE, "dtype": dtype, "seed": SPEED_SEED,
                                    "rows": SPEED_ROWS}
     return tasks
-
-

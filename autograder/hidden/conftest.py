@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from autograder import config, runner, scan
-from autograder.hidden.cases import GPU_ROBUST, gpu_tasks, make_inputs, sim_inputs, sim_jobs
+from autograder.check import reference
+from autograder.hidden.cases import GPU_ROBUST, flat, gpu_tasks, make_inputs, sim_inputs, sim_jobs
 from autograder.rubric import GPU_NOTE
 
 class NotRun:
@@ -58,12 +59,12 @@ def _refused(scanned):
 @pytest.fixture(scope="session")
 def sim(scanned):
     """(inputs, outcome) of the submission on every simulator task."""
-    inputs = sim_inputs()
+    inputs = sim_inputs(lambda x, g, eps: reference(x, g, eps=eps)[1].float())
     refused = _refused(scanned)
     if refused:
         return inputs, refused
     limits = config.sim_limits(torch.cuda.is_available())
-    return inputs, runner.run_jobs(submission_path(), sim_jobs(), inputs, limits=limits)
+    return inputs, runner.run_jobs(submission_path(), sim_jobs(), flat(inputs), limits=limits)
 
 
 @pytest.fixture(scope="session")
@@ -76,5 +77,5 @@ def gpu(scanned):
     refused = _refused(scanned)
     if refused:
         return inputs, refused
-    return inputs, runner.run_job(submission_path(), gpu_tasks(speed_only), inputs, limits=config.GPU_LIMITS,
+    return inputs, runner.run_job(submission_path(), gpu_tasks(speed_only), flat(inputs), limits=config.GPU_LIMITS,
                                   backend="triton")

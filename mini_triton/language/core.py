@@ -7,6 +7,7 @@ says so. Anything not listed raises ``NotImplementedError`` with its name.
 from __future__ import annotations
 
 import builtins
+import difflib as _difflib
 
 import torch
 
@@ -19,6 +20,7 @@ from ..blocks import check_shape as _check_shape
 from ..blocks import const_int as _const_int
 from ..blocks import unwrap as _unwrap
 from ..errors import CompilationError, DeviceAssertionError
+from . import names as _names
 
 # the types, under Triton's names
 dtype = D.dtype
@@ -589,13 +591,35 @@ INSTEAD = {
 }
 
 
-def unsupported(name):
+def unsupported(name, space="tl"):
+    """The error for a name the simulator lacks in ``space`` ("tl", "tl.math" or "libdevice"): one Triton
+    has (not simulated), or one Triton lacks too (an old Triton 2 name, a typo), which would not compile
+    on a GPU either, so the student is not sent to blame the simulator."""
     where = f"{runtime.location()}: " if runtime.CURRENT is not None else ""
-    if name in _REMOVED:
+    if space == "tl" and name in _REMOVED:
         return _Unsupported(f"{where}tl.{name}: block pointers were removed from Triton 3.9, the version this course "
                             f"uses (its interpreter says so too); address blocks with pointer arithmetic and "
                             f"masks, ptr + rows[:, None] * stride + cols[None, :], or with a tensor descriptor "
                             f"(tl.make_tensor_descriptor)")
-    instead = f"; write {INSTEAD[name]} instead" if name in INSTEAD else ""
-    return _Unsupported(f"{where}tl.{name} is not supported by mini_triton{instead} (the simulator covers the "
-                        f"subset of Triton used in teaching kernels; see mini_triton/README.md)")
+    known = {"tl": _names.TL, "tl.math": _names.MATH, "libdevice": _names.LIBDEVICE}[space]
+    if name in known:
+        instead = f"; write {INSTEAD[name]} instead" if name in INSTEAD else ""
+        return _Unsupported(f"{where}{space}.{name} is not supported by mini_triton{instead} (Triton has it; the "
+                            f"simulator covers the subset of Triton used in teaching kernels; see "
+                            f"mini_triton/README.md)")
+    return _Unsupported(f"{where}Triton has no {space}.{name} either: this line would not compile on a GPU "
+                        f"(Triton 3.6 and 3.9, the course's versions){_triton_instead(name, space, known)}")
+
+
+def _triton_instead(name, space, known) -> str:
+    """Where Triton 3 keeps ``name``, or the nearest names it has."""
+    if space != "libdevice" and name in _names.LIBDEVICE:
+        then = " (Triton 2 kept CUDA's libdevice functions in tl.math)" if space == "tl.math" else ""
+        return (f". Triton 3 has it in libdevice{then}: from triton.language.extra import libdevice, then "
+                f"libdevice.{name}(...)")
+    if name in _names.SYNONYMS:
+        return f". Write {_names.SYNONYMS[name]} instead"
+    if space == "libdevice" and name in _names.TL:
+        return f". It is tl.{name}"
+    close = _difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.75)
+    return f". Did you mean {' or '.join(f'{space}.{c}' for c in close)}?" if close else ""

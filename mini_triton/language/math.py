@@ -6,4 +6,4 @@ from .core import (abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
-    raise unsupported(f"math.{name}")
+    raise unsupported(name, "tl.math")

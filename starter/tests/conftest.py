@@ -29,6 +29,12 @@ def _impl_path():
 
 
 @pytest.fixture(scope="session")
+def impl_path():
+    """The path of the rmsnorm.py under test."""
+    return _impl_path()
+
+
+@pytest.fixture(scope="session")
 def impl():
     """Your rmsnorm.py, on the backend it picks (a GPU if there is one, else mini_triton)."""
     return load_impl(_impl_path())
@@ -167,5 +173,5 @@ def pytest_terminal_summary(terminalreporter):
             continue
         previous = message
         for line in message.splitlines():
-            for piece in textwrap.wrap(line, width) or [""]:
+            for piece in textwrap.wrap(line, width, break_on_hyphens=False, break_long_words=False) or [""]:
                 tw.write_line(f"    {piece}")

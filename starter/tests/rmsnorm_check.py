@@ -129,13 +129,14 @@ def tolerance(name, dtype, expected, n_rows):
     return (grown, rtol, f"atol {grown:.3g} = {rule}") if grown > atol else (atol, rtol, f"atol {atol:g}")
 
 
-def compare(name, got, expected, x, dtype=None, tol=None, story=None, source="", n_rows=None):
+def compare(name, got, expected, x, dtype=None, tol=None, story=None, source="", n_rows=None, hints=True):
     """None if ``got`` matches ``expected`` under the tolerance rule, else a message for the student.
 
     The message names the output (and ``source``, the function that made it), the input
     (``story``: how it was made, when there is more to say than ``describe(x)``), how many
     elements are off, and the worst of them: the one furthest outside its tolerance, with
     the tolerance there. ``tol`` = (atol, rtol) overrides the rule; ``n_rows`` the rows dg sums.
+    ``hints=False`` leaves out the hints about NaN and 16-bit sums (rmsnorm_diagnose gives its own).
     """
     dtype = dtype or x.dtype
     what = f"{name}{source}"
@@ -163,6 +164,8 @@ def compare(name, got, expected, x, dtype=None, tol=None, story=None, source="",
     msg = (f"{what} differs for {story}: {int(bad.sum())} of {bad.numel()} elements are off; the worst, "
            f"{name}[{at}], is {float(g64[worst]):.6g} where {float(e64[worst]):.6g} was expected (error "
            f"{error}, tolerance there {float(bound[worst]):.3g}: {how} + rtol {rtol:g}·|expected|)")
+    if not hints:
+        return msg
     if bool((torch.isnan(g64) & ~torch.isnan(e64)).any()):
         msg += (". NaN where the reference has none: lanes masked off in a tl.load without other= hold NaN in "
                 "the simulator (garbage on a GPU); give those loads other=0.0, or keep the lanes out of your sums")
@@ -257,7 +260,7 @@ HOST_OP_HINTS = {**dict.fromkeys(("_to_copy", "to"), CONVERT_HINT),
                  **dict.fromkeys(("isnan", "isinf", "isfinite", "any", "all"), CHECK_HINT)}
 
 
-def host_work_problem(host_ops, M, N, where):
+def host_work_problem(host_ops, M, N, where, file=None):
     """Why the host did work the kernels should do, or None.
 
     ``host_ops``: one dict per torch op that ran on the host and read data, with ``op`` (its name),
@@ -265,9 +268,12 @@ def host_work_problem(host_ops, M, N, where):
     ``roles`` (which of x, dy, y, dx it read) and ``where`` (the line that ran it, if known).
     Reading an M·N activation at all is work for a kernel; so is reading M·N elements of anything
     to make more than N values. Small glue (summing a partial dg buffer to N values, allocating
-    outputs) is fine.
+    outputs) is fine. ``file``: the name of the student's file; ops run from elsewhere (autograd's own
+    work between the student's functions, such as casting dy to y's dtype) are not the student's.
     """
     for op in host_ops:
+        if file and not (op.get("where") or "").startswith(f"{file} line"):
+            continue
         act = [r for r in op["roles"] if r in ("x", "dy", "y", "dx")]
         at = f", at {op['where']}" if op.get("where") else ""
         if act:

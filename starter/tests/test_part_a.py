@@ -2,17 +2,15 @@
 
 Each test launches the kernel itself, the way your wrapper will in part (c), so these tests pass
 as soon as part (a) is done: `make test PART=a`. Outputs start filled with 4096.0, so a lane that
-no program stores is reported as such.
+no program stores is reported as such. The simplest launch comes first, long rows in chunks last.
+A wrong output is diagnosed (rmsnorm_diagnose.py): the message names the mistake when it is a
+known one (eps left out, a mean over the block instead of N...).
 """
 import pytest
 import torch
 
-from rmsnorm_check import FILL, assert_matches, assert_written, describe, filled, random_inputs, reference
-
-CHUNKED = ("the chunked path: the wrapper passes SINGLE_PASS=False for rows longer than MAX_FUSED_N (16384), "
-           "which do not fit in a program's registers, and this test sends a row through it; with "
-           "SINGLE_PASS=False your kernel must loop over each row in chunks of BLOCK_N columns, one pass for "
-           "the sum of squares and one to write y")
+from rmsnorm_check import FILL, describe, filled, random_inputs, reference
+from rmsnorm_diagnose import diagnose_all, fail_if, forward_alternatives, pick
 
 
 def launch_forward(impl, x, g, BLOCK_M, BLOCK_N=None, SINGLE_PASS=True, eps=1e-5):
@@ -28,16 +26,19 @@ def launch_forward(impl, x, g, BLOCK_M, BLOCK_N=None, SINGLE_PASS=True, eps=1e-5
     return y, r, f"grid {grid}, BLOCK_M={BLOCK_M}, BLOCK_N={BLOCK_N}, SINGLE_PASS={SINGLE_PASS}"
 
 
-def check_forward(impl, x, g, BLOCK_M, story=None, hint="", **launch):
-    """Launch, then check r (the root of every y) and y against the float64 reference."""
+def check_forward(impl, x, g, BLOCK_M, story=None, eps=1e-5, **launch):
+    """Launch, then check r (the root of every y) and y against the float64 reference, naming the cause of
+    what is wrong."""
     __tracebackhide__ = True                  # pytest: show the test, then your kernel's line
-    y, r, how = launch_forward(impl, x, g, BLOCK_M, **launch)
-    story = f"{story or describe(x)}, launched with {how}" + (f" ({hint})" if hint else "")
-    source = " from rmsnorm_fwd_kernel"
-    ref_y, ref_r, _, _ = reference(x, g)
-    for name, got, want in (("r", r, ref_r), ("y", y, ref_y)):
-        assert_written(name, got, "rmsnorm_fwd_kernel", story)
-        assert_matches(name, got, want, x, story=story, source=source)
+    y, r, how = launch_forward(impl, x, g, BLOCK_M, eps=eps, **launch)
+    story = f"{story or describe(x)}, launched with {how}"
+    ref_y, ref_r, _, _ = reference(x, g, eps=eps)
+    block_n = launch.get("BLOCK_N") or impl.triton.next_power_of_2(x.shape[-1])
+    alts = forward_alternatives(x, g, eps, block_n=block_n)
+    fail_if(diagnose_all([(name, got, want, x, dict(alternatives=pick(alts, i), stored=got != FILL, story=story,
+                                                    source=" from rmsnorm_fwd_kernel", who="rmsnorm_fwd_kernel",
+                                                    fmt={"eps": eps, "B": block_n, "stride": x.stride(0)}))
+                          for name, got, want, i in (("r", r, ref_r, 1), ("y", y, ref_y, 0))]))
     return y, r
 
 
@@ -60,14 +61,20 @@ def test_n_not_a_power_of_two(impl, N):
     check_forward(impl, x, g, BLOCK_M=2)
 
 
+def test_the_eps_the_caller_passes(impl):
+    """eps = 0.1, far from the default, with a row of zeros (r = 1/sqrt(eps) there): eps belongs inside the
+    square root, and the kernel uses the value it is given."""
+    x, g, _ = random_inputs((6, 64), device=impl.DEVICE)
+    x[2] = 0
+    check_forward(impl, x, g, BLOCK_M=2, eps=0.1, story=f"{describe(x)} (eps = 0.1; row 2 is all zeros)")
+
+
 def test_strided_rows(impl):
     """x as a view whose rows are 160 elements apart while N = 80: the kernel takes the row stride."""
     base, g, _ = random_inputs((24, 160), device=impl.DEVICE)
     x, g = base[:, :80], g[:80].contiguous()
-    check_forward(impl, x, g, BLOCK_M=2,
-                  story=f"{describe(x)} whose rows are 160 elements apart (row stride 160, N 80; if the "
-                        f"contiguous tests pass and this one fails, step from row to row by x_row_stride, not "
-                        f"n_cols)")
+    check_forward(impl, x, g, BLOCK_M=2, story=f"{describe(x)} whose rows are 160 elements apart (row stride 160, "
+                                               f"N 80)")
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
@@ -76,17 +83,6 @@ def test_half_precision(impl, dtype):
     x, g, _ = random_inputs((33, 200), dtype, device=impl.DEVICE)
     y, r = check_forward(impl, x, g, BLOCK_M=2)
     assert y.dtype == dtype and r.dtype == torch.float32
-
-
-@pytest.mark.parametrize("M, N, BLOCK_N, dtype", [(3, 300, 128, torch.float32), (2, 32768, 4096, torch.float32),
-                                                  (2, 65536, 4096, torch.bfloat16)],
-                         ids=["3x300-fp32", "2x32768-fp32", "2x65536-bf16"])
-def test_long_rows_in_chunks(impl, M, N, BLOCK_N, dtype):
-    """SINGLE_PASS=False: rows of N columns in chunks of BLOCK_N (N = 300 in chunks of 128 is the same
-    loop on a small row). Sum the squares in fp32: tl.sum adds bf16 values in bf16, and a long row's
-    running sum then swallows its small terms."""
-    x, g, _ = random_inputs((M, N), dtype, device=impl.DEVICE)
-    check_forward(impl, x, g, BLOCK_M=1, BLOCK_N=BLOCK_N, SINGLE_PASS=False, hint=CHUNKED)
 
 
 def test_forward_reads_x_once_and_writes_y_once(sim_impl):
@@ -102,7 +98,20 @@ def test_forward_reads_x_once_and_writes_y_once(sim_impl):
         moved = getattr(args[t.data_ptr()], kind)
         if moved != want:
             raise AssertionError(
-                    f"your forward {kind} {name} {moved / want:.1f} times per element (launched with {how}); a fused "
+                f"your forward {kind} {name} {moved / want:.1f} times per element (launched with {how}); a fused "
                 f"kernel reads x once and writes y and r once: keep the loaded tile of x in registers and use it "
                 f"for both the sum of squares and y")
     assert not (y == FILL).any()
+
+
+@pytest.mark.parametrize("M, N, BLOCK_N, dtype", [(3, 300, 128, torch.float32), (2, 32768, 4096, torch.float32),
+                                                  (2, 65536, 4096, torch.bfloat16)],
+                         ids=["3x300-fp32", "2x32768-fp32", "2x65536-bf16"])
+def test_long_rows_in_chunks(impl, M, N, BLOCK_N, dtype):
+    """SINGLE_PASS=False, the chunked path: the wrapper sends rows longer than MAX_FUSED_N (16384), which do
+    not fit in a program's registers, through it, and the kernel loops over each row in chunks of BLOCK_N
+    columns, one pass for the sum of squares and one to write y (N = 300 in chunks of 128 is the same loop
+    on a small row). Sum the squares in fp32: tl.sum adds bf16 values in bf16, and a long row's running sum
+    then swallows its small terms."""
+    x, g, _ = random_inputs((M, N), dtype, device=impl.DEVICE)
+    check_forward(impl, x, g, BLOCK_M=1, BLOCK_N=BLOCK_N, SINGLE_PASS=False)

@@ -1,103 +1,179 @@
 """Part (c): the wrappers rmsnorm_forward and rmsnorm_backward, and autograd through rmsnorm.
 
-These tests call your functions as a user would, on 2-D, 3-D, strided and 16-bit inputs. Each test
-that needs the backward first checks the forward's y on the same input, so that a forward bug is
-reported as one. `make test PART=c`.
+These tests call your functions as a user would, on 2-D, 3-D, strided and 16-bit inputs; long rows
+come last. Each test that needs the backward first checks the forward's y on the same input, so that
+a forward bug is reported as one, and a gradient that is right for the r your forward saved says so.
+On the simulator, elements no kernel stored are named as such, and memory from torch.empty holds NaN
+(old data on a GPU). `make test PART=c`.
 """
 import pytest
 import torch
 
-from rmsnorm_check import (DTYPE_NAMES, assert_matches, assert_untouched, describe, host_ops_of, host_work_problem,
-                           kernel_stored, leave_garbage, random_inputs, reference)
+from rmsnorm_check import (DTYPE_NAMES, assert_untouched, describe, host_ops_of, host_work_problem, kernel_stored,
+                           leave_garbage, random_inputs, reference)
+from rmsnorm_diagnose import (CAUSES, KernelLog, backward_alternatives, backward_plain, closest_cause, dg_rows,
+                              diagnose, diagnose_all, fail_if, forward_alternatives, no_r_saved, pick, saved_r,
+                              simulated)
 
 SHAPES = [(37, 100), (4, 16, 64), (2, 3, 513)]
+
+
+def forward(impl, x, g, story=None, source=" from rmsnorm_forward"):
+    """(y, r) of rmsnorm_forward, checked against the reference (r first, y next), with the cause named."""
+    __tracebackhide__ = True
+    story = story or describe(x)
+    with KernelLog(impl) as log:
+        y, r = _called(lambda: impl.rmsnorm_forward(x, g), x, "rmsnorm_forward")
+    ref_y, ref_r, _, _ = reference(x, g)
+    alts = forward_alternatives(x, g)
+    nan = "masked_nan" if log.undefined_lanes() else None
+    fail_if(diagnose_all([(name, got, want, x, dict(alternatives=pick(alts, i), stored=log.stored(got), story=story,
+                                                    source=source, nan_cause=nan))
+                          for name, got, want, i in (("r", r, ref_r, 1), ("y", y, ref_y, 0))]))
+    return y, r
+
+
+def _called(call, x, what):
+    """call(), with a hint when x of more than two dims is what stops it."""
+    __tracebackhide__ = True
+    try:
+        return call()
+    except Exception as e:
+        if x.dim() > 2:
+            raise AssertionError(f"{what} raised {type(e).__name__}: {e}, for {describe(x)}: x has {x.dim()} dims. "
+                                 f"View it as (M, N) rows, x.reshape(-1, x.shape[-1]) (a view when it can be), and "
+                                 f"give y x's shape back at the end") from e
+        raise
 
 
 def forward_first(impl, x, g, story=None):
     """y = rmsnorm(x, g), checked before any gradient is: a wrong y makes every gradient wrong too."""
     __tracebackhide__ = True
-    y = impl.rmsnorm(x, g)
-    assert_matches("y", y, reference(x, g)[0], x, story=story,
-                   source=" from rmsnorm (your forward: fix it first, the gradients depend on it)")
+    story = story or describe(x)
+    with KernelLog(impl) as log:
+        y = _called(lambda: impl.rmsnorm(x, g), x, "rmsnorm")
+    nan = "masked_nan" if log.undefined_lanes() else None
+    fail_if(diagnose("y", y, reference(x, g)[0], x, alternatives=pick(forward_alternatives(x, g), 0),
+                     stored=log.stored(y), story=story, nan_cause=nan,
+                     source=" from rmsnorm (your forward: fix it first, the gradients depend on it)"))
     return y
 
 
-def backward(y, dy):
-    """y.backward(dy), then a check that dy is as it was (before dx and dg are compared with a reference
-    computed from dy)."""
-    __tracebackhide__ = True
-    before = dy.clone()
-    y.backward(dy)
-    assert_untouched("dy", dy, before, "your backward (y.backward(dy) through rmsnorm)")
+class Step:
+    """rmsnorm(x, g).backward(dy), each stage checked: y first, then what the forward saved, then dy untouched.
+    ``grads(names)`` then diagnoses dx (x.grad) and dg (g.grad), naming a wrong r as the cause of gradients
+    that are right for it."""
+
+    def __init__(self, impl, x, g, dy, story=None, garbage=0):
+        __tracebackhide__ = True
+        self.x, self.g, self.dy, self.story = x, g, dy, story or describe(x)
+        xg, gg = x.detach().clone().requires_grad_(True), g.detach().clone().requires_grad_(True)
+        y = forward_first(impl, xg, gg, self.story)
+        rows = x.numel() // max(1, x.shape[-1])
+        self.r_saved, kinds = saved_r(y, rows)
+        if self.r_saved is not None:
+            self.r_saved = self.r_saved.detach().clone()
+        if garbage and not simulated(impl):
+            leave_garbage([k * x.shape[-1] for k in range(1, garbage + 1)], x.device)
+        before = dy.clone()
+        with KernelLog(impl) as self.log:
+            try:
+                y.backward(dy)
+            except Exception as e:
+                if kinds is not None and self.r_saved is None:
+                    raise AssertionError(no_r_saved(kinds, rows, self.story) + f". Your backward then raised "
+                                                                              f"{type(e).__name__}: {e}") from e
+                raise
+        assert_untouched("dy", dy, before, "your backward (y.backward(dy) through rmsnorm)")
+        self.dx, self.dg, self.kinds, self.rows = xg.grad, gg.grad, kinds, rows
+
+    def grads(self, names=("dx", "dg")):
+        __tracebackhide__ = True
+        x, g, dy = self.x, self.g, self.dy
+        _, r, ref_dx, ref_dg = reference(x, g, dy)
+        alts = backward_alternatives(x, g, dy, r)
+        extra = self._wrong_r(r)
+        nan = "masked_nan" if self.log.undefined_lanes() else None
+        fmt = {"old_memory": self.log.adds_into_scratch([self.dx, self.dg])}
+        if self.dg is None and "dg" in names:
+            raise AssertionError(f"g.grad is None after y.backward(dy) for {self.story}: TritonRMSNorm.backward must "
+                                 f"return dg for g as its second value")
+        for name, got, want, i in (("dx", self.dx, ref_dx, 0), ("dg", self.dg, ref_dg, 1)):
+            if name not in names:
+                continue
+            choices = pick(alts, i) + [(k, v[i], says) for k, v, says in extra] + \
+                ([dg_rows(x, dy, r)] if name == "dg" else [])
+            found = diagnose(name, got, want, x, alternatives=choices, stored=self.log.stored(got) if name == "dx"
+                             else None, story=self.story, fmt=fmt, nan_cause=nan,
+                             source=f" ({'x' if name == 'dx' else 'g'}.grad after rmsnorm(x, g).backward(dy))")
+            if found is not None and self.kinds is not None and self.r_saved is None and found.cause is None:
+                raise AssertionError(no_r_saved(self.kinds, self.rows, self.story) + f". Your {name}: {found.message}")
+            fail_if(found)
+
+    def _wrong_r(self, r):
+        """[(key, (dx, dg), words)]: the gradients right for the r the forward saved, when that r is wrong."""
+        if self.r_saved is None or torch.equal(self.r_saved.double().cpu(), r.cpu()):
+            return []
+        choices = pick(forward_alternatives(self.x, self.g), 1)
+        wrong = diagnose("r", self.r_saved, r, self.x, alternatives=choices, story=self.story,
+                         source=" (saved by your TritonRMSNorm.forward)")
+        if wrong is None:
+            key = closest_cause(self.r_saved, r, choices)
+            if key is None:
+                return []
+            words = CAUSES[key].says.format(N=self.x.shape[-1], B=0, eps=1e-5, stride=0, dy_stride=0, dtype="")
+            why = f"the r your forward saved is within its tolerance, but {words}"
+        else:
+            why = f"the r your forward saved is wrong ({wrong.message})"
+        grads = backward_plain(self.x, self.g, self.dy, self.r_saved)
+        return [("r_from_forward", grads, f"it is right for the r your forward saved, and {why}")]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_forward(impl, shape):
     """x of any number of leading dims: the wrapper views it as (M, N) rows."""
     x, g, _ = random_inputs(shape, device=impl.DEVICE)
-    y, r = impl.rmsnorm_forward(x, g)
-    ref_y, ref_r, _, _ = reference(x, g)
-    assert_matches("r", r, ref_r, x, source=" from rmsnorm_forward")
-    assert_matches("y", y, ref_y, x, source=" from rmsnorm_forward")
-    assert tuple(y.shape) == tuple(shape), f"y must have x's shape {shape}, got {tuple(y.shape)}"
-    assert r.dtype == torch.float32, f"r must be float32 (one value per row), got {r.dtype}"
+    y, r = forward(impl, x, g)
+    if tuple(y.shape) != tuple(shape):
+        raise AssertionError(f"y from rmsnorm_forward has shape {tuple(y.shape)} for {describe(x)}: it must have x's "
+                             f"shape (y.view(x.shape) at the end)")
+    if r.dtype != torch.float32:
+        raise AssertionError(f"r from rmsnorm_forward has dtype {r.dtype}: it must be float32, one value per row")
+
+
+def test_the_eps_the_caller_passes(impl):
+    """eps = 0.1 reaches the kernel through rmsnorm_forward, and through rmsnorm and its autograd Function."""
+    x, g, dy = random_inputs((6, 64), device=impl.DEVICE)
+    story = f"{describe(x)} (eps = 0.1)"
+    with KernelLog(impl) as log:
+        y, r = impl.rmsnorm_forward(x, g, eps=0.1)
+    ref_y, ref_r, _, _ = reference(x, g, eps=0.1)
+    alts = forward_alternatives(x, g, 0.1)
+    fail_if(diagnose_all([(name, got, want, x, dict(alternatives=pick(alts, i), stored=log.stored(got), story=story,
+                                                    source=" from rmsnorm_forward(x, g, eps=0.1)", fmt={"eps": 0.1}))
+                          for name, got, want, i in (("r", r, ref_r, 1), ("y", y, ref_y, 0))]))
+    y = impl.rmsnorm(x, g, 0.1)
+    fail_if(diagnose("y", y, ref_y, x, alternatives=pick(alts, 0), story=story, fmt={"eps": 0.1},
+                     source=" from rmsnorm(x, g, 0.1) (your TritonRMSNorm.forward)"))
 
 
 def test_forward_strided_rows(impl):
     """x as a view whose rows are 160 elements apart: pass its row stride, do not copy."""
     base, g, _ = random_inputs((24, 160), device=impl.DEVICE)
     x, g = base[:, :80], g[:80].contiguous()
-    y, r = impl.rmsnorm_forward(x, g)
-    story = f"{describe(x)} whose rows are 160 elements apart (row stride 160, N 80)"
-    assert_matches("r", r, reference(x, g)[1], x, story=story, source=" from rmsnorm_forward")
-    assert_matches("y", y, reference(x, g)[0], x, story=story, source=" from rmsnorm_forward")
-
-
-def test_forward_long_rows(impl):
-    """N = 32768 fp32: more than MAX_FUSED_N, so the wrapper must take the chunked path."""
-    x, g, _ = random_inputs((2, 32768), device=impl.DEVICE)
-    y, _ = impl.rmsnorm_forward(x, g)
-    assert_matches("y", y, reference(x, g)[0], x, source=" from rmsnorm_forward",
-                   story=f"{describe(x)} (a row of 32768 fp32 values is 128 KB, more than a program's registers "
-                         f"hold: for N > MAX_FUSED_N the wrapper launches BLOCK_N = CHUNK_N with SINGLE_PASS=False, "
-                         f"and the kernel loops over the row in chunks; test_part_a's test_long_rows_in_chunks "
-                         f"checks that loop)")
-
-
-def test_backward_long_rows(impl):
-    """N = 32768 fp32 through autograd: the chunked path of both kernels, and the wrapper's buffers.
-
-    Memory a wrapper allocates with torch.empty holds old data (here NaN, left on purpose): a
-    kernel that adds into its row of the partial dg buffer needs that buffer zeroed first."""
-    M, N = 8, 32768
-    x, g, dy = random_inputs((M, N), device=impl.DEVICE)
-    x.requires_grad_(True)
-    g.requires_grad_(True)
-    y = forward_first(impl, x, g)
-    leave_garbage([k * N for k in range(1, 2 * M + 1)], impl.DEVICE)
-    backward(y, dy)
-    _, _, ref_dx, ref_dg = reference(x, g, dy)
-    story = (f"{describe(x)} (N > MAX_FUSED_N: the chunked path; a buffer from torch.empty holds old data, so "
-             f"if your chunked kernel adds into its row of dg_partial, allocate that buffer with torch.zeros)")
-    assert_matches("dx", x.grad, ref_dx, x, story=story, source=" (x.grad after rmsnorm(x, g).backward(dy))")
-    assert_matches("dg", g.grad, ref_dg, x, story=story, source=" (g.grad after rmsnorm(x, g).backward(dy))")
+    forward(impl, x, g, story=f"{describe(x)} whose rows are 160 elements apart (row stride 160, N 80)")
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_backward_dx(impl, shape):
     x, g, dy = random_inputs(shape, device=impl.DEVICE)
-    x.requires_grad_(True)
-    backward(forward_first(impl, x, g), dy)
-    assert_matches("dx", x.grad, reference(x, g, dy)[2], x, source=" (x.grad after rmsnorm(x, g).backward(dy))")
+    Step(impl, x, g, dy).grads(("dx",))
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_backward_dg(impl, shape):
     x, g, dy = random_inputs(shape, device=impl.DEVICE)
-    g.requires_grad_(True)
-    backward(forward_first(impl, x, g), dy)
-    assert g.grad is not None, "g.grad is None: TritonRMSNorm.backward must return dg as its second value"
-    assert_matches("dg", g.grad, reference(x, g, dy)[3], x, source=" (g.grad after rmsnorm(x, g).backward(dy))")
+    Step(impl, x, g, dy).grads(("dg",))
 
 
 def test_backward_wrapper_with_one_partial_row_per_input_row(impl):
@@ -105,43 +181,38 @@ def test_backward_wrapper_with_one_partial_row_per_input_row(impl):
     x, g, dy = random_inputs((37, 100), device=impl.DEVICE)
     r = reference(x, g)[1].float().to(x.device)
     _, _, ref_dx, ref_dg = reference(x, g, dy)
+    alts = backward_alternatives(x, g, dy, r)
     dy_before = dy.clone()
     for reduction in ("rows", "programs"):
-        dx, dg = impl.rmsnorm_backward(dy, x, g, r, dg_reduction=reduction)
+        with KernelLog(impl) as log:
+            dx, dg = impl.rmsnorm_backward(dy, x, g, r, dg_reduction=reduction)
         source = f" from rmsnorm_backward(..., dg_reduction={reduction!r})"
         assert_untouched("dy", dy, dy_before, f"rmsnorm_backward(..., dg_reduction={reduction!r})")
-        assert_matches("dx", dx, ref_dx, x, source=source)
-        assert_matches("dg", dg, ref_dg, x, source=source)
+        fail_if(diagnose("dx", dx, ref_dx, x, alternatives=pick(alts, 0), stored=log.stored(dx), source=source))
+        fail_if(diagnose("dg", dg, ref_dg, x, alternatives=pick(alts, 1) + [dg_rows(x, dy, r)], source=source,
+                         fmt={"old_memory": log.adds_into_scratch([dx, dg])}))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_half_precision(impl, dtype):
     """fp16/bf16 in and out, fp32 math inside (the tolerances are per dtype)."""
     x, g, dy = random_inputs((33, 200), dtype, device=impl.DEVICE)
-    x.requires_grad_(True)
-    g.requires_grad_(True)
-    y = forward_first(impl, x, g)
-    backward(y, dy)
-    _, _, ref_dx, ref_dg = reference(x, g, dy)
+    y, r = forward(impl, x, g)
     if y.dtype != dtype:
-        raise AssertionError(f"y from rmsnorm has dtype {y.dtype} for {describe(x)}: it must keep x's dtype")
-    r = impl.rmsnorm_forward(x.detach(), g.detach())[1]
+        raise AssertionError(f"y from rmsnorm_forward has dtype {y.dtype} for {describe(x)}: it must keep x's dtype "
+                             f"(allocate it with dtype=x.dtype)")
     if r.dtype != torch.float32:
         raise AssertionError(f"r from rmsnorm_forward has dtype {r.dtype} for {describe(x)}: it must be "
                              f"torch.float32 (one reciprocal RMS per row, kept in fp32 for the backward)")
-    assert_matches("dx", x.grad, ref_dx, x, source=" (x.grad after rmsnorm(x, g).backward(dy))")
-    assert_matches("dg", g.grad, ref_dg, x, source=" (g.grad after rmsnorm(x, g).backward(dy))")
+    Step(impl, x, g, dy).grads()
 
 
 def test_strided_rows_and_untouched_dy(impl):
     """x and dy as views whose rows are 160 elements apart (the kernels take row strides)."""
     base_x, g, base_dy = random_inputs((24, 160), device=impl.DEVICE)
     x, dy, g = base_x[:, :80], base_dy[:, :80], g[:80].contiguous()
-    story = f"{describe(x)} and dy whose rows are 160 elements apart (row stride 160, N 80)"
-    xg = x.detach().requires_grad_(True)
-    backward(forward_first(impl, xg, g, story), dy)
-    assert_matches("dx", xg.grad, reference(x, g, dy)[2], x, story=story,
-                   source=" (x.grad after rmsnorm(x, g).backward(dy))")
+    Step(impl, x, g, dy, story=f"{describe(x)} and dy whose rows are 160 elements apart (row stride 160, N 80)"
+         ).grads(("dx",))
 
 
 def test_forward_reads_x_once_and_writes_y_once(sim_impl):
@@ -183,32 +254,32 @@ def test_backward_reads_x_and_dy_once_and_writes_dx_once(sim_impl):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-def test_work_happens_in_kernels(sim_impl, dtype):
-    """On the simulator: your kernels store y and dx, and no host-side torch op reads x, dy, y or dx
-    (item 7; items 1-4 also give points only for outputs your kernels stored)."""
+def test_work_happens_in_kernels(sim_impl, impl_path, dtype):
+    """On the simulator: your kernels store y and dx, and no host-side torch op of your file reads x, dy, y or
+    dx (item 7; items 1-4 also give points only for outputs your kernels stored)."""
     import mini_triton as triton
     M, N = 64, 256
     x, g, dy = random_inputs((M, N), dtype)
     name = DTYPE_NAMES[dtype]
     with triton.record(host_ops=True) as rec:
         y, _ = sim_impl.rmsnorm_forward(x, g)
-    _check_kernels_did_the_work(rec, {"x": x, "y": y}, M, N, f"forward ({name} x)", "y")
+    _check_kernels_did_the_work(rec, {"x": x, "y": y}, M, N, f"forward ({name} x)", impl_path.name, "y")
     xg = x.clone().requires_grad_(True)
     with triton.record(host_ops=True) as rec:
         y = sim_impl.rmsnorm(xg, g)
-    _check_kernels_did_the_work(rec, {"x": xg, "y": y}, M, N, f"forward through rmsnorm ({name} x)")
+    _check_kernels_did_the_work(rec, {"x": xg, "y": y}, M, N, f"forward through rmsnorm ({name} x)", impl_path.name)
     with triton.record(host_ops=True) as rec:
         y.backward(dy)
     _check_kernels_did_the_work(rec, {"x": xg, "y": y, "dy": dy, "dx": xg.grad}, M, N, f"backward ({name} x)",
-                                "dx")
+                                impl_path.name, "dx")
 
 
-def _check_kernels_did_the_work(rec, tensors, M, N, where, out=None):
+def _check_kernels_did_the_work(rec, tensors, M, N, where, file, out=None):
     """``tensors``: the activations by name; ``out``: the name of the one the kernels must have stored."""
     __tracebackhide__ = True
     if not rec.launches:
         raise AssertionError(f"your {where} launched no kernel")
-    problem = host_work_problem(host_ops_of(rec, tensors), M, N, where)
+    problem = host_work_problem(host_ops_of(rec, tensors), M, N, where, file=file)
     if problem:
         raise AssertionError(problem)
     stored = kernel_stored(rec, tensors[out]) if out else M * N
@@ -235,3 +306,26 @@ def test_backward_gives_the_same_dg_in_every_run(sim_impl):
             f"4.7, and item 9's extra credit needs a deterministic dg). Give each program its own row of "
             f"dg_partial (torch.empty is enough: each row is stored once) and sum the rows in a fixed order "
             f"after the kernel")
+
+
+def test_forward_rows_of_16384(impl):
+    """N = 16384, MAX_FUSED_N: the longest row held in registers whole, a block of 16384 lanes."""
+    x, g, _ = random_inputs((3, 16384), device=impl.DEVICE)
+    forward(impl, x, g)
+
+
+def test_forward_long_rows(impl):
+    """N = 32768 fp32: more than MAX_FUSED_N (a row of 32768 fp32 values is 128 KB, more than a program's
+    registers hold), so the wrapper launches BLOCK_N = CHUNK_N with SINGLE_PASS=False and the kernel loops over
+    the row in chunks (test_part_a's test_long_rows_in_chunks checks that loop)."""
+    x, g, _ = random_inputs((2, 32768), device=impl.DEVICE)
+    forward(impl, x, g)
+
+
+def test_backward_long_rows(impl):
+    """N = 32768 fp32 through autograd: the chunked path of both kernels, and the wrapper's buffers. Memory a
+    wrapper allocates with torch.empty holds old data (NaN here): a kernel that adds into its row of the
+    partial dg buffer needs that buffer zeroed first."""
+    M, N = 8, 32768
+    x, g, dy = random_inputs((M, N), device=impl.DEVICE)
+    Step(impl, x, g, dy, garbage=2 * M).grads()

@@ -9,7 +9,7 @@ import torch
 
 from ...blocks import as_block, full_rank, tensor
 from ... import runtime
-from .. import core
+from .. import core, names
 
 
 def _unary(torch_fn, name, out_bool=False):
@@ -44,12 +44,12 @@ _UNARY = {
     "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh, "erf": torch.erf, "erfc": torch.erfc,
     "erfinv": torch.erfinv, "lgamma": torch.lgamma, "floor": torch.floor, "ceil": torch.ceil,
     "trunc": torch.trunc, "round": torch.round, "rint": torch.round, "nearbyint": torch.round,
-    "abs": torch.abs, "fabs": torch.abs, "rcp_rn": torch.reciprocal, "fast_rcp": torch.reciprocal,
+    "abs": torch.abs, "rcp_rn": torch.reciprocal,
     "saturatef": lambda h: torch.clamp(h, 0.0, 1.0), "cbrt": lambda h: torch.sign(h) * torch.abs(h).pow(1 / 3),
 }
 _BOOL = {"isnan": torch.isnan, "isinf": torch.isinf, "isfinited": torch.isfinite, "finitef": torch.isfinite,
          "signbit": torch.signbit}
-_BINARY = {"pow": torch.pow, "powf": torch.pow, "fmax": torch.fmax, "fmin": torch.fmin, "fmod": torch.fmod,
+_BINARY = {"pow": torch.pow, "fast_powf": torch.pow, "fmod": torch.fmod,
            "atan2": torch.atan2, "hypot": torch.hypot, "copysign": torch.copysign, "div_rn": torch.div,
            "fast_dividef": torch.div, "remainder": torch.remainder, "nextafter": torch.nextafter}
 
@@ -72,7 +72,10 @@ fma_rn = fma
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
-    where = f"{runtime.location()}: " if runtime.CURRENT is not None else ""
-    raise core._Unsupported(f"{where}libdevice.{name} is not in mini_triton's libdevice (it has the math "
-                           f"functions kernels commonly call: {', '.join(sorted([*_UNARY, *_BINARY])[:12])}, ...); "
-                           f"write it with tl operations, or see mini_triton/README.md")
+    if name in names.LIBDEVICE:
+        where = f"{runtime.location()}: " if runtime.CURRENT is not None else ""
+        raise core._Unsupported(f"{where}libdevice.{name} is not in mini_triton's libdevice (Triton has it; the "
+                               f"simulator has the math functions kernels commonly call: "
+                               f"{', '.join(sorted([*_UNARY, *_BINARY])[:12])}, ...); write it with tl operations, "
+                               f"or see mini_triton/README.md")
+    raise core.unsupported(name, "libdevice")

@@ -1,0 +1,584 @@
+"""Why an output is wrong: the diagnosis the public tests and the grader share.
+
+``compare`` (rmsnorm_check.py) says *that* an output is off, and where. ``diagnose`` says *why*,
+looking for the most fundamental cause first:
+
+1. elements no kernel stored (the simulator's log of stores, or the value a test filled the output
+   with): their values are whatever the memory held, so comparing them says nothing about the math;
+2. a data race in the launch that made the output (the grader records races instead of stopping);
+3. a known mistake: the output matches, within the tolerance, a float64 reference computed the
+   wrong way: eps left out, a mean over the block instead of N, r² for r³... (``CAUSES``);
+4. NaN where the reference has none (a masked load without ``other=``), a sum kept in 16 bits;
+5. otherwise the story of the elements (compare's message), with a note that says whether it looks
+   like rounding (a few elements, a little off) or like the formula (many rows, far off).
+
+Every cause has a key. The grader's rubric (autograder/rubric.py, ``CAUSE_OWNERS``) says which part
+owns each key, so that one mistake costs points once, in that part.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from rmsnorm_check import DTYPE_NAMES, compare, describe, tolerance
+
+DEFAULT_EPS = 1e-5          # what the API's eps defaults to: a kernel that ignores eps uses it
+
+
+@dataclasses.dataclass(frozen=True)
+class Cause:
+    """A known mistake: what the wrong output matches (``says``) and what to do (``fix``), in a student's
+    terms. Both may name {N} (the row length), {B} (the block width), {eps} and {stride} (x's row stride)."""
+    key: str
+    says: str
+    fix: str
+
+
+_DX = "dx = r·dy·g − x·r³·sum(dy·g·x)/N"
+CAUSES = {c.key: c for c in (
+    # -- elements never written ------------------------------------------------------------------------------
+    Cause("r_not_stored", "no kernel stored r at all",
+          "store each row's r = 1/sqrt(mean(x²) + eps) into r_ptr (the backward uses it)"),
+    Cause("rows_not_stored_fwd", "whole rows were never written: the forward's grid misses some rows",
+          "launch cdiv(M, BLOCK_M) programs, each storing its BLOCK_M rows (rows = pid·BLOCK_M + arange)"),
+    Cause("rows_not_stored_bwd", "whole rows were never written: the backward's grid misses some rows",
+          "make the programs cover every row: each program's rows, and the number of programs times the rows "
+          "per program, must reach M"),
+    Cause("columns_not_stored", "the columns from {first} on were never written in any row",
+          "a row longer than one block needs a loop over its columns: with SINGLE_PASS=False, loop over each "
+          "row in chunks of BLOCK_N columns (the chunked path), and have the wrapper choose it for N > "
+          "MAX_FUSED_N"),
+    Cause("elements_not_stored_fwd", "some elements were never written by the forward's kernels",
+          "check the offsets and masks of your tl.store: every element of every row must be stored once"),
+    Cause("elements_not_stored_bwd", "some elements were never written by the backward's kernels",
+          "check the offsets and masks of your tl.store: every element of every row must be stored once"),
+    # -- the forward's formula -----------------------------------------------------------------------------
+    Cause("eps_forgotten", "it matches the formula with eps left out: r = 1/sqrt(mean(x²))",
+          "add eps inside the square root, r = 1/sqrt(mean(x²) + eps), with the eps the caller passed"),
+    Cause("eps_outside_sqrt", "it matches r = 1/(sqrt(mean(x²)) + eps): eps is outside the square root",
+          "put eps inside: r = 1/sqrt(mean(x²) + eps)"),
+    Cause("eps_ignored", "it matches the formula with eps = 1e-05 instead of the eps = {eps:g} the caller passed",
+          "pass the caller's eps through rmsnorm_forward and TritonRMSNorm.forward to the kernel; do not fix it"),
+    Cause("mean_over_block", "it matches a mean of x² over the block's {B} lanes instead of the row's N = {N} "
+          "values", "divide the sum of squares by n_cols, not by BLOCK_N: masked lanes add 0 to the sum, but a mean "
+          "over the block still counts them"),
+    Cause("sum_not_mean", "it matches r = 1/sqrt(sum(x²) + eps): the sum of squares is not divided by N",
+          "divide the sum of squares by n_cols: r = 1/sqrt(sum(x²)/N + eps)"),
+    Cause("r_is_rms", "r holds the RMS, sqrt(mean(x²) + eps), where its reciprocal is expected",
+          "store r = 1/sqrt(mean(x²) + eps) (tl.rsqrt): the backward multiplies by it"),
+    Cause("y_without_g", "it matches x·r without the scale g", "multiply by g: y = x·r·g"),
+    Cause("y_times_rms", "it matches x·sqrt(mean(x²) + eps)·g: multiplied by the RMS instead of divided by it",
+          "divide by the RMS: y = x·r·g with r = 1/sqrt(mean(x²) + eps)"),
+    Cause("x_rows_by_n", "it matches x read with its rows N = {N} elements apart, but this x's rows are {stride} "
+          "apart", "step from row to row by the row stride the wrapper passes (x.stride(0)), not by n_cols"),
+    Cause("dy_rows_by_n", "it matches dy read with its rows N = {N} elements apart, but this dy's rows are "
+          "{dy_stride} apart", "step from row to row of dy by dy's own row stride (dy.stride(0)), not by n_cols "
+          "or by x's stride"),
+    Cause("sum_in_16_bits", "r is off by less than 1%: a sum of squares kept in {dtype} rounds at every step",
+          "convert x to fp32 before squaring (tl.load(...).to(tl.float32)); tl.sum adds 16-bit values in 16 bits"),
+    # -- the backward's formula ----------------------------------------------------------------------------
+    Cause("eps_forgotten_in_r3", "it matches " + _DX + " with eps left out of the r³ term only",
+          "use the r the forward saved (it has eps in it) in both terms, rather than recomputing it"),
+    Cause("r_squared", "it matches r·dy·g − x·r²·sum(dy·g·x)/N: r² where the derivation gives r³",
+          "the second term is x·r³·sum(dy·g·x)/N (dr/dx_j = −r³·x_j/N)"),
+    Cause("dot_not_divided", "it matches r·dy·g − x·r³·sum(dy·g·x): the sum is not divided by N",
+          "divide the dot product by N: " + _DX),
+    Cause("dot_over_block", "it matches r·dy·g − x·r³·sum(dy·g·x)/{B}: the dot product divided by the block's "
+          "{B} lanes instead of N = {N}", "divide by n_cols: " + _DX),
+    Cause("g_missing_dx", "it matches the formula with g left out: r·dy − x·r³·sum(dy·x)/N",
+          "the gradient flows through y = x·r·g, so g multiplies dy everywhere: " + _DX),
+    Cause("dot_without_g", "it matches r·dy·g − x·r³·sum(dy·x)/N: g is missing from the dot product",
+          "the dot product is sum(dy·g·x): " + _DX),
+    Cause("second_term_missing", "it matches r·dy·g alone: the term that r's dependence on x adds is missing",
+          "since r depends on every x_j of the row, dx has a second term, −x·r³·sum(dy·g·x)/N: " + _DX),
+    Cause("second_term_sign", "it matches r·dy·g + x·r³·sum(dy·g·x)/N: the second term has the wrong sign",
+          "subtract it: " + _DX),
+    Cause("dg_without_r", "it matches sum over rows of dy·x: r is missing", "multiply by r: dg = the sum over rows "
+          "of dy·x·r"),
+    Cause("dg_with_g", "it matches sum over rows of dy·x·r·g: g should not be in dg",
+          "leave g out: dg = the sum over rows of dy·x·r (dy/dg_j = x_j·r)"),
+    Cause("dg_some_rows", "it is the sum over {rows} only: the other rows' contributions are missing",
+          "every row must add its dy·x·r to dg exactly once: check the rows each program sums, and that the "
+          "wrapper adds up every partial row"),
+    Cause("masked_nan", "it has NaN where the reference has none",
+          "lanes masked off in a tl.load without other={loads} hold NaN in the simulator (garbage on a GPU) and enter "
+          "your sums: give those loads other=0.0"),
+    Cause("old_memory_nan", "it has NaN where the reference has none",
+          "memory from torch.empty holds old data (NaN here, as it can on a GPU): a kernel that adds into a "
+          "buffer, such as its row of the partial dg buffer in the chunked path, needs it zeroed first "
+          "(torch.zeros); otherwise, a tl.load without other= leaves its masked lanes NaN"),
+    Cause("padding_nan", "it has NaN, and no masked load or buffer of old data explains it: your kernel computed a "
+          "NaN, most likely in lanes or rows past the end (masked, loaded as 0), where 1/sqrt(0) = inf and "
+          "0·inf = NaN, and the NaN then entered a sum", "keep eps inside the square root (r = 1/sqrt(mean(x²) + "
+          "eps) is finite for a row of zeros), or keep masked lanes out of your sums (tl.where(mask, value, 0.0))"),
+    Cause("race", "the launch that made it had a data race ({race})",
+          "give each program its own output slot: a race-free kernel gives the same values in every run"),
+    Cause("r_from_forward", "it is right for the r your forward saved, and that r is wrong: {r_cause}",
+          "fix r in the forward; the backward is right"),
+)}
+
+# For the backward's messages: the formula, when the diagnosis points at it.
+FORMULA = {
+    "y": "y = x·r·g with r = 1/sqrt(mean(x²) + eps), the mean over the row's N values",
+    "r": "r = 1/sqrt(mean(x²) + eps), one fp32 value per row",
+    "dx": (_DX + " (x̂ = x·r: dx = r·(dy·g − x̂·mean(dy·g·x̂))); the handout's float64 check in part (b) tests a "
+           "formula before it goes into the kernel"),
+    "dg": "dg = the sum over all rows of dy·x·r",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """Why one output is wrong: ``cause`` is a key of CAUSES (None: not a known cause), ``message`` what the
+    student reads, ``checked`` whether the rest of the output was verified (it matches a known wrong formula,
+    or its stored elements are right), so that the mistake alone explains it."""
+    output: str
+    message: str
+    cause: str | None = None
+    checked: bool = False
+
+    def __str__(self):
+        return self.message
+
+
+def _rows(t, n):
+    return t.detach().cpu().double().reshape(-1, n)
+
+
+def _next_pow2(n):
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def _blocks(n, block_n=None):
+    """Block widths a kernel might have averaged over instead of N."""
+    return sorted({b for b in (block_n, _next_pow2(n)) if b and b != n})
+
+
+def forward_alternatives(x, g, eps=DEFAULT_EPS, block_n=None) -> dict:
+    """{cause key: (y, r)}: the forward computed each known wrong way, in float64 (y like x, r flat)."""
+    n = x.shape[-1]
+    x64, g64 = _rows(x, n), g.detach().cpu().double()
+    ms = x64.pow(2).mean(-1)
+    r = torch.rsqrt(ms + eps)
+
+    def out(r_alt):
+        return (x64 * r_alt[:, None] * g64).reshape(x.shape), r_alt
+    alts = {"eps_forgotten": out(torch.rsqrt(ms)), "eps_outside_sqrt": out(1 / (ms.sqrt() + eps)),
+            "r_is_rms": (out(r)[0], 1 / r), "y_without_g": ((x64 * r[:, None]).reshape(x.shape), r),
+            "y_times_rms": ((x64 / r[:, None] * g64).reshape(x.shape), r)}
+    if n > 1:
+        alts["sum_not_mean"] = out(torch.rsqrt(ms * n + eps))
+    if eps != DEFAULT_EPS:
+        alts["eps_ignored"] = out(torch.rsqrt(ms + DEFAULT_EPS))
+    for b in _blocks(n, block_n):
+        alts["mean_over_block"] = out(torch.rsqrt(ms * n / b + eps))
+    x_n = rows_n_apart(x)
+    if x_n is not None:
+        alts["x_rows_by_n"] = forward_alternatives_plain(x_n, g, eps)
+    return alts
+
+
+def forward_alternatives_plain(x, g, eps):
+    """(y, r) of the right formula on x, float64."""
+    n = x.shape[-1]
+    x64 = _rows(x, n)
+    r = torch.rsqrt(x64.pow(2).mean(-1) + eps)
+    return (x64 * r[:, None] * g.detach().cpu().double()).reshape(x.shape), r
+
+
+def rows_n_apart(t):
+    """``t`` as a kernel that steps by N instead of t's row stride reads it (None when they agree, or when
+    that would read past t's memory): the same memory, rows N apart from t's first element."""
+    if t.dim() != 2 or t.stride(-1) != 1 or t.stride(0) == t.shape[-1] or t.shape[0] < 2:
+        return None
+    m, n = t.shape
+    if t.storage_offset() + m * n > t.untyped_storage().nbytes() // t.element_size():
+        return None
+    return t.as_strided((m, n), (n, 1), t.storage_offset())
+
+
+def backward_alternatives(x, g, dy, r, eps=DEFAULT_EPS, block_n=None) -> dict:
+    """{cause key: (dx, dg)}: the backward computed each known wrong way from x, g, dy and the r it was
+    given, in float64 (dx like x, dg like g)."""
+    n = x.shape[-1]
+    x64, dy64, g64 = _rows(x, n), _rows(dy, n), g.detach().cpu().double()
+    r64 = r.detach().cpu().double().reshape(-1, 1)
+    r0 = torch.rsqrt(x64.pow(2).mean(-1, keepdim=True))          # eps left out
+    dyg = dy64 * g64
+    dot = (dyg * x64).sum(-1, keepdim=True)
+    dg = (dy64 * x64 * r64).sum(0)
+
+    def dx_of(first, second):
+        return (first - second).reshape(x.shape)
+
+    def grads(rr):
+        return dx_of(dyg * rr, x64 * rr ** 3 * (dyg * x64).sum(-1, keepdim=True) / n), (dy64 * x64 * rr).sum(0)
+    alts = {
+        "eps_forgotten": grads(r0),
+        "eps_forgotten_in_r3": (dx_of(dyg * r64, x64 * r0 ** 3 * dot / n), dg),
+        "r_squared": (dx_of(dyg * r64, x64 * r64 ** 2 * dot / n), dg),
+        "dot_not_divided": (dx_of(dyg * r64, x64 * r64 ** 3 * dot), dg),
+        "g_missing_dx": (dx_of(dy64 * r64, x64 * r64 ** 3 * (dy64 * x64).sum(-1, keepdim=True) / n), dg),
+        "dot_without_g": (dx_of(dyg * r64, x64 * r64 ** 3 * (dy64 * x64).sum(-1, keepdim=True) / n), dg),
+        "second_term_missing": ((dyg * r64).reshape(x.shape), dg),
+        "second_term_sign": (dx_of(dyg * r64, -x64 * r64 ** 3 * dot / n), dg),
+        "dg_without_r": (dx_of(dyg * r64, x64 * r64 ** 3 * dot / n), (dy64 * x64).sum(0)),
+        "dg_with_g": (dx_of(dyg * r64, x64 * r64 ** 3 * dot / n), (dy64 * x64 * r64 * g64).sum(0)),
+    }
+    if eps != DEFAULT_EPS:
+        alts["eps_ignored"] = grads(torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + DEFAULT_EPS))
+    for b in _blocks(n, block_n):
+        alts["dot_over_block"] = (dx_of(dyg * r64, x64 * r64 ** 3 * dot / b), dg)
+    for key, t in (("x_rows_by_n", "x"), ("dy_rows_by_n", "dy")):
+        moved = rows_n_apart(x if t == "x" else dy)
+        if moved is not None:
+            alts[key] = backward_plain(moved if t == "x" else x, g, moved if t == "dy" else dy, r)
+    return alts
+
+
+def backward_plain(x, g, dy, r):
+    """(dx, dg) of the right formula from x, g, dy and a given r, float64."""
+    n = x.shape[-1]
+    x64, dy64, g64 = _rows(x, n), _rows(dy, n), g.detach().cpu().double()
+    r64 = r.detach().cpu().double().reshape(-1, 1)
+    dyg = dy64 * g64
+    dx = dyg * r64 - x64 * r64 ** 3 * (dyg * x64).sum(-1, keepdim=True) / n
+    return dx.reshape(x.shape), (dy64 * x64 * r64).sum(0)
+
+
+def _close(got64, want64, atol, rtol):
+    """Element by element: within atol + rtol·|want| (NaN where want is NaN, and equal infinities, count)."""
+    err = (got64 - want64).abs()
+    same = (got64 == want64) | (torch.isnan(got64) & torch.isnan(want64))
+    return (err <= atol + rtol * want64.abs()) | same
+
+
+def _fits(got64, want64, atol, rtol):
+    """Every element within atol + rtol·|want|."""
+    return bool(_close(got64, want64, atol, rtol).all())
+
+
+def _worst(got64, want64, atol, rtol):
+    """How far the worst element is outside its tolerance (<= 1: inside)."""
+    err = (got64 - want64).abs()
+    err = torch.where(torch.isnan(err), torch.full_like(err, float("inf")), err)
+    return float((err / (atol + rtol * want64.abs())).max()) if err.numel() else 0.0
+
+
+def _region(missing) -> str:
+    """'[0:2, 4096:32768]' for the bounding box of the True elements of a 2-D mask ('[18:37]' for one column)."""
+    index = missing.nonzero()
+    lo, hi = index.min(0).values.tolist(), index.max(0).values.tolist()
+    if missing.shape[1] == 1:
+        lo, hi = lo[:1], hi[:1]
+    return "[" + ", ".join(f"{a}" if a == b else f"{a}:{b + 1}" for a, b in zip(lo, hi)) + "]"
+
+
+def _row_list(rows) -> str:
+    """'rows 0-3, 8 and 10-11' for a sorted list of row indices."""
+    runs, start = [], None
+    for i, r in enumerate(rows):
+        if start is None:
+            start = r
+        if i + 1 == len(rows) or rows[i + 1] != r + 1:
+            runs.append(f"{start}" if start == r else f"{start}-{r}")
+            start = None
+    text = runs[0] if len(runs) == 1 else ", ".join(runs[:-1]) + " and " + runs[-1]
+    return ("row " if len(rows) == 1 else "rows ") + text
+
+
+def _unstored(name, got, want, stored, atol, rtol, phase):
+    """(cause key, the region never written, its rows in words, whether the stored elements are right, the
+    first column never written)."""
+    n = 1 if got.dim() < 2 else got.shape[-1]
+    missing = ~stored.reshape(-1, n).cpu()
+    g2, w2 = got.reshape(-1, n), want.reshape(-1, n)
+    right = bool((~missing).any()) and _fits(g2[~missing], w2[~missing], atol, rtol)
+    rows = missing.all(-1)
+    first = int(missing.any(0).nonzero()[0])
+    words = _row_list(rows.nonzero().reshape(-1).tolist()) if bool(rows.any()) else ""
+    if name == "r" and bool(missing.all()):
+        key = "r_not_stored"
+    elif bool((missing.any(-1) == rows).all()):
+        key = f"rows_not_stored_{phase}"
+    elif bool(missing[:, first:].all()) and not bool(missing[:, :first].any()) and first >= 16 and \
+            first & (first - 1) == 0:              # from a block boundary on: a row longer than its block
+        key, words = "columns_not_stored", ""
+    else:
+        key, words = f"elements_not_stored_{phase}", ""
+    return key, _region(missing), words, right, first
+
+
+def closest_cause(got, want, alternatives) -> str | None:
+    """The alternative ``got`` is nearest to, when it is far nearer (10 times) to it than to ``want``: the
+    cause of an output whose error is within the tolerance, but shows through a later step (the r a
+    backward is given: 1/(sqrt(mean) + eps) differs from the right r by less than its tolerance at N = 1,
+    and dx there is a small difference of large terms)."""
+    g64 = got.detach().cpu().double().reshape(-1)
+    base = float((g64 - want.detach().cpu().double().reshape(-1)).abs().max())
+    if not base or not bool(torch.isfinite(g64).all()):
+        return None
+    dist = {k: float((g64 - alt.reshape(-1)).abs().max()) for k, alt, _ in _alternatives(alternatives)}
+    key = min(dist, key=dist.get, default=None)
+    return key if key is not None and dist[key] * 10 < base else None
+
+
+def unstored_cause(name, stored) -> str | None:
+    """The cause key of an output only partly written by kernels (``stored``: True where a kernel stored),
+    or None when every element was."""
+    if bool(stored.all()):
+        return None
+    phase = "fwd" if name in ("y", "r") else "bwd"
+    return _unstored(name, torch.zeros(stored.shape, dtype=torch.float64), torch.zeros(stored.shape,
+                                                                                       dtype=torch.float64),
+                     stored, 1.0, 0.0, phase)[0]
+
+
+def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, story=None, source="",
+             dtype=None, n_rows=None, fmt=None, who="your kernels", nan_cause=None, if_zero=None) -> Finding | None:
+    """None if ``got`` matches ``want`` (the float64 reference) under the tolerance rule, else a Finding.
+
+    ``alternatives``: (cause key, the output computed that wrong way) pairs, from forward_alternatives or
+    backward_alternatives (or a key of your own with ``fmt["says"]``); ``stored``: a bool tensor, True
+    where a kernel stored (None: unknown); ``race``: the data race of the launch that made it, if any;
+    ``fmt``: values for the causes' messages ({N}, {B}, {eps}, {stride}...); ``nan_cause``: the cause of NaN
+    found in an output made alongside (dg's NaN comes from dx's masked loads, not old memory, when dx has
+    them too); ``if_zero``: the same output from a run whose masked-off lanes read 0.0 instead of NaN (a
+    masked load without other= is then the only mistake if it is right). The rest is as for compare().
+    """
+    dtype = dtype or x.dtype
+    story = story or describe(x)
+    what = f"{name}{source}"
+    phase = "fwd" if name in ("y", "r") else "bwd"
+    n = x.shape[-1]
+    fmt = {"N": n, "B": _next_pow2(n), "eps": DEFAULT_EPS, "stride": x.stride(0) if x.dim() else 1, "loads": "",
+           "dtype": DTYPE_NAMES.get(dtype, str(dtype)), **(fmt or {})}
+    first = compare(name, got, want, x, dtype=dtype, story=story, source=source, n_rows=n_rows, hints=False)
+    if first is None:
+        return None
+    if not isinstance(got, torch.Tensor) or got.numel() != want.numel():
+        return Finding(name, first)
+    g64 = got.detach().cpu().double().reshape(want.shape)
+    w64 = want.detach().cpu().double()
+    rows = n_rows if n_rows is not None else max(1, x.numel() // max(1, n))
+    atol, rtol, _ = tolerance(name, dtype, want, rows)
+
+    def said(key, evidence=True, says=None, **extra):
+        cause = CAUSES[key]
+        values = {**fmt, **extra}
+        says = says or cause.says.format(**values)
+        text = f"{what} differs for {story}: {says}. {_sentence(cause.fix.format(**values))}"
+        return text + (f" ({_evidence(first, story)})" if evidence else "")
+
+    if stored is not None and not bool(stored.all()):
+        key, region, rows_words, right, first_col = _unstored(name, g64, w64, stored, atol, rtol, phase)
+        cause, values = CAUSES[key], {**fmt, "first": first_col}
+        count = int((~stored).sum())
+        of = f", {rows_words} of {g64.reshape(-1, 1 if g64.dim() < 2 else n).shape[0]}" if rows_words else ""
+        text = (f"{name}{region}{source} was never written by {who} for {story}: {count} of {want.numel()} "
+                f"elements{of} hold whatever the memory held before, since no program stored there: "
+                f"{cause.says.format(**values)}. {_sentence(cause.fix.format(**values))}")
+        text += ("; the elements that were stored are right" if right else
+                 "" if not bool(stored.any()) else "; the elements that were stored are wrong too")
+        return Finding(name, text, key, right)
+    if race:
+        subset = _subset_rows(g64, x, alternatives, atol, rtol) if name == "dg" else None
+        return Finding(name, said("race", race=race), "race", subset is not None)
+    off = ~_close(g64, w64, atol, rtol) & torch.isfinite(g64)      # the evidence: finite elements that are off
+    fits = [(key, _worst(g64, alt.reshape(want.shape), atol, rtol), says)
+            for key, alt, says in _alternatives(alternatives)
+            if bool(off.any()) and _fits(g64, alt.reshape(want.shape), atol, rtol)]
+    if fits:
+        key, _, says = min(fits, key=lambda f: f[1])
+        if says:
+            return Finding(name, f"{what} differs for {story}: {says} ({_evidence(first, story)})", key, True)
+        return Finding(name, said(key), key, True)
+    if name == "dg":
+        subset = _subset_rows(g64, x, alternatives, atol, rtol)
+        if subset:
+            return Finding(name, said("dg_some_rows", rows=subset), "dg_some_rows", True)
+    nan = torch.isnan(g64) & ~torch.isnan(w64)
+    if bool(nan.any()):
+        if _only_zero_rows(nan, x, name):
+            return Finding(name, said("eps_forgotten", says="it is NaN in the rows of x that are all zeros, as the "
+                                      "formula with eps left out gives there: r = 1/sqrt(mean(x²)) = 1/sqrt(0)"),
+                           "eps_forgotten")
+        key = nan_cause or ("old_memory_nan" if name == "dg" and fmt.get("old_memory") else
+                            "padding_nan" if name == "dg" else "masked_nan")
+        if key == "masked_nan" and if_zero is not None and \
+                compare(name, if_zero, want, x, dtype=dtype, n_rows=n_rows, hints=False) is None:
+            return Finding(name, said(key) + ". With those lanes read as 0.0, this output is right", key, True)
+        return Finding(name, said(key), key)
+    if name == "r" and dtype != torch.float32 and float(((g64 - w64).abs() / w64.abs().clamp_min(1e-30)).max()) < 0.01:
+        return Finding(name, said("sum_in_16_bits"), "sum_in_16_bits")
+    return Finding(name, first + _story_note(name, g64, w64, atol, rtol))
+
+
+def _only_zero_rows(nan, x, name) -> bool:
+    """Are the NaN elements of a y or dx exactly in the rows of x that are all zeros (r = 1/sqrt(0))?"""
+    if name not in ("y", "dx", "r") or x.numel() == 0:
+        return False
+    zero = (x.detach().reshape(-1, x.shape[-1]) == 0).all(-1).cpu()
+    rows = nan.reshape(zero.shape[0], -1).any(-1)
+    return bool(zero.any()) and bool(rows.any()) and bool((rows & ~zero).sum() == 0)
+
+
+def _alternatives(alternatives):
+    """(key, tensor, own words or "") for each alternative, whichever way it was given."""
+    for a in alternatives:
+        if not a[0].startswith("_"):                      # "_dg_rows" is data for _subset_rows, not an output
+            yield (a[0], a[1], a[2] if len(a) > 2 else "")
+
+
+def _sentence(text) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _evidence(message, story) -> str:
+    """The part of compare's message that says how many elements are off and the worst of them."""
+    return message.split(f" for {story}: ", 1)[-1]
+
+
+def _story_note(name, g64, w64, atol, rtol) -> str:
+    """Rounding, or the formula? Said only when the elements say which."""
+    err = (g64 - w64).abs()
+    bound = atol + rtol * w64.abs()
+    bad = err > bound
+    worst = float((err / bound).max())
+    count, total = int(bad.sum()), bad.numel()
+    if worst < 10 and count <= max(1, total // 100):
+        return (f". Only {count} of {total} elements are off, by at most {worst:.1f} times their tolerance: that "
+                f"looks like rounding rather than a formula. Keep every sum in fp32 (convert loaded values with "
+                f".to(tl.float32) before multiplying), sum each row once with tl.sum, and multiply by r rather "
+                f"than divide by its reciprocal")
+    rows_off = bad.reshape(bad.shape[0], -1).any(-1) if bad.dim() > 1 else bad
+    if name in FORMULA and (bad.dim() < 2 or float(rows_off.double().mean()) > 0.5):
+        return f". Most rows are off, by far: check the formula, {FORMULA[name]}"
+    return ""
+
+
+def _subset_rows(g64, x, alternatives, atol, rtol):
+    """'rows 0-31' if dg is the sum of the right contributions over only some rows (a contiguous run, or any
+    subset when there are no more rows than columns), else None."""
+    contrib = dict((a[0], a[1]) for a in alternatives).get("_dg_rows")
+    if contrib is None or not bool(torch.isfinite(g64).all()):
+        return None
+    m = contrib.shape[0]
+    if _fits(g64, torch.zeros_like(g64), atol, rtol):
+        return "none of the rows (dg is 0)"
+    prefix = torch.cat([torch.zeros(1, contrib.shape[1], dtype=contrib.dtype), contrib.cumsum(0)])
+    for length in range(m - 1, 0, -1):                  # the longest run first
+        sums = prefix[length:] - prefix[:-length]           # (m - length + 1, N): every run of this length
+        ok = ((sums - g64).abs() <= atol + rtol * sums.abs()).all(-1)
+        if bool(ok.any()):
+            start = int(ok.nonzero()[0])
+            return _row_list(list(range(start, start + length)))
+    if m <= contrib.shape[1] and bool(torch.isfinite(g64).all()):
+        coef = torch.linalg.lstsq(contrib.T, g64.reshape(-1, 1)).solution.reshape(-1)
+        pick = coef.round().clamp(0, 1)
+        if bool((pick == 0).any()) and bool((pick > 0).any()) and _fits(g64, (contrib * pick[:, None]).sum(0),
+                                                                         atol, rtol):
+            return _row_list(pick.nonzero().reshape(-1).tolist())
+    return None
+
+
+def dg_rows(x, dy, r) -> tuple:
+    """The alternative that lets diagnose find a dg summed over only some rows: each row's contribution."""
+    n = x.shape[-1]
+    return ("_dg_rows", _rows(dy, n) * _rows(x, n) * r.detach().cpu().double().reshape(-1, 1))
+
+
+def pick(alternatives: dict, index: int) -> list:
+    """The (key, tensor) pairs of one output from forward_alternatives (0: y, 1: r) or backward_alternatives
+    (0: dx, 1: dg)."""
+    return [(k, v[index]) for k, v in alternatives.items()]
+
+
+# -- for the public tests --------------------------------------------------------------------------------------
+
+def diagnose_all(checks) -> Finding | None:
+    """The first finding of several outputs, ``checks`` = [(name, got, want, x, diagnose's keywords)], in
+    order, except that an output with elements no kernel stored comes before any value comparison: the
+    outputs computed from those elements are wrong because of them."""
+    def missing(check):
+        stored = check[4].get("stored")
+        return stored is not None and not bool(stored.all())
+    for name, got, want, x, kw in sorted(checks, key=lambda c: not missing(c)):
+        found = diagnose(name, got, want, x, **kw)
+        if found is not None:
+            return found
+    return None
+
+
+def fail_if(finding: Finding | None):
+    """Raise the finding's message, the diagnosis in a student's terms, as the test's failure."""
+    __tracebackhide__ = True                    # pytest: the failure shows at the test's line
+    if finding is not None:
+        raise AssertionError(finding.message)
+
+
+def simulated(impl) -> bool:
+    """Does ``impl`` (a loaded rmsnorm.py) run on mini_triton, which can say what its kernels stored?"""
+    return getattr(getattr(impl, "triton", None), "__name__", "") == "mini_triton"
+
+
+class KernelLog:
+    """What the kernels did inside a ``with KernelLog(impl) as log:`` block, on the simulator (elsewhere it
+    knows nothing): which elements of an output they stored, whether a launch's result depends on the
+    order its programs run, where a masked load left lanes undefined. Memory from torch.empty holds NaN
+    inside the block, as it holds old data on a GPU."""
+
+    def __init__(self, impl, host_ops=True):
+        self.impl, self.host_ops, self.rec = impl, host_ops, None
+
+    def __enter__(self):
+        if simulated(self.impl):
+            self._cm = self.impl.triton.record(host_ops=self.host_ops, poison=self.host_ops)
+            self.rec = self._cm.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._cm.__exit__(*exc) if self.rec is not None else None
+
+    def stored(self, t):
+        """True where the block's kernels wrote ``t`` (None off the simulator, or for what is not a tensor)."""
+        if self.rec is None or not isinstance(t, torch.Tensor):
+            return None
+        from torch.utils._python_dispatch import _disable_current_modes
+        with _disable_current_modes():
+            return self.rec.stored_mask(t).clone()
+
+    def order_dependent(self) -> str | None:
+        return next((L.order_dependent for L in self.rec.launches if L.order_dependent), None) if self.rec else None
+
+    def undefined_lanes(self) -> str | None:
+        return next((L.undefined_lanes for L in self.rec.launches if L.undefined_lanes), None) if self.rec else None
+
+    def adds_into_scratch(self, outputs) -> bool:
+        """Does a kernel load and store one buffer that is none of ``outputs`` and no input (a partial buffer
+        it adds into)?"""
+        if self.rec is None:
+            return False
+        known = {t.untyped_storage().data_ptr() for t in outputs if isinstance(t, torch.Tensor)}
+        return any(a.loaded and a.stored and a.storage not in known for L in self.rec.launches
+                   for a in L.args.values())
+
+
+def saved_r(y, rows):
+    """(the fp32 tensor of one value per row that y's autograd Function saved for its backward, or None;
+    the shapes and dtypes of everything it saved, or None when y has no custom Function behind it)."""
+    try:
+        saved = tuple(y.grad_fn.saved_tensors)
+    except Exception:                                 # noqa: BLE001 -- not a custom Function, or nothing saved
+        return None, None
+    tensors = [t for t in saved if isinstance(t, torch.Tensor)]
+    r = next((t for t in tensors if t.numel() == rows and t.dim() <= 1 and t.dtype == torch.float32), None)
+    return r, [(tuple(t.shape), DTYPE_NAMES.get(t.dtype, str(t.dtype))) for t in tensors]
+
+
+def no_r_saved(kinds, rows, story) -> str:
+    """The message for an autograd Function that saved no r."""
+    shapes = ", ".join(f"{s} {d}" for s, d in kinds) or "nothing"
+    return (f"your TritonRMSNorm.forward saved {shapes} for {story}, and the backward needs r: ({rows},) fp32, "
+            f"one reciprocal RMS per row, from rmsnorm_forward. Save it: ctx.save_for_backward(x, g, r)")

@@ -1,0 +1,143 @@
+"""One mistake, one charge: each common mistake (tests/mistakes.py, the solution with one defect) costs
+points in the one part that owns its cause (autograder/rubric.py's CAUSE_OWNERS), and that part's message
+names the cause; every other part keeps its points. Item 9 is extra credit: a mistake that leaves its
+requirements unmet (a deterministic, fused, exact dg) does not earn it, which is not a charge.
+
+A kernel that crashes or hangs leaves nothing to check, so its error costs every part whose inputs it
+reaches: those mistakes are listed with all the parts they cost.
+
+The gradings run the grader's own jobs, worker code and verdicts in-process (tests/grade_in_process.py:
+everything but the sandbox, whose process starts would cost more than the tasks); the hidden tests report
+those verdicts, which test_the_hidden_tests_report_the_same_verdicts checks through `make grade`'s path on
+two of them.
+"""
+import sys
+
+import pytest
+
+from autograder import grade, rubric
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tests"))
+from grade_in_process import verdicts  # noqa: E402
+from mistakes import EDITS, mistake  # noqa: E402
+
+CRASH = ["1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "6", "8", "9"]
+# mistake: (the causes the diagnosis names, the parts it costs, words the first of them must say)
+CHARGED = {
+    "no_mask": ((), CRASH, "OutOfBoundsError: out-of-bounds load in load_tile"),
+    "mask_without_other": (("masked_nan",), ["1"], "a tl.load without other= (the first: load_tile line"),
+    "row_stride_is_n": (("x_rows_by_n",), ["4.3"], "it matches x read with its rows N = 80 elements apart"),
+    "dg_into_one_row": (("race",), ["8", "9"], "data race in rmsnorm_bwd_kernel: programs 0 and 1 both write"),
+    "x_loaded_twice": ((), ["5"], "your forward loaded x 2.0 times per element"),
+    "squares_summed_in_16_bits": (("sum_in_16_bits",), ["4.1"], "a sum of squares kept in fp16 rounds at every step"),
+    "partial_dg_not_zeroed": (("old_memory_nan",), ["4.4"], "Memory from torch.empty holds old data"),
+    "no_chunked_path": (("columns_not_stored",), ["4.4"], "the columns from 4096 on were never written in any row"),
+    "y_on_the_host": (("y_not_from_kernels",), ["1"], "your forward returned y without any kernel storing it"),
+    "r_recomputed_on_the_host": ((), ["7"], "a host-side `pow` read all 32768 elements of x in your backward"),
+    "nan_check_on_the_host": ((), ["7"], "a host-side `isnan` read all 32768 elements of x in your forward"),
+    "r_squared_in_dx": (("r_squared",), ["2"], "r² where the derivation gives r³"),
+    "one_partial_row_per_input_row": ((), ["9"], "your partial dg buffer (dg_partial_ptr) has 32768 elements"),
+    "dx_written_into_dy": (("dy_modified",), ["4.6"], "your backward modified dy"),
+    "dg_by_atomic_add": (("order_dependent",), ["4.7", "9"], "tl.atomic_add on dg_partial_ptr"),
+    "eps_left_out": (("eps_forgotten",), ["4.5"], "it matches the formula with eps left out"),
+    "eps_outside_sqrt": (("eps_outside_sqrt",), ["4.5"], "eps is outside the square root"),
+    "eps_fixed": (("eps_ignored",), ["4.5"], "instead of the eps = 0.01 the caller passed"),
+    "mean_over_block": (("mean_over_block",), ["1"], "over the block's 128 lanes instead of the row's N = 100"),
+    "sum_not_mean": (("sum_not_mean",), ["1"], "the sum of squares is not divided by N"),
+    "r_stored_as_rms": (("r_is_rms",), ["1"], "r holds the RMS"),
+    "y_without_g": (("y_without_g",), ["1"], "it matches x·r without the scale g"),
+    "r_never_stored": (("r_not_stored",), ["1"], "no kernel stored r at all"),
+    "grid_misses_rows": (("rows_not_stored_fwd",), ["1"], "the forward's grid misses some rows"),
+    "only_2d_inputs": ((), ["4.2"], "ValueError: too many values to unpack"),
+    "y_in_fp32": (("output_dtype",), ["4.6"], "y has dtype float32 for x of shape (256, 128) fp16"),
+    "block_capped_at_4096": (("columns_not_stored",), ["4.4"], "the columns from 4096 on were never written"),
+    "eps_left_out_of_backward": (("eps_forgotten", "padding_nan"), ["4.5"], "with eps left out"),
+    "eps_left_out_of_r_cubed": (("eps_forgotten_in_r3",), ["4.5"], "with eps left out of the r³ term only"),
+    "g_left_out_of_dx": (("g_missing_dx",), ["2"], "it matches the formula with g left out"),
+    "second_term_left_out": (("second_term_missing",), ["2"], "it matches r·dy·g alone"),
+    "dot_not_divided_by_n": (("dot_not_divided",), ["2"], "the sum is not divided by N"),
+    "dg_without_r": (("dg_without_r",), ["3", "9"], "it matches sum over rows of dy·x: r is missing"),
+    "last_partial_row_not_summed": (("dg_some_rows",), ["3", "9"], "it is the sum over rows 0-31 only"),
+    "dy_uses_x_row_stride": ((), ["4.3"], "OutOfBoundsError: out-of-bounds load in load_tile line"),
+    "y_uses_x_row_stride": ((), ["4.3"], "OutOfBoundsError: out-of-bounds store in rmsnorm_fwd_kernel"),
+    "saves_y_not_r": (("no_r_saved",), ["4.6"], "and the backward needs r: (256,) fp32"),
+    "y_times_rms": (("y_times_rms",), ["1"], "multiplied by the RMS instead of divided by it"),
+    "dot_over_block": (("dot_over_block",), ["2"], "the dot product divided by the block's 128 lanes"),
+    "dot_without_g": (("dot_without_g",), ["2"], "g is missing from the dot product"),
+    "second_term_sign": (("second_term_sign",), ["2"], "the second term has the wrong sign"),
+    "dg_with_g": (("dg_with_g",), ["3", "9"], "g should not be in dg"),
+    "dy_rows_by_n": (("dy_rows_by_n",), ["4.3"], "it matches dy read with its rows N = 80 elements apart"),
+    "backward_grid_misses_rows": (("rows_not_stored_bwd",), ["2", "9"], "the backward's grid misses some rows"),
+    "y_not_reshaped": ((), ["4.2"], "RuntimeError: Mismatch in shape"),
+    "dx_on_the_host": (("dx_not_from_kernels",), ["2", "9"], "your backward returned dx without any kernel storing it"),
+    "dg_on_the_host": (("dg_not_from_kernels",), ["3", "9"], "your backward returned dg without any kernel storing"),
+    "r_on_the_host": (("r_not_from_kernels",), ["1"], "your forward returned r without any kernel storing it"),
+    "no_dg_returned": (("no_dg",), ["4.6"], "g.grad is None after backward"),
+    "y_store_misses_last_column": (("elements_not_stored_fwd",), ["1"], "y[0:37, 99] from rmsnorm_forward was never "
+                                                                        "written"),
+    "dx_store_misses_last_column": (("elements_not_stored_bwd",), ["2", "9"], "dx[0:37, 99] from rmsnorm_backward "
+                                                                             "was never written"),
+    "r_as_column": (("output_shape", "no_r_saved"), ["4.6"], "(256, 1) fp32"),
+    "triton_2_name": ((), ["1", "4.1", "4.2", "4.3", "4.5", "5"], "Triton has no tl.math.fast_powf either"),
+}
+# The hanging ones cost every part their job's time-out reaches; tests/test_autograder_corpus.py grades that.
+NOT_GRADED_HERE = {"endless_loop", "endless_chunk_loop"}
+CPU_PARTS = [p.number for i in rubric.ITEMS if not i.gpu_only for p in i.graded()]
+NOT_DIAGNOSED = {"r_from_forward"}           # the diagnosis replaces it with the cause of the wrong r
+
+
+def test_every_mistake_has_its_expected_charge():
+    assert set(CHARGED) | NOT_GRADED_HERE == set(EDITS)
+
+
+def test_every_cause_the_rubric_owns_is_made_by_a_mistake():
+    made = {c for causes, _, _ in CHARGED.values() for c in causes}
+    assert set(rubric.CAUSE_OWNERS) - NOT_DIAGNOSED == made, set(rubric.CAUSE_OWNERS) ^ made
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """{mistake: its verdicts} (grade_in_process.verdicts)."""
+    d = tmp_path_factory.mktemp("graded")
+    paths = {}
+    for name in CHARGED:
+        paths[name] = d / name / "rmsnorm.py"
+        paths[name].parent.mkdir()
+        paths[name].write_text(mistake(name))
+    return verdicts(paths)
+
+
+@pytest.mark.parametrize("name", list(CHARGED))
+def test_a_mistake_costs_points_in_the_part_that_owns_its_cause(graded, name):
+    causes, parts, words = CHARGED[name]
+    got = graded[name]
+    failed = [p for p in CPU_PARTS if p in got["failed"]]
+    assert failed == parts, {p: got["failed"][p][:300] for p in failed}
+    assert words in got["failed"][parts[0]], got["failed"][parts[0]]
+    seen = {c for cs in got["causes"].values() for c in cs}
+    assert set(causes) <= seen, seen
+    for cause in causes:
+        owner = rubric.CAUSE_OWNERS[cause]
+        if owner in parts:                      # charged where the rubric says; the others keep their points
+            assert cause in got["causes"][owner]
+
+
+def test_a_part_that_keeps_its_points_says_where_the_mistake_was_charged(graded):
+    notes = [n for ns in graded["eps_left_out_of_backward"]["notes"].values() for n in ns]
+    assert any("that mistake is charged once, in part 4.5" in n for n in notes), notes
+
+
+def test_the_hidden_tests_report_the_same_verdicts(graded, tmp_path):
+    """`make grade`'s path (the hidden tests, results.json) fails exactly the parts the verdicts fail."""
+    for name in ("eps_left_out", "y_on_the_host"):
+        sub = tmp_path / name / "rmsnorm.py"
+        sub.parent.mkdir()
+        sub.write_text(mistake(name))
+        res = grade.grade(sub, tmp_path / f"{name}.json")
+        by_part = {t["number"]: t for t in res["tests"]}
+        failed = [p for p in CPU_PARTS if by_part[p]["status"] == "failed"]
+        assert failed == CHARGED[name][1], {p: by_part[p]["output"][:300] for p in failed}
+        kept = [by_part[p]["output"] for p in CPU_PARTS if by_part[p]["status"] == "passed" and by_part[p]["output"]]
+        if name == "y_on_the_host":
+            assert any("charged once, in part 1" in k for k in kept), kept

@@ -217,9 +217,20 @@ def forward_outputs(ledger, outcome, task, x, g, eps, story, names=("r", "y")):
     unstored = [n for n, _, _ in order if _partly_stored(outcome, task, n)]
     if unstored:                                   # elements never stored come first: y is made from r
         order.sort(key=lambda o: o[0] not in unstored)
+    rewrite, extra = {}, []
     for name, want, i in order:
-        if name in names:
-            output(ledger, outcome, task, name, x, want, story, D.pick(alts, i), fmt=fmt_of(x, None, eps))
+        if name not in names:
+            continue
+        f = output(ledger, outcome, task, name, x, want, story, D.pick(alts, i) + (extra if name == "y" else []),
+                   fmt=fmt_of(x, None, eps), rewrite=rewrite)
+        got_r = outcome.tensors.get(f"{task}.r")
+        if name == "r" and f is not None and f.cause and got_r is not None and got_r.numel() == r.numel():
+            # a y that is right for the r this forward made has r's cause: one mistake, not two
+            y_of_r = D.forward_alternatives_plain(x, g, eps)[0] * (got_r.double().reshape(-1, 1) / r.reshape(-1, 1)
+                                                                   ).reshape(*x.shape[:-1], 1)
+            extra = [("r_from_forward", y_of_r, f"it is right for the r your forward made, and that r is wrong "
+                                                f"({f.message})")]
+            rewrite = {"r_from_forward": f}
 
 
 def _partly_stored(outcome, task, name) -> bool:
@@ -393,12 +404,16 @@ def part_4_6(inputs, outcome) -> Ledger:
     runs = [(f"ag_{k}", k, case) for k, case in [("d", core_case("d")), *HOST_CASES.items(),
                                                     *((k, c) for k, c in ROBUST.items() if not c.forward_only)]]
     runs += [(f"bwd_{k}", k, core_case(k)) for k in CORE]
+    skipped = []                                   # why an input could not be checked: its own part's cause
     for task, k, c in runs:
         x, _, _, story = given(inputs, k, c)
         late = backward_failure(outcome, task, x, story)
         if late is not None and late.cause:
             L.add(late)
-        if outcome.task_error(task) or any(not_made(outcome, task, n, story) for n in ("y", "dx", "dg")):
+        why = outcome.task_error(task) or next((f.message for f in (not_made(outcome, task, n, story)
+                                                                       for n in ("y", "dx", "dg")) if f), None)
+        if why:
+            skipped.append(why)
             continue
         L.add(_properties(outcome, task, x, story))
         if task.startswith("ag"):
@@ -407,7 +422,7 @@ def part_4_6(inputs, outcome) -> Ledger:
                 L.add(no_r)
     for k in ("fp16_fwd", "bf16_fwd"):                 # rmsnorm_forward on 16 bits: y like x, r fp32 (M,)
         task, c = f"fwd_{k}", ROBUST[k]
-        if outcome.task_error(task):
+        if outcome.task_error(task) or any(not_made(outcome, task, n, c.story) for n in ("y", "r")):
             continue
         info, rows = outcome.info[task], c.shape[0]
         dtypes = info.get("dtypes", {})
@@ -423,7 +438,8 @@ def part_4_6(inputs, outcome) -> Ledger:
         else:
             L.right()
     if not L.findings and not L.checked:
-        L.add(Finding("task", "your forward and backward did not run, so their outputs could not be checked"))
+        L.add(Finding("task", skipped[0] if skipped else "your forward and backward did not run, so their outputs "
+                                                         "could not be checked"))
     return L
 
 
@@ -442,6 +458,10 @@ def part_4_7(outcome, gpu=None) -> Ledger:
         pairs.append((gpu[1], "ag_rerun_gpu", "ag_rerun_gpu_again", GPU_ROBUST["rerun_gpu"].story, "on the GPU"))
     for out, first, again, story, where in pairs:
         if _failed(L, out, first) | _failed(L, out, again):
+            continue
+        gate = next((f for n in ("y", "r", "dx", "dg") for f in [not_made(out, first, n, story)] if f), None)
+        if gate:                                       # outputs the kernels did not make prove nothing here
+            L.add(gate)
             continue
         why = _order_dependence(out.info[first]) or _order_dependence(out.info[again])
         names = {"fwd": ("y", "r"), "bwd": ("dx", "dg")}.get(first.split("_")[0], ("y", "dx", "dg"))
@@ -525,8 +545,9 @@ def item_5(inputs, outcome) -> Ledger:
     if y_stores == M * N:
         L.right()
     elif not _made(outcome, "fwd_d", "y") and not y_stores:
+        # a kernel that wrote a y of its own, which the wrapper then replaced, is fused all the same
         L.add(Finding("y", "your forward's kernels stored none of the y it returned: y was made outside them",
-                      "y_not_from_kernels"))
+                      "y_not_from_kernels" if _wrote_a_whole_output(launches, M, N, ("x", "y", "r", "g")) else None))
     else:
         L.add(Finding("y", f"your forward's kernels stored {y_stores / (M * N):.1f} values per element of the y it "
                            f"returned; a fused kernel writes each element of y once, into the tensor the forward "
@@ -545,6 +566,12 @@ def item_5(inputs, outcome) -> Ledger:
                            f"forward reads x and g and writes y and r, nothing else",
                       "y_not_from_kernels" if host_y else None))
     return L
+
+
+def _wrote_a_whole_output(launches, M, N, roles) -> bool:
+    """Did a kernel store all M·N elements of a buffer that is none of ``roles`` (an output of its own, which
+    the wrapper then replaced with one the host computed)?"""
+    return any(a["stored"] and a.get("distinct", 0) >= M * N for _, _, a in _others(launches, roles))
 
 
 def _coverage_cause(outcome, task, name) -> str | None:
@@ -638,7 +665,9 @@ def item_6(inputs, outcome) -> Ledger:
     if problems and problems[0][0] == "none":
         L.add(Finding("dx", problems[0][1]))
         return L
-    host_dx = not _made(outcome, "bwd_d", "dx") and (outcome.info["bwd_d"].get("host_made") or {}).get("dx")
+    launches = outcome.info["bwd_d"]["bwd"]["launches"]
+    host_dx = (not _made(outcome, "bwd_d", "dx") and (outcome.info["bwd_d"].get("host_made") or {}).get("dx")
+               and _wrote_a_whole_output(launches, M, N, IO_ROLES))
     coverage = "dx_not_from_kernels" if host_dx else _coverage_cause(outcome, "bwd_d", "dx")
     for kind, message in problems:
         cause = coverage if kind == "coverage" else "dx_not_from_kernels" if kind == "scratch" and host_dx else None
@@ -682,6 +711,8 @@ def item_7(inputs, outcome) -> Ledger:
             if problem:
                 outs = ("y", "r") if phase is outcome.info[task].get("fwd") else ("dx", "dg")
                 host = next((n for n in outs if not _made(outcome, task, n)), None)
+                if host in ("y", "dx") and not _wrote_a_whole_output(phase["launches"], M, N, IO_ROLES):
+                    host = None                        # the kernels never computed it: this part's own finding
                 line = re.search(r"at (rmsnorm\.py line \d+)", problem)
                 cause = f"{host}_not_from_kernels" if host else by_line.get(line and line.group(1))
                 if cause and line:
@@ -691,7 +722,9 @@ def item_7(inputs, outcome) -> Ledger:
             covered = max((a["distinct"] for Lc in phase["launches"] for a in Lc["args"].values()
                            if out in _roles(a) and a["stored"]), default=0)
             if covered != M * N:
-                cause = f"{out}_not_from_kernels" if not covered else _coverage_cause(outcome, task, out)
+                whole = _wrote_a_whole_output(phase["launches"], M, N, IO_ROLES)
+                cause = (f"{out}_not_from_kernels" if whole else None) if not covered else \
+                    _coverage_cause(outcome, task, out)
                 L.add(Finding(out, f"{out} returned by your {where} was not written by kernel stores ({covered} of "
                                    f"{M * N} elements were)", cause))
                 continue

@@ -42,16 +42,16 @@ class Item:
 
 
 ITEMS = (
-    Item("1", "Forward correctness", 15, "y and r match a float64 reference on fp32 shapes"),
-    Item("2", "Backward dx", 15, "dx matches a float64 reference"),
-    Item("3", "Backward dg", 10, "dg matches a float64 reference"),
+    Item("1", "Forward correctness", 15, "y and r match a float64 reference on 2-D, contiguous fp32 rows"),
+    Item("2", "Backward dx", 15, "dx from rmsnorm_backward, given the reference r, matches a float64 reference"),
+    Item("3", "Backward dg", 10, "dg from rmsnorm_backward, given the reference r, matches a float64 reference"),
     Item("4", "Robustness", 15, "the cases real callers hit", parts=(
         Part("4.1", "fp16 and bf16 inputs", 3),
         Part("4.2", "3-D and 4-D inputs", 2),
         Part("4.3", "non-contiguous x and dy", 2),
         Part("4.4", "N not a power of two, N = 1 and large N", 3),
         Part("4.5", "eps values and all-zero rows", 2),
-        Part("4.6", "dy untouched, g.grad set, output dtypes and shapes", 2),
+        Part("4.6", "dy untouched, g.grad set, r saved, output dtypes and shapes", 2),
         Part("4.7", "identical results when run twice", 1),
     )),
     Item("5", "Fused forward", 10, "on the simulator: x loaded once, y and r stored once, g once per program"),

@@ -1,14 +1,49 @@
 """A static scan of a submission, before any of it runs.
 
-It names a missing piece of the required API, and flags constructs a
-submission has no business using: process, network and FFI modules, import
-machinery, edits of ``sys.modules``, PyTorch's own ``rms_norm``, and the
-simulator's statistics and race settings (which grade the submission).
-``os`` is allowed only for ``os.environ`` (the backend choice reads it).
+It names a missing piece of the required API, and flags what only a scan can catch, because once the
+file runs it is too late: forbidden imports, file access, reaching into the interpreter (the way around
+the other rules), patching a library, and touching the simulator's own modules (which grade the
+submission). ``os`` is allowed for ``os.environ`` only, read or written (the backend choice uses it).
+What the grader can see while the file runs is not the scan's business: a call of torch's own
+``rms_norm`` on the graded path is named by the worker (worker.watch_norms), and costs the points of
+the outputs it made; in a test of the student's own, it costs nothing.
+
+``RULES`` holds each rule as the handout's section 10 states it, with an example the scan lets through
+and one it refuses; the handout's list and the project's tests are made from it.
 """
 from __future__ import annotations
 
 import ast
+import typing
+
+
+class Rule(typing.NamedTuple):
+    says: str          # the handout's words: "the autograder refuses to run a file that <says>"
+    allowed: str       # a file the rule lets through
+    refused: str       # a file the rule refuses
+
+
+RULES = {
+    "imports": Rule("imports process, network, file, FFI or import-machinery modules (`subprocess`, `socket`, "
+                    "`ctypes`, `importlib`, `signal`, `threading`, `multiprocessing`, `pickle`, `inspect`, `gc`, "
+                    "`pathlib`, `io`, `atexit`, ...), or uses `os` for anything but `os.environ`, which it may "
+                    "read and write",
+                    "import os\nos.environ['MINI_TRITON'] = '1'\nB = os.environ.get('BACKEND', 'auto')\n",
+                    "import os\nos.system('ls')\n"),
+    "files": Rule("calls `open`, `exec`, `eval`, `compile` or `__import__`, reads or writes files (`torch.save`, "
+                  "`.write_text`, ...), or edits `sys.modules`",
+                  "import torch\nx = torch.zeros(3).sum()\n", "import torch\ntorch.save(1, 'x.pt')\n"),
+    "interpreter": Rule("reaches into the interpreter: `getattr`, `setattr`, `vars`, `globals`, `__builtins__`, "
+                        "frames, or attributes such as `__dict__` and `__class__`",
+                        "def f(x):\n    return x.__doc__\n", "import torch\nf = getattr(torch, 'exp')\n"),
+    "patches": Rule("changes attributes of a library (`torch.allclose = ...`, `setattr(torch, ...)`)",
+                    "import torch\nallclose = torch.allclose\n", "import torch\ntorch.allclose = None\n"),
+    "simulator": Rule("touches the simulator's own modules, which grade your file: its statistics and its race "
+                      "check (`mini_triton.stats`, `triton.races`, ...); `triton`, `triton.language` and "
+                      "`triton.testing` are yours to use",
+                      "import triton\nimport triton.language as tl\nn = triton.cdiv(10, 4)\n",
+                      "from mini_triton import stats\n"),
+}
 
 REQUIRED = ("rmsnorm_fwd_kernel", "rmsnorm_bwd_kernel", "rmsnorm_forward", "rmsnorm_backward",
             "TritonRMSNorm", "rmsnorm")
@@ -83,15 +118,24 @@ def _root(node):
 
 def scan(source: str) -> tuple[list[str], list[str]]:
     """(missing API names, problems found), each a list of messages."""
+    missing, found = scan_rules(source)
+    return missing, [message for _, message in found]
+
+
+def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """(missing API names, [(rule, message)] of the problems found): ``rule`` a key of RULES, or "parse"."""
     source = source.removeprefix("\ufeff")            # a UTF-8 byte-order mark (Windows editors): Python skips it
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
-        return [], [f"rmsnorm.py does not parse: SyntaxError: {e.msg} (line {e.lineno})"]
+        return [], [("parse", f"rmsnorm.py does not parse: SyntaxError: {e.msg} (line {e.lineno})")]
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     missing = [f"rmsnorm.py does not define {name}" for name in REQUIRED if name not in defined]
     problems = []
+
+    def flag(rule, message):
+        problems.append((rule, message))
     imported = _imported_names(tree)
     aliases = _module_aliases(tree)
     module_of = lambda name: aliases.get(name, name)                      # noqa: E731
@@ -100,9 +144,9 @@ def scan(source: str) -> tuple[list[str], list[str]]:
         targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else
                    [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
         for t in targets:
-            if isinstance(t, (ast.Attribute, ast.Subscript)) and _root(t) in imported:
-                problems.append(f"line {node.lineno}: changing {ast.unparse(t)} patches a library; "
-                                f"that is not allowed")
+            if isinstance(t, (ast.Attribute, ast.Subscript)) and _root(t) in imported and not _environ(t, module_of):
+                flag("patches", f"line {node.lineno}: changing {ast.unparse(t)} patches a library; that is not "
+                                f"allowed")
         line = getattr(node, "lineno", "?")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
@@ -111,50 +155,55 @@ def scan(source: str) -> tuple[list[str], list[str]]:
             for name in names:
                 parts = name.split(".")
                 if parts[0] in FORBIDDEN_MODULES:
-                    problems.append(f"line {line}: importing {name} is not allowed")
+                    flag("imports", f"line {line}: importing {name} is not allowed")
                 if parts[0] in TRITON and len(parts) > 1 and _internal(parts[1:]):
-                    problems.append(f"line {line}: {name} is the simulator's own (it grades your submission): "
-                                    f"import triton and triton.language only")
+                    flag("simulator", f"line {line}: {name} is the simulator's own (it grades your submission): "
+                                      f"import triton and triton.language only")
             if isinstance(node, ast.ImportFrom) and node.module == "os":
-                problems.append(f"line {line}: from os import ... is not allowed (use os.environ only)")
+                flag("imports", f"line {line}: from os import ... is not allowed (use os.environ only)")
             elif isinstance(node, ast.ImportFrom):
                 for a in node.names:
                     if a.name in REACHED_MODULES and (node.module or "").split(".")[0] != a.name:
-                        problems.append(f"line {line}: importing the {a.name} module from {node.module} is not "
+                        flag("imports", f"line {line}: importing the {a.name} module from {node.module} is not "
                                         f"allowed")
         elif isinstance(node, ast.Attribute):
             name = node.value.id if isinstance(node.value, ast.Name) else None
             base = module_of(name) if name else None
             if base in ("os", "os.path") and node.attr != "environ":
-                problems.append(f"line {line}: {base}.{node.attr} is not allowed (only os.environ)")
+                flag("imports", f"line {line}: {base}.{node.attr} is not allowed (only os.environ)")
             if node.attr == "modules" and base == "sys":
-                problems.append(f"line {line}: sys.modules must not be touched")
-            if node.attr == "rms_norm":
-                problems.append(f"line {line}: torch's rms_norm does the work for you; write the kernels")
+                flag("files", f"line {line}: sys.modules must not be touched")
             if node.attr in FILE_ATTRS or node.attr in FILE_ATTRS_OF.get(base, ()):
-                problems.append(f"line {line}: .{node.attr} reads or writes files; that is not allowed")
+                flag("files", f"line {line}: .{node.attr} reads or writes files; that is not allowed")
             if base in TRITON and node.attr in SIMULATOR_INTERNALS:
-                problems.append(f"line {line}: triton.{node.attr} belongs to the grader, not the submission")
+                flag("simulator", f"line {line}: triton.{node.attr} belongs to the grader, not the submission")
             elif _triton_root(node, module_of) and _internal([node.attr]):
-                problems.append(f"line {line}: {ast.unparse(node)} is the simulator's own (it grades your "
-                                f"submission): use triton's and triton.language's public names only")
+                flag("simulator", f"line {line}: {ast.unparse(node)} is the simulator's own (it grades your "
+                                  f"submission): use triton's and triton.language's public names only")
             if node.attr in REACHED_MODULES and base not in (node.attr,):
-                problems.append(f"line {line}: .{node.attr} reaches the {node.attr} module through another "
-                                f"one; that is not allowed")
+                flag("imports", f"line {line}: .{node.attr} reaches the {node.attr} module through another one; "
+                                f"that is not allowed")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if node.func.id in ("exec", "eval", "__import__", "compile", "open", "breakpoint", "globals"):
-                problems.append(f"line {line}: {node.func.id}() is not allowed")
+            if node.func.id in ("exec", "eval", "__import__", "compile", "open", "breakpoint"):
+                flag("files", f"line {line}: {node.func.id}() is not allowed")
             elif node.func.id in ("setattr", "delattr") and node.args and _root(node.args[0]) in imported:
-                problems.append(f"line {line}: {node.func.id}() on {ast.unparse(node.args[0])} patches a library; "
+                flag("patches", f"line {line}: {node.func.id}() on {ast.unparse(node.args[0])} patches a library; "
                                 f"that is not allowed")
         if isinstance(node, ast.Attribute) and (node.attr in INTERPRETER_ATTRS or (
                 node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS)):
-            problems.append(f"line {line}: .{node.attr} reaches into the interpreter; that is not allowed")
+            flag("interpreter", f"line {line}: .{node.attr} reaches into the interpreter; that is not allowed")
         if (isinstance(node, ast.Name) and module_of(node.id) in ("os", "os.path") and isinstance(node.ctx, ast.Load)
                 and not isinstance(parents.get(node), ast.Attribute)):
-            problems.append(f"line {line}: the os module may be used only as os.environ, not passed around as "
+            flag("imports", f"line {line}: the os module may be used only as os.environ, not passed around as "
                             f"{node.id}")
         if isinstance(node, ast.Name) and node.id in INTERPRETER_NAMES and isinstance(node.ctx, ast.Load):
-            problems.append(f"line {line}: {node.id} reaches into the interpreter; that is not allowed "
-                            f"(a variable of yours with this name: rename it)")
+            flag("interpreter", f"line {line}: {node.id} reaches into the interpreter; that is not allowed "
+                                f"(a variable of yours with this name: rename it)")
     return missing, problems
+
+
+def _environ(target, module_of) -> bool:
+    """Is the assignment target os.environ[...] (which a submission may write)?"""
+    return (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute)
+            and target.value.attr == "environ" and isinstance(target.value.value, ast.Name)
+            and module_of(target.value.value.id) == "os")

@@ -273,7 +273,8 @@ def run_task(mod, task, inputs, triton, progress=None):
             which of its elements the backward's kernels wrote, noted while it is fresh."""
             def hook(grad):
                 roles[name] = _storage(grad)
-                if name == "dx" and isinstance(grad, torch.Tensor) and Phase.current is not None:
+                if name == "dx" and isinstance(grad, torch.Tensor) and Phase.current is not None and \
+                        Phase.current.kernel_made(grad)[0] is False:
                     stored["dx"] = Phase.current.stored(grad)
             return hook
         x.register_hook(returned("dx"))
@@ -311,7 +312,9 @@ def run_task(mod, task, inputs, triton, progress=None):
         if isinstance(v, torch.Tensor) and MADE_IN.get(k) in phases:
             info["kernel_made"][k], info["kernel_stored"][k] = phases[MADE_IN[k]].kernel_made(v)
             info["host_made"][k] = phases[MADE_IN[k]].host_made(v)
-            if k in ("y", "r") or (k == "dx" and op == "backward"):
+            # which elements no kernel stored: said only of an output the kernels did not make whole (one the
+            # host converted from a buffer they stored, say, was made all the same)
+            if (k in ("y", "r") or (k == "dx" and op == "backward")) and info["kernel_made"][k] is False:
                 stored[k] = phases[MADE_IN[k]].stored(v)
     tensors, info = _plain(out, info)
     for k, mask in stored.items():

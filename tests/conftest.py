@@ -36,7 +36,9 @@ def grader_copy():
     for folder in ("autograder", "mini_triton"):
         shutil.copytree(ROOT / folder, d / folder, ignore=ignore)
     (d / "starter" / "tests").mkdir(parents=True)
-    shutil.copy(ROOT / "starter" / "tests" / "rmsnorm_check.py", d / "starter" / "tests")
+    from autograder.config import SHARED_CHECKS
+    for name in SHARED_CHECKS:
+        shutil.copy(ROOT / "starter" / "tests" / f"{name}.py", d / "starter" / "tests")
     shutil.copy(ROOT / "pyproject.toml", d)
     for path in (d, *d.rglob("*")):
         path.chmod(0o755 if path.is_dir() else 0o644)

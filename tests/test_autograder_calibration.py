@@ -17,12 +17,13 @@ NOT_IMPROVED = "partial dg buffer"                  # the lecture's M x N buffer
 EXPECTED = {
     # 16-bit partials summed in fp32 lose far less than the documented dg tolerance
     "partials_16bit": {"9": f"{NOT_IMPROVED} (part_ptr) has 32768 elements"},
-    # a correct lock-based backward is fused (6) and race-free (8); its sums depend on lock order (9)
-    "spin_lock": {"9": "your dg is not deterministic: in rmsnorm_bwd_kernel, a lock taken with tl.atomic_cas "
+    # a correct lock-based backward is fused (6) and race-free (8); its sums depend on lock order, which
+    # changes between runs on the simulator as on a GPU (4.7), and the extra credit wants a fixed order (9)
+    "spin_lock": {"4.7": "a lock taken with tl.atomic_cas on lock_ptr",
+                  "9": "your dg is not deterministic: in rmsnorm_bwd_kernel, a lock taken with tl.atomic_cas "
                        "on lock_ptr"},
     # float atomics: order-dependent on a GPU, and on the simulator, which shuffles the order
-    "float_atomics": {"4.7": "gave different dg on the simulator: results must be deterministic; in "
-                             "rmsnorm_bwd_kernel, tl.atomic_add on DG",
+    "float_atomics": {"4.7": "in rmsnorm_bwd_kernel, tl.atomic_add on DG",
                       "9": "your dg is not deterministic: in rmsnorm_bwd_kernel, tl.atomic_add on DG"},
     "wrong_eps": {"4.5": "y from rmsnorm (your TritonRMSNorm.forward) differs for x of shape (16, 64) fp32 "
                          "(eps = 0.01)", "9": NOT_IMPROVED},

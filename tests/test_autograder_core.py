@@ -24,7 +24,6 @@ def test_the_solution_and_the_starter_pass_the_scan():
     ("import os\nos.system('ls')\n", "os.system is not allowed"),
     ("from os import system\n", "from os import"),
     ("import sys\nsys.modules['torch'] = None\n", "sys.modules must not be touched"),
-    ("import torch\ny = torch.nn.functional.rms_norm\n", "rms_norm does the work"),
     ("import mini_triton as triton\ntriton.reset_stats()\n", "triton.reset_stats belongs to the grader"),
     ("from mini_triton.stats import _GLOBAL\n", "mini_triton.stats is the simulator's own"),
     ("from mini_triton import stats as S\n", "mini_triton.stats is the simulator's own"),
@@ -67,6 +66,26 @@ def test_scan_lets_a_submission_use_triton_s_public_names():
             "from triton.language.extra import libdevice\nDEVICE = os.environ.get('X')\n"
             "a = triton.cdiv(3, 2) + triton.next_power_of_2(5)\nb = tl.math.rsqrt\nc = triton.testing.do_bench\n"
             "d = triton.autotune\ne = triton.Config\nf = torch.cuda.get_device_properties(0).multi_processor_count\n")
+    assert scan.scan(code)[1] == []
+
+
+@pytest.mark.parametrize("rule", list(scan.RULES))
+def test_each_scan_rule_lets_its_allowed_example_through_and_refuses_its_refused_one(rule):
+    example = scan.RULES[rule]
+    assert scan.scan_rules(example.allowed)[1] == [], example.allowed
+    assert [r for r, _ in scan.scan_rules(example.refused)[1]] == [rule], scan.scan_rules(example.refused)
+
+
+def test_scan_lets_a_submission_write_os_environ():
+    code = ("import os\nos.environ['MINI_TRITON'] = '1'\ndel os.environ['MINI_TRITON']\n"
+            "os.environ.setdefault('A', 'b')\n")
+    assert scan.scan(code)[1] == []
+
+
+def test_scan_leaves_torchs_own_norms_to_the_worker_which_sees_them_called():
+    """F.rms_norm in a test helper of the student's own is fine; called on the graded path, the worker names it
+    (tests/test_autograder_corpus.py, "torch_rms_norm_forward")."""
+    code = "import torch.nn.functional as F\n\n\ndef _check(x):\n    return F.rms_norm(x, (x.shape[-1],))\n"
     assert scan.scan(code)[1] == []
 
 

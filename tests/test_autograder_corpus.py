@@ -47,6 +47,12 @@ HOST_FORWARD = '''def rmsnorm_forward(x, g, eps=1e-5):
 
 
 def _unused_forward(x, g, eps=1e-5):'''
+TORCH_RMS_NORM_FORWARD = '''def rmsnorm_forward(x, g, eps=1e-5):
+    y = torch.nn.functional.rms_norm(x, (x.shape[-1],), g, eps)
+    return y, torch.rsqrt(x.float().pow(2).mean(-1) + eps).reshape(-1)
+
+
+def _unused_forward(x, g, eps=1e-5):'''
 LOOP_FOREVER = '''def rmsnorm_backward(dy, x, g, r):
     while True:
         try:
@@ -130,7 +136,7 @@ CASES = {
     "rows_partial_dg": (variant("rows_partial_dg"), {"9": "partial dg buffer"}, ALL_CPU),
     "unfused_forward": ((CORPUS / "unfused_forward.py").read_text(),
                         {"1": "your forward returned y without any kernel storing it",
-                         "5": "stored 0.0 values per element of the y it returned",
+                         "5": "your forward's kernels stored none of the y it returned",
                          "7": "a host-side `mul` read all 32768 elements of x in your forward (fp32 x)"},
                         ["2", "3", "6", "8"]),
     "small_blocks": ((CORPUS / "small_blocks.py").read_text(),
@@ -139,16 +145,22 @@ CASES = {
     "missing_mask": (mutate((FWD_X_LOAD, "x = tl.load(x_ptr + row * x_stride + cols).to(tl.float32)")),
                      {"1": "out-of-bounds load in rmsnorm_fwd_kernel"}, []),
     "wrong_dx": (mutate((DX, "dx = dy * g * r")),
-                 {"2": "dx (x.grad) from your backward (TritonRMSNorm.backward) differs for x of shape (37, 100) fp32"},
+                 {"2": "dx from rmsnorm_backward differs for x of shape (37, 100) fp32 (given the reference r): it "
+                       "matches r·dy·g alone"},
                  ["1", "3", "5", "6", "7", "8"]),
     "wrong_dg": (mutate((DG_STORE, "tl.store(dg_ptr + row * N + cols, dy * x, mask=mask)")),
-                 {"3": "dg (g.grad) from your backward (TritonRMSNorm.backward) differs for x of shape"},
+                 {"3": "dg from rmsnorm_backward differs for x of shape (37, 100) fp32 (given the reference r): it "
+                       "matches sum over rows of dy·x: r is missing"},
                  ["1", "2", "5", "6", "7", "8"]),
     "ignored_eps": (mutate(("/ N + eps)", "/ N + 1e-5)")),
                     {"4.5": "differs for x of shape (16, 64) fp32 (eps = 0.01)"}, ["1", "2", "3", "5"]),
     "torch_forward": (mutate(("def rmsnorm_forward(x, g, eps=1e-5):", HOST_FORWARD)),
-                      {"1": "your forward returned y without any kernel storing it", "4.1": "without any kernel",
-                       "5": "your forward launched no kernel", "7": "launched no kernel"}, ["2", "3"]),
+                      {"1": "without any kernel storing it", "5": "your forward launched no kernel",
+                       "7": "launched no kernel"}, ["2", "3", "4.1"]),
+    # torch's own rms_norm on the graded path: not refused, named, and its outputs earn nothing
+    "torch_rms_norm_forward": (mutate(("def rmsnorm_forward(x, g, eps=1e-5):", TORCH_RMS_NORM_FORWARD)),
+                               {"1": "it called torch's torch.nn.functional.rms_norm at rmsnorm.py line",
+                                "5": "your forward launched no kernel"}, ["0", "2", "3"]),
     "x_loaded_twice": (mutate((FWD_STORE_Y, "    " + FWD_X_LOAD + "\n" + FWD_STORE_Y)),
                        {"5": "your forward loaded x 2.0 times per element"}, ["1", "2", "3", "6"]),
     "racy_dg": (mutate((DG_STORE, "tl.store(dg_ptr + cols, tl.load(dg_ptr + cols, mask=mask) + dy * x * r, "
@@ -167,13 +179,14 @@ CASES = {
                                          ".sum(0).to(g.dtype)")),
                         {"4.1": "dg (g.grad) from your backward (TritonRMSNorm.backward) differs for x of shape "
                                 "(33, 200) fp16"}, [p for p in ALL_CPU if p != "4.1"]),
-    # tl.sum of bf16 squares left in bf16: right at N = 200, wrong at N = 65536, as on a GPU
+    # tl.sum of bf16 squares left in bf16: r (fp32, held to fp32's tolerance) shows it in 4.1, which owns
+    # 16-bit inputs; N = 65536 in bf16 (4.4) then keeps its points
     "bf16_sum_unconverted": (mutate((FWD_X_LOAD, "x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0)")),
-                             {"4.4": "differs for x of shape (2, 65536) bf16 (N = 65536, allowed in 16 bits: tl.sum "
-                                     "adds bf16 in bf16"}, [p for p in ALL_CPU if p != "4.4"]),
+                             {"4.1": "a sum of squares kept in fp16 rounds at every step"},
+                             [p for p in ALL_CPU if p != "4.1"]),
+    # dx computed again on the host after the kernel: item 2 charges it, item 7 names the line and keeps its points
     "dx_on_host": (mutate((HOST_DX, HOST_DX_NEW)),
-                   {"2": "your backward returned dx without any kernel storing it",
-                    "7": "a host-side `mul` read all 32768 elements of dy in your backward (fp32 x)"}, ["1", "3", "5"]),
+                   {"2": "your backward returned dx without any kernel storing it"}, ["1", "3", "5", "6", "7"]),
     "dy_written_in_place": (mutate(("dx = torch.empty((M, N), dtype=x.dtype, device=x.device)",
                                     "dx = dy2 if dy2.is_contiguous() else torch.empty_like(dy2)")),
                             {"4.6": "modified dy"}, ["1", "5"]),
@@ -188,12 +201,12 @@ CASES = {
     "reads_files_through_an_os_alias": (prepend("import os as _o\n_o.popen('cat /etc/passwd').read()"),
                                         {"1": "os.popen is not allowed"}, []),
     "loop_forever_in_backward": (mutate(("def rmsnorm_backward(dy, x, g, r):", LOOP_FOREVER)),
-                                 {p: TIMED_OUT + "y.backward() (the backward through TritonRMSNorm) on x of shape "
-                                  "(37, 100) fp32: an infinite loop" for p in BACKWARD}, ["1", "5"]),
+                                 {p: TIMED_OUT + "rmsnorm_backward on x of shape (37, 100) fp32: an infinite loop"
+                                  for p in BACKWARD}, ["1", "5"]),
     "loop_forever_in_forward": (mutate(("def rmsnorm_forward(x, g, eps=1e-5):", LOOP_FOREVER_FORWARD)),
                                 {**{p: TIMED_OUT + "rmsnorm_forward on x of shape (37, 100) fp32" for p in ["1", "5"]},
-                                 **{p: TIMED_OUT + "rmsnorm (the forward through TritonRMSNorm) on x of shape (37, 100)"
-                                    for p in ["2", "3", "4.1", "6", "8", "9"]}}, []),
+                                 **{p: TIMED_OUT + "rmsnorm (the forward through TritonRMSNorm) on x of shape "
+                                       "(256, 128)" for p in ["2", "3", "4.1", "6", "8", "9"]}}, []),
     # no kernel launched at all: nothing but, at most, the static checks
     "pure_pytorch": (PURE_PYTORCH, {**{p: "without any kernel storing it" for p in ["1", "2", "3", "4.1", "4.2", "4.3",
                                                                                   "4.4", "4.5", "4.6", "4.7"]},
@@ -215,7 +228,7 @@ CASES = {
     "monkeypatch_comparisons_hidden": (mutate((DX, "dx = dy * g * r")).replace(
         "import torch\n", "import torch\nvars(torch)['allclose'] = lambda *a, **k: True\n"
                           "vars(torch.testing)['assert_close'] = lambda *a, **k: None\n", 1),
-        {"2": "dx (x.grad) from your backward"}, ["1", "3"]),
+        {"2": "dx from rmsnorm_backward differs"}, ["1", "3"]),
     "memory_bomb_in_forward": (mutate(("def rmsnorm_forward(x, g, eps=1e-5):\n",
                                        "def rmsnorm_forward(x, g, eps=1e-5):\n"
                                        "    hoard = []\n"
@@ -232,7 +245,8 @@ CASES = {
         "atexit.register(_forge)"), {p: "tampered with grading" for p in ALL_CPU}, []),
     "forward_block_capped": (mutate(("eps, BLOCK=triton.next_power_of_2(N))",
                                      "eps, BLOCK=min(triton.next_power_of_2(N), 4096))")),
-                             {"4.4": "your kernels stored only 12288 of the 49152 elements of y"},
+                             {"4.4": "y[0:3, 4096:16384] from rmsnorm (your TritonRMSNorm.forward) was never written "
+                                     "by your kernels"},
                              ["1", "2", "3", "4.1", "4.2", "4.3", "4.5", "4.6", "4.7", "5", "6", "7", "8"]),
     "traffic_counts_edited": (prepend("from mini_triton import stats as _S"),
                               {p: "mini_triton.stats is the simulator's own" for p in ALL_CPU}, []),

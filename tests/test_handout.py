@@ -109,18 +109,21 @@ def test_quoted_error_messages_are_the_real_ones(lang):
                    "your forward loaded x", "a fused kernel reads it once", "a host-side `{host_op_name(op)}` read",
                    "returned {name} without any kernel storing it", "timed out after", "ran out of CPU time (",
                    "differs for {story}: {int(bad.sum())} of", "elements are off; the worst, ",
-                   "Your forward's y is wrong on this input too", "autograder error: contact course staff",
-                   "Columns {n} and up are past the end of a row of {n}", "NaN where the reference has none",
-                   "a tensor of shape ", "was not written by kernel stores"):
+                   "it is right for the r your forward saved, and", "autograder error: contact course staff",
+                   "Columns {n} and up are past the end of a row of {n}", "it has NaN where the reference has none",
+                   "a tensor of shape ", "was not written by kernel stores", "was never written by {who}",
+                   "the columns from {first} on were never written in any row", "r² where the derivation gives r³",
+                   "lanes masked off in a tl.load without other="):
         assert phrase in sources, phrase
     limits = config.SIM_LIMITS
     for shown in ("out-of-bounds load in", "past the end of x_ptr", "data race in", "both write",
                   "your forward loaded x 2.0 times per element", "a host-side `mul` read all 32768 elements of x",
                   "a host-side `to(float32)` read all", "your forward returned y without any kernel storing it",
                   f"timed out after {limits.timeout_s:.0f} s", f"ran out of CPU time ({limits.cpu_s} s)",
-                  "elements are off; the worst, y[5, 17], is", "Your forward's y is wrong on this input too",
+                  "elements are off; the worst, y[5, 17], is", "it is right for the r your forward saved, and",
                   "x_ptr[36, 100:128] are past the end of x_ptr, a tensor of shape (37, 100)",
-                  "Columns 100 and up are past the end of a row of 100", "NaN where the reference has none",
+                  "Columns 100 and up are past the end of a row of 100", "it has NaN where the reference has none",
+                  "was never written by rmsnorm_fwd_kernel", "r² where the derivation gives r³",
                   "y returned by your forward (fp32 x) was not written by kernel stores"):
         assert shown in errors, shown
     assert "autograder error: contact course staff" in section(TEXT[lang], 8)
@@ -139,6 +142,17 @@ def test_integrity_section_names_only_what_the_scan_forbids(lang):
         assert f"`{call}`" in integrity
         assert scan.scan(f"{call}('x')\n")[1], call
     assert scan.scan("import torch\ntorch.allclose = 1\n")[1]
+
+
+@pytest.mark.parametrize("lang", HANDOUTS)
+def test_integrity_section_lists_exactly_the_scans_rules(lang):
+    """Section 10's list of refusals is scan.RULES, one bullet per rule (in English, in the rules' words)."""
+    integrity = section(TEXT[lang], 10)
+    bullets = [" ".join(b.split()) for b in re.findall(r"^- (.*?)(?=\n- |\n\n)", integrity, flags=re.M | re.S)]
+    assert len(bullets) == len(scan.RULES), bullets
+    if lang == "en":
+        for bullet, rule in zip(bullets, scan.RULES.values()):
+            assert bullet.rstrip(";.") == rule.says, (bullet, rule.says)
 
 
 def test_student_bundle_ships_both_handouts(tmp_path):

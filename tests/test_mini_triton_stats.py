@@ -108,3 +108,54 @@ def test_failed_launch_adds_nothing():
     with pytest.raises(triton.OutOfBoundsError):
         K.add_kernel[(1,)](torch.ones(4), torch.ones(4), torch.ones(4), 8, BLOCK=8)
     assert triton.get_stats()["loaded"] == 0 and triton.get_stats()["launches"] == 0
+
+
+# -- what the grader and the public tests ask a recording ------------------------------------------------
+
+@triton.jit
+def _copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n), mask=o < n)
+
+
+def test_stored_mask_says_which_elements_kernels_wrote_through_any_view():
+    x, base = torch.randn(10, 30), torch.full((10, 40), 7.0)
+    with triton.record() as rec:
+        _copy_kernel[(2,)](x, base, 300, BLOCK=128)        # two programs of 128: 256 of the 300 elements
+    written = rec.stored_mask(base)
+    assert written.shape == (10, 40) and int(written.sum()) == 256
+    assert int(rec.stored_mask(base[:, :30]).sum()) == 196       # a view of the same memory
+
+
+def test_a_masked_load_without_other_names_its_line_in_the_statistics():
+    x, y = torch.randn(100), torch.empty(100)
+    with triton.record() as rec:
+        _copy_kernel[(1,)](x, y, 100, BLOCK=128)
+    assert "_copy_kernel line" in rec.launches[0].undefined_lanes
+    with triton.record() as rec:
+        _copy_kernel[(1,)](torch.randn(128), torch.empty(128), 128, BLOCK=128)   # nothing masked off
+    assert rec.launches[0].undefined_lanes is None
+
+
+def test_poison_fills_what_torch_empty_allocates_in_the_block_with_nan():
+    with triton.record(host_ops=True, poison=True):
+        e, z = torch.empty(8), torch.zeros(8)
+    assert bool(torch.isnan(e).all()) and bool((z == 0).all())
+
+
+def test_race_mode_record_notes_the_race_and_keeps_going():
+    @triton.jit
+    def racy(out_ptr, BLOCK: tl.constexpr):
+        tl.store(out_ptr + tl.arange(0, BLOCK), tl.zeros((BLOCK,), tl.float32) + tl.program_id(0))
+
+    out = torch.empty(8)
+    old = triton.get_race_mode()
+    triton.set_race_mode("record")
+    try:
+        with triton.record() as rec:
+            racy[(4,)](out, BLOCK=8)
+    finally:
+        triton.set_race_mode(old)
+    assert "data race in racy" in rec.launches[0].race
+    with pytest.raises(triton.DataRaceError):
+        racy[(4,)](out, BLOCK=8)

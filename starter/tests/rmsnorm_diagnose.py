@@ -12,8 +12,8 @@ looking for the most fundamental cause first:
 5. otherwise the story of the elements (compare's message), with a note that says whether it looks
    like rounding (a few elements, a little off) or like the formula (many rows, far off).
 
-Every cause has a key. The grader's rubric (autograder/rubric.py, ``CAUSE_OWNERS``) says which part
-owns each key, so that one mistake costs points once, in that part.
+Every cause has a key. The grader's rubric says which part owns each key, so that one mistake costs
+points once, in that part (the handout's grading section).
 """
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ CAUSES = {c.key: c for c in (
     Cause("dy_rows_by_n", "it matches dy read with its rows N = {N} elements apart, but this dy's rows are "
           "{dy_stride} apart", "step from row to row of dy by dy's own row stride (dy.stride(0)), not by n_cols "
           "or by x's stride"),
-    Cause("sum_in_16_bits", "r is off by less than 1%: a sum of squares kept in {dtype} rounds at every step",
+    Cause("sum_in_16_bits", "r is off by a little: a sum of squares kept in {dtype} rounds at every step",
           "convert x to fp32 before squaring (tl.load(...).to(tl.float32)); tl.sum adds 16-bit values in 16 bits"),
     # -- the backward's formula ----------------------------------------------------------------------------
     Cause("eps_forgotten_in_r3", "it matches " + _DX + " with eps left out of the r³ term only",
@@ -355,8 +355,10 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
     fmt = {"N": n, "B": _next_pow2(n), "eps": DEFAULT_EPS, "stride": x.stride(0) if x.dim() else 1, "loads": "",
            "dtype": DTYPE_NAMES.get(dtype, str(dtype)), **(fmt or {})}
     first = compare(name, got, want, x, dtype=dtype, story=story, source=source, n_rows=n_rows, hints=False)
-    if first is None:
-        return None
+    unstored = stored is not None and isinstance(got, torch.Tensor) and got.numel() == want.numel() and \
+        stored.numel() == got.numel() and not bool(stored.all())
+    if first is None and not unstored:
+        return None                       # (elements never stored are named even when they happen to be right)
     if not isinstance(got, torch.Tensor) or got.numel() != want.numel():
         return Finding(name, first)
     g64 = got.detach().cpu().double().reshape(want.shape)
@@ -371,7 +373,7 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
         text = f"{what} differs for {story}: {says}. {_sentence(cause.fix.format(**values))}"
         return text + (f" ({_evidence(first, story)})" if evidence else "")
 
-    if stored is not None and not bool(stored.all()):
+    if unstored:
         key, region, rows_words, right, first_col = _unstored(name, g64, w64, stored, atol, rtol, phase)
         cause, values = CAUSES[key], {**fmt, "first": first_col}
         count = int((~stored).sum())
@@ -410,7 +412,8 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
                 compare(name, if_zero, want, x, dtype=dtype, n_rows=n_rows, hints=False) is None:
             return Finding(name, said(key) + ". With those lanes read as 0.0, this output is right", key, True)
         return Finding(name, said(key), key)
-    if name == "r" and dtype != torch.float32 and float(((g64 - w64).abs() / w64.abs().clamp_min(1e-30)).max()) < 0.01:
+    # a sum of squares in 16 bits: off by less than 1% on short rows, by more on long ones (N = 65536)
+    if name == "r" and dtype != torch.float32 and float(((g64 - w64).abs() / w64.abs().clamp_min(1e-30)).max()) < 0.2:
         return Finding(name, said("sum_in_16_bits"), "sum_in_16_bits")
     return Finding(name, first + _story_note(name, g64, w64, atol, rtol))
 
@@ -547,7 +550,11 @@ class KernelLog:
             return None
         from torch.utils._python_dispatch import _disable_current_modes
         with _disable_current_modes():
-            return self.rec.stored_mask(t).clone()
+            mask = self.rec.stored_mask(t).clone()
+        storage = t.untyped_storage().data_ptr()
+        if not bool(mask.any()) and any(storage in op.out_storages for op in self.rec.host_ops or ()):
+            return None                  # the host made it (from a buffer a kernel stored, say): not "never written"
+        return mask
 
     def order_dependent(self) -> str | None:
         return next((L.order_dependent for L in self.rec.launches if L.order_dependent), None) if self.rec else None

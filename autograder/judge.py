@@ -11,7 +11,8 @@ says which part owns each cause (rubric.CAUSE_OWNERS), and each cause is charged
 * a finding whose cause another part owns, and charged, costs this part nothing: the part passes,
   with a note that says where the mistake was charged, provided something of its own was checked
   (an output that is right, or that matches the named mistake exactly). A part never passes on
-  other parts' findings alone, so a submission without kernels passes nothing.
+  other parts' findings alone (it then fails with the same message), so a submission without
+  kernels, or one whose kernels crash, passes nothing they reach.
 
     verdicts = judge(sim, gpu)       # (inputs, outcome) of the simulator job, and of the GPU job or None
     verdicts["4.2"].failure          # the message that fails the part, or None
@@ -69,9 +70,8 @@ def charge(ledgers: dict) -> dict:
         here.sort(key=lambda f: (CAUSE_OWNERS.get(f.cause) != part, not f.checked))
         if here:
             verdicts[part] = Verdict(here[0].message, [])
-        elif elsewhere and not L.checked:
-            verdicts[part] = Verdict(elsewhere[0].message + _charged_in(elsewhere[0], owner) + "; nothing else of "
-                                     "this part could be checked, so it cannot give points", [])
+        elif elsewhere and not L.checked:                # nothing of this part's own could be checked
+            verdicts[part] = Verdict(elsewhere[0].message, [])
         else:
             verdicts[part] = Verdict(None, [f.message + _charged_in(f, owner) for f in elsewhere])
     return verdicts

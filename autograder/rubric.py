@@ -92,7 +92,8 @@ CAUSE_OWNERS = {
                      "rows_not_stored_fwd", "elements_not_stored_fwd", "masked_nan", "y_not_from_kernels",
                      "r_not_from_kernels", "r_from_forward"), "1"),
     # item 2, dx: the backward's formula and grid
-    **dict.fromkeys(("r_squared", "dot_not_divided", "dot_over_block", "g_missing_dx", "dot_without_g",
+    **dict.fromkeys(("r_squared", "dot_not_divided", "dot_over_block", "g_missing_dx", "g_missing_first_term",
+                     "dot_without_g",
                      "second_term_missing", "second_term_sign", "rows_not_stored_bwd", "elements_not_stored_bwd",
                      "dx_not_from_kernels"), "2"),
     # item 3, dg

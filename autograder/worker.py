@@ -49,9 +49,6 @@ DTYPE_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 TRANSPORT_OPS = frozenset({"_to_copy", "copy_", "clone", "contiguous", "sum", "view", "_unsafe_view", "reshape",
                            "expand", "squeeze", "unsqueeze", "t", "transpose", "permute", "as_strided", "slice",
                            "select", "alias", "detach"})
-# Allocations: they make a tensor without writing it (zeros and full do write it).
-UNINITIALISED_OK = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "view",
-                              "_unsafe_view", "alias", "detach", "reshape", "as_strided", "lift_fresh"})
 _CUDA = {}                  # CUDA timing functions, captured before the submission is imported
 # The GPU-timed steps run on inputs the submission has never seen before (seed + offset), made with
 # functions kept before it was imported: it cannot hand back outputs it computed earlier.
@@ -171,11 +168,11 @@ class Phase:
         return storage in derived or stored >= t.numel(), stored
 
     def host_made(self, t) -> bool:
-        """Did a host-side torch op write ``t``'s memory (beyond allocating it)? If neither a kernel nor the
-        host wrote it, it holds whatever its allocation held."""
+        """Did a host-side torch op that reads data write ``t``'s memory? (Allocations, torch.zeros included,
+        read none.) If neither a kernel nor the host wrote it, it holds whatever its allocation held."""
         storage = _storage(t)
-        return any(storage in op.out_storages and op.name not in UNINITIALISED_OK
-                   for op in (self.rec.host_ops or ()) if self.rec is not None)
+        return any(storage in op.out_storages and op.reads for op in (self.rec.host_ops or ())
+                   if self.rec is not None)
 
 
 NORMS = ("rms_norm", "layer_norm", "group_norm", "batch_norm", "instance_norm", "normalize")

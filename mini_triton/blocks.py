@@ -506,8 +506,10 @@ def subscript(blk: tensor, idx) -> tensor:
             view.append(None)
         elif isinstance(item, slice) and item == slice(None):
             if src_dim >= len(blk.shape):
+                scalar = (" (a scalar: tl.sum, tl.max and tl.min without axis= reduce the whole block to one "
+                          "value; give axis=1 for one value per row)") if not blk.shape else ""
                 raise CompilationError(f"{runtime.location()}: too many indices for a block of shape "
-                                       f"{list(blk.shape)}")
+                                       f"{list(blk.shape)}{scalar}")
             new_shape.append(blk.shape[src_dim])
             view.append(slice(None))
             src_dim += 1

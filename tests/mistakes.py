@@ -142,6 +142,9 @@ EDITS = {
     "dot_over_block": [(DOT, DOT.replace("/ n_cols", "/ x.shape[1]"))],
     # g left out of the dot product only
     "dot_without_g": [(DOT, DOT.replace("tl.sum(dyg * x, axis=1)", "tl.sum(dy * x, axis=1)"))],
+    # g left out of dx's first term only
+    "g_left_out_of_first_term": [("    dx = dyg * r[:, None] - x * c[:, None]\n",
+                                  "    dx = dy * r[:, None] - x * c[:, None]\n")],
     # the second term of dx added, not subtracted
     "second_term_sign": [("    dx = dyg * r[:, None] - x * c[:, None]\n",
                           "    dx = dyg * r[:, None] + x * c[:, None]\n")],

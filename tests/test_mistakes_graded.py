@@ -66,6 +66,7 @@ CHARGED = {
     "dot_over_block": (("dot_over_block",), ["2"], "the dot product divided by the block's 128 lanes"),
     "dot_without_g": (("dot_without_g",), ["2"], "g is missing from the dot product"),
     "second_term_sign": (("second_term_sign",), ["2"], "the second term has the wrong sign"),
+    "g_left_out_of_first_term": (("g_missing_first_term",), ["2"], "g is missing from the first term"),
     "dg_with_g": (("dg_with_g",), ["3", "9"], "g should not be in dg"),
     "dy_rows_by_n": (("dy_rows_by_n",), ["4.3"], "it matches dy read with its rows N = 80 elements apart"),
     "backward_grid_misses_rows": (("rows_not_stored_bwd",), ["2", "9"], "the backward's grid misses some rows"),

@@ -17,6 +17,7 @@ points once, in that part (the handout's grading section).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import torch
@@ -88,6 +89,8 @@ CAUSES = {c.key: c for c in (
           "{B} lanes instead of N = {N}", "divide by n_cols: " + _DX),
     Cause("g_missing_dx", "it matches the formula with g left out: r·dy − x·r³·sum(dy·x)/N",
           "the gradient flows through y = x·r·g, so g multiplies dy everywhere: " + _DX),
+    Cause("g_missing_first_term", "it matches r·dy − x·r³·sum(dy·g·x)/N: g is missing from the first term",
+          "the gradient flows through y = x·r·g, so g multiplies dy there too: " + _DX),
     Cause("dot_without_g", "it matches r·dy·g − x·r³·sum(dy·x)/N: g is missing from the dot product",
           "the dot product is sum(dy·g·x): " + _DX),
     Cause("second_term_missing", "it matches r·dy·g alone: the term that r's dependence on x adds is missing",
@@ -221,6 +224,7 @@ def backward_alternatives(x, g, dy, r, eps=DEFAULT_EPS, block_n=None) -> dict:
         "dot_not_divided": (dx_of(dyg * r64, x64 * r64 ** 3 * dot), dg),
         "g_missing_dx": (dx_of(dy64 * r64, x64 * r64 ** 3 * (dy64 * x64).sum(-1, keepdim=True) / n), dg),
         "dot_without_g": (dx_of(dyg * r64, x64 * r64 ** 3 * (dy64 * x64).sum(-1, keepdim=True) / n), dg),
+        "g_missing_first_term": (dx_of(dy64 * r64, x64 * r64 ** 3 * dot / n), dg),
         "second_term_missing": ((dyg * r64).reshape(x.shape), dg),
         "second_term_sign": (dx_of(dyg * r64, -x64 * r64 ** 3 * dot / n), dg),
         "dg_without_r": (dx_of(dyg * r64, x64 * r64 ** 3 * dot / n), (dy64 * x64).sum(0)),
@@ -352,7 +356,8 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
     what = f"{name}{source}"
     phase = "fwd" if name in ("y", "r") else "bwd"
     n = x.shape[-1]
-    fmt = {"N": n, "B": _next_pow2(n), "eps": DEFAULT_EPS, "stride": x.stride(0) if x.dim() else 1, "loads": "",
+    fmt = {"N": n, "B": _next_pow2(n), "eps": DEFAULT_EPS, "stride": x.stride(0) if x.dim() > 1 else n,
+           "dy_stride": "N", "loads": "", "first": 0, "rows": "some rows", "race": "a data race",
            "dtype": DTYPE_NAMES.get(dtype, str(dtype)), **(fmt or {})}
     first = compare(name, got, want, x, dtype=dtype, story=story, source=source, n_rows=n_rows, hints=False)
     unstored = stored is not None and isinstance(got, torch.Tensor) and got.numel() == want.numel() and \
@@ -521,6 +526,23 @@ def fail_if(finding: Finding | None):
         raise AssertionError(finding.message)
 
 
+@contextlib.contextmanager
+def strides_named(x, dy=None):
+    """An out-of-bounds access on an input whose rows are not N apart (a strided view, or x and dy with
+    different strides) most likely stepped by the wrong row stride: the error says so."""
+    try:
+        yield
+    except Exception as e:
+        n = x.shape[-1]
+        strides = {"x": x.stride(0) if x.dim() > 1 else n, **({"dy": dy.stride(0)} if dy is not None else {})}
+        if type(e).__name__ != "OutOfBoundsError" or all(s == n for s in strides.values()):
+            raise
+        said = ", ".join(f"{k}'s rows are {s} elements apart" for k, s in strides.items())
+        raise AssertionError(f"{e}\nIn this test {said}, and the outputs' rows are {n} apart (they are "
+                             f"contiguous): step through each tensor with its own row stride (x_row_stride, "
+                             f"dy_row_stride, y_row_stride), never with another tensor's or with n_cols") from e
+
+
 def simulated(impl) -> bool:
     """Does ``impl`` (a loaded rmsnorm.py) run on mini_triton, which can say what its kernels stored?"""
     return getattr(getattr(impl, "triton", None), "__name__", "") == "mini_triton"
@@ -552,7 +574,7 @@ class KernelLog:
         with _disable_current_modes():
             mask = self.rec.stored_mask(t).clone()
         storage = t.untyped_storage().data_ptr()
-        if not bool(mask.any()) and any(storage in op.out_storages for op in self.rec.host_ops or ()):
+        if not bool(mask.any()) and any(storage in op.out_storages and op.reads for op in self.rec.host_ops or ()):
             return None                  # the host made it (from a buffer a kernel stored, say): not "never written"
         return mask
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rmsnorm_check import FILL, describe, filled, random_inputs, reference
-from rmsnorm_diagnose import diagnose_all, fail_if, forward_alternatives, pick
+from rmsnorm_diagnose import diagnose_all, fail_if, forward_alternatives, pick, strides_named
 
 
 def launch_forward(impl, x, g, BLOCK_M, BLOCK_N=None, SINGLE_PASS=True, eps=1e-5):
@@ -30,7 +30,8 @@ def check_forward(impl, x, g, BLOCK_M, story=None, eps=1e-5, **launch):
     """Launch, then check r (the root of every y) and y against the float64 reference, naming the cause of
     what is wrong."""
     __tracebackhide__ = True                  # pytest: show the test, then your kernel's line
-    y, r, how = launch_forward(impl, x, g, BLOCK_M, eps=eps, **launch)
+    with strides_named(x):
+        y, r, how = launch_forward(impl, x, g, BLOCK_M, eps=eps, **launch)
     story = f"{story or describe(x)}, launched with {how}"
     ref_y, ref_r, _, _ = reference(x, g, eps=eps)
     block_n = launch.get("BLOCK_N") or impl.triton.next_power_of_2(x.shape[-1])

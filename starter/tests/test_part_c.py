@@ -94,7 +94,8 @@ class Step:
         alts = backward_alternatives(x, g, dy, r)
         extra = self._wrong_r(r)
         nan = "masked_nan" if self.log.undefined_lanes() else None
-        fmt = {"old_memory": self.log.adds_into_scratch([self.dx, self.dg])}
+        fmt = {"old_memory": self.log.adds_into_scratch([self.dx, self.dg]), "stride": x.stride(0) if x.dim() > 1
+               else x.shape[-1], "dy_stride": dy.stride(0) if dy.dim() > 1 else dy.shape[-1]}
         if self.dg is None and "dg" in names:
             raise AssertionError(f"g.grad is None after y.backward(dy) for {self.story}: TritonRMSNorm.backward must "
                                  f"return dg for g as its second value")
@@ -304,7 +305,8 @@ def test_backward_gives_the_same_dg_in_every_run(sim_impl):
             f"{why[0]} in your backward: programs then add in whatever order they run, which a GPU does not "
             f"fix, so dg changes in its last bits from run to run (the grader checks that two runs agree, part "
             f"4.7, and item 9's extra credit needs a deterministic dg). Give each program its own row of "
-            f"dg_partial (torch.empty is enough: each row is stored once) and sum the rows in a fixed order "
+            f"dg_partial (torch.empty is enough when each row is stored once; a kernel that adds into its row "
+            f"needs it zeroed, torch.zeros) and sum the rows in a fixed order "
             f"after the kernel")
 
 

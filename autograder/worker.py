@@ -170,9 +170,10 @@ class Phase:
     def host_made(self, t) -> bool:
         """Did a host-side torch op that reads data write ``t``'s memory? (Allocations, torch.zeros included,
         read none.) If neither a kernel nor the host wrote it, it holds whatever its allocation held."""
+        if self.rec is None:
+            return False
         storage = _storage(t)
-        return any(storage in op.out_storages and op.reads for op in (self.rec.host_ops or ())
-                   if self.rec is not None)
+        return any(storage in op.out_storages and op.reads for op in self.rec.host_ops or ())
 
 
 NORMS = ("rms_norm", "layer_norm", "group_norm", "batch_norm", "instance_norm", "normalize")

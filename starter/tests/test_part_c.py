@@ -140,6 +140,10 @@ def test_forward(impl, shape):
                              f"shape (y.view(x.shape) at the end)")
     if r.dtype != torch.float32:
         raise AssertionError(f"r from rmsnorm_forward has dtype {r.dtype}: it must be float32, one value per row")
+    rows = x.numel() // shape[-1]
+    if tuple(r.shape) != (rows,):
+        raise AssertionError(f"r from rmsnorm_forward has shape {tuple(r.shape)} for {describe(x)}: it must be "
+                             f"({rows},), one value per row (the backward indexes it as r_ptr + row)")
 
 
 def test_the_eps_the_caller_passes(impl):

@@ -216,7 +216,7 @@ def forward_outputs(ledger, outcome, task, x, g, eps, story, names=("r", "y")):
     order = [("r", r, 1), ("y", y, 0)]
     unstored = [n for n, _, _ in order if _partly_stored(outcome, task, n)]
     if unstored:                                   # elements never stored come first: y is made from r
-        order.sort(key=lambda o: o[0] not in unstored)
+        order.sort(key=lambda o: (o[0] not in unstored, o[0] == "r"))    # y's pattern says more than r's
     rewrite, extra = {}, []
     for name, want, i in order:
         if name not in names:

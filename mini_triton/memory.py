@@ -298,7 +298,14 @@ def tensor_lanes(buf, offs, bad, shown=3):
     n, rows = t.shape[-1], t.shape[0]
     hints = []
     if any(c1 >= n for *_, c1 in merged):
-        hints.append(f"Columns {n} and up are past the end of a row of {n}: mask them (cols < n_cols).")
+        if all(0 < c0 < n for *_, c0, _ in merged):
+            # a run that starts inside a row and runs past its end: the row's offset is off, not the mask
+            hints.append(f"These lanes start at column {merged[0][2]} of a row, not at column 0: the offset of "
+                         f"each row is not a multiple of the row's {n} elements; step from row to row by the "
+                         f"tensor's row length or stride (n_cols, or the stride the wrapper passes), not by the "
+                         f"block width.")
+        else:
+            hints.append(f"Columns {n} and up are past the end of a row of {n}: mask them (cols < n_cols).")
     if t.dim() == 2 and any(r[1] >= rows for r in merged):
         hints.append(f"Rows {rows} and up do not exist ({buf.name} has {rows} rows): if a tile runs past the "
                      f"last row, mask them (rows < n_rows for x, y and dx); if no program should reach them, "

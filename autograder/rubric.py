@@ -51,7 +51,7 @@ ITEMS = (
         Part("4.3", "non-contiguous x and dy", 2),
         Part("4.4", "N not a power of two, N = 1 and large N", 3),
         Part("4.5", "eps values and all-zero rows", 2),
-        Part("4.6", "dy untouched, g.grad set, r saved, output dtypes and shapes", 2),
+        Part("4.6", "dy untouched, g.grad, r saved, dtypes, shapes", 2),
         Part("4.7", "identical results when run twice", 1),
     )),
     Item("5", "Fused forward", 10, "on the simulator: x loaded once, y and r stored once, g once per program"),

@@ -513,7 +513,7 @@ def diagnose_all(checks) -> Finding | None:
         stored = check[4].get("stored")
         return stored is not None and not bool(stored.all())
     # y before r among those: its pattern of missing rows and columns says more (a grid that ran no program)
-    for name, got, want, x, kw in sorted(checks, key=lambda c: (not missing(c), c[0] == "r")):
+    for name, got, want, x, kw in sorted(checks, key=lambda c: (not missing(c), missing(c) and c[0] == "r")):
         found = diagnose(name, got, want, x, **kw)
         if found is not None:
             return found

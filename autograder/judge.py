@@ -276,17 +276,8 @@ def _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) -> Finding | Non
     saved = outcome.tensors.get(f"{task}.r_saved")
     if saved is None or saved.numel() != r_ref.numel():
         return None
-    choices = D.pick(D.forward_alternatives(x, g, eps), 1)
-    found = D.diagnose("r", saved, r_ref, x, alternatives=choices, stored=outcome.tensors.get(f"{task}.r_saved.stored"),
-                       story=story, source=" (saved by your TritonRMSNorm.forward)", fmt=fmt)
-    if found is not None:
-        return found
-    key = D.closest_cause(saved, r_ref, choices)
-    if key is None:
-        return None
-    return Finding("r", f"r (saved by your TritonRMSNorm.forward) for {story} is within its tolerance, but "
-                        f"{D.CAUSES[key].says.format(**{**fmt, 'N': x.shape[-1], 'B': D._next_pow2(x.shape[-1])})}",
-                   key, True)
+    return D.saved_r_finding(saved, r_ref, x, g, eps, story=story, stored=outcome.tensors.get(f"{task}.r_saved.stored"),
+                             fmt=fmt)
 
 
 def _adds_into_scratch(outcome, task) -> bool:

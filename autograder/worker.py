@@ -290,7 +290,8 @@ def run_task(mod, task, inputs, triton, progress=None):
             if progress is not None:
                 progress.update(info={"failed_in": "bwd", "saved": info["saved"], "saved_r": info["saved_r"]},
                                 tensors={"y": y.detach().as_subclass(torch.Tensor).cpu().clone(),
-                                         "y.stored": fwd.stored(y)})
+                                         # as for any output: said only of one the kernels did not make whole
+                                         "y.stored": fwd.stored(y) if fwd.kernel_made(y)[0] is False else None})
         _running("y.backward() (the backward through TritonRMSNorm)", t["x"])
         with Phase(triton) as bwd:
             y.backward(t["dy"])

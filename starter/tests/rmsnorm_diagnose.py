@@ -328,6 +328,32 @@ def closest_cause(got, want, alternatives) -> str | None:
     return key if key is not None and dist[key] * 10 < base else None
 
 
+def _words(x, dtype=None, fmt=None) -> dict:
+    """The values the causes' words name, with a default for each ({N}, {B}, {stride}...)."""
+    n = x.shape[-1]
+    dtype = dtype or x.dtype
+    return {"N": n, "B": _next_pow2(n), "eps": DEFAULT_EPS, "stride": x.stride(0) if x.dim() > 1 else n,
+            "dy_stride": "N", "loads": "", "first": 0, "rows": "some rows", "race": "a data race",
+            "dtype": DTYPE_NAMES.get(dtype, str(dtype)), **(fmt or {})}
+
+
+def saved_r_finding(saved, want, x, g, eps=DEFAULT_EPS, *, story=None, stored=None, fmt=None) -> Finding | None:
+    """What is wrong with the r an autograd Function saved for its backward (``want``: the reference r), or
+    None: r's own diagnosis, or, when r is within its tolerance but far nearer a known wrong formula, that
+    cause (it can still show in dx: at N = 1, dx is a small difference of large terms)."""
+    story = story or describe(x)
+    choices = pick(forward_alternatives(x, g, eps), 1)
+    found = diagnose("r", saved, want, x, alternatives=choices, stored=stored, story=story,
+                     source=" (saved by your TritonRMSNorm.forward)", fmt=fmt)
+    if found is not None:
+        return found
+    key = closest_cause(saved, want, choices)
+    if key is None:
+        return None
+    return Finding("r", f"r (saved by your TritonRMSNorm.forward) for {story} is within its tolerance, but "
+                        f"{CAUSES[key].says.format(**_words(x, fmt={'eps': eps, **(fmt or {})}))}", key, True)
+
+
 def unstored_cause(name, stored) -> str | None:
     """The cause key of an output only partly written by kernels (``stored``: True where a kernel stored),
     or None when every element was."""
@@ -356,9 +382,7 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
     what = f"{name}{source}"
     phase = "fwd" if name in ("y", "r") else "bwd"
     n = x.shape[-1]
-    fmt = {"N": n, "B": _next_pow2(n), "eps": DEFAULT_EPS, "stride": x.stride(0) if x.dim() > 1 else n,
-           "dy_stride": "N", "loads": "", "first": 0, "rows": "some rows", "race": "a data race",
-           "dtype": DTYPE_NAMES.get(dtype, str(dtype)), **(fmt or {})}
+    fmt = _words(x, dtype, fmt)
     first = compare(name, got, want, x, dtype=dtype, story=story, source=source, n_rows=n_rows, hints=False)
     unstored = stored is not None and isinstance(got, torch.Tensor) and got.numel() == want.numel() and \
         stored.numel() == got.numel() and not bool(stored.all())

@@ -10,7 +10,7 @@ K        ?=
 SHAPES   ?=
 impl_path = $(if $(filter starter solution,$(1)),$(1)/rmsnorm.py,$(1))
 
-.PHONY: help setup sandbox-accounts check test bench bench-sim grade grade-all autograder starter student clean
+.PHONY: help setup sandbox-accounts check test bench bench-sim grade grade-all autograder starter partial student clean
 
 help:
 	@echo "make grade        grade the reference solution (sets up .venv/ first)"
@@ -24,15 +24,17 @@ help:
 	@echo "make student      build dist/rmsnorm-student.zip, the student bundle"
 	@echo "make sandbox-accounts   as root: create the accounts submissions run as (grade and check do it)"
 	@echo "make starter      regenerate starter/rmsnorm.py from solution/rmsnorm.py"
+	@echo "make partial PARTS=abc OUT=file   the solution with only those parts answered (the starter elsewhere)"
 	@echo "make clean        remove build outputs"
 
 setup: $(VENV)/.ready
 
 # As root, the venv's Python must be one the sandbox accounts can run (autograder/pick_python.py).
-$(VENV)/.ready: requirements.txt requirements-dev.txt
+$(VENV)/.ready: requirements.txt requirements-triton.txt requirements-dev.txt
 	@echo "setting up $(VENV)/ with the pinned requirements (a few minutes, once)"
 	$$($(PYTHON) autograder/pick_python.py $(PYTHON)) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-triton.txt \
+	    -r requirements-dev.txt
 	touch $@
 
 # As root, submissions run as the accounts rmsnorm-sbx0..7 (autograder/accounts.py): never as root.
@@ -44,7 +46,11 @@ check: setup sandbox-accounts
 	$(PY) -m pytest -q tests
 
 test: setup
+ifeq ($(PART),e)
+	$(PY) starter/tests/part_e.py $(call impl_path,$(IMPL))
+else
 	RMSNORM_IMPL=$(call impl_path,$(IMPL)) $(PY) -m pytest -q --tb=short starter/tests$(if $(PART),/test_part_$(PART).py) $(if $(K),-k "$(K)")
+endif
 
 bench: setup
 	RMSNORM_IMPL=$(call impl_path,$(IMPL)) BENCH_OUT=build $(PY) starter/bench.py
@@ -68,6 +74,14 @@ autograder: setup
 
 starter:
 	$(PYTHON) starter/generate.py
+
+PARTS ?=
+OUT_PARTIAL = $(if $(filter command line,$(origin OUT)),$(OUT),build/partial_$(PARTS).py)
+
+partial:
+	@test -n "$(PARTS)" || { echo "usage: make partial PARTS=abc [OUT=file]   (letters among a b c d; default OUT=build/partial_PARTS.py)"; exit 2; }
+	@mkdir -p $(dir $(OUT_PARTIAL))
+	$(PYTHON) starter/generate.py --parts $(PARTS) --out $(OUT_PARTIAL)
 
 student: setup
 	$(PY) starter/build_bundle.py

@@ -34,21 +34,26 @@ def files():
 
 def requirements() -> str:
     keep = [ln for ln in (ROOT / "requirements.txt").read_text().splitlines()
-            if not re.match(rf"^({'|'.join(NOT_ON_GRADESCOPE)})\b", ln)]
+            if not re.match(rf"^({'|'.join(NOT_ON_GRADESCOPE)})\b", ln) and not ln.startswith("#")]
     return "\n".join(keep) + "\n"
 
 
 def solution_lines() -> set:
-    """The solution's answer lines (inside its TODO blocks) that are long enough to be distinctive."""
-    lines, inside = set(), False
+    """The solution's answer lines (inside its TODO blocks, nested ones too, and the commented-out lines
+    after an ``# [ELSE]``: part (b)'s answer that part (d) replaces) that are long enough to be distinctive."""
+    lines, depth, before = set(), 0, False
     for ln in (ROOT / "solution" / "rmsnorm.py").read_text().splitlines():
         s = ln.strip()
         if s.startswith("# [TODO]"):
-            inside = True
+            depth += 1
         elif s.startswith("# [/TODO]"):
-            inside = False
-        elif inside and len(s) >= 40:
-            lines.add(s)
+            depth, before = depth - 1, False
+        elif s.startswith("# [ELSE]"):
+            before = True
+        elif depth:
+            s = s[2:].strip() if before and s.startswith("# ") else s
+            if len(s) >= 40:
+                lines.add(s)
     return lines
 
 

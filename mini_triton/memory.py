@@ -211,11 +211,20 @@ class Access:
         err.argument, err.span, err.offsets = self.buf.name, self.buf.span, values
         err.row = t.stride(-2) if t.dim() >= 2 and t.stride(-1) == 1 else max(1, self.buf.span)
         err.program = int(self.pids[prog])
-        offs = self.offsets()
-        offs = offs[prog] if offs.shape[0] > 1 else offs[0]
-        mask = self.mask_h
-        active = torch.ones_like(offs, dtype=torch.bool) if mask is None else mask[prog if mask.shape[0] > 1 else 0]
-        err.cells = lane_cells(offs, active & ((offs < 0) | (offs >= self.buf.span)), err.row)
+        n = t.shape[-1] if t.dim() >= 2 and t.stride(-1) == 1 else err.row
+        err.cells_by_program = {}                  # every program of this access whose lanes left their row
+        for k in range(int(self.pids.numel())):
+            offs = self.offsets()
+            offs = offs[k] if offs.shape[0] > 1 else offs[0]
+            mask = self.mask_h
+            active = torch.ones_like(offs, dtype=torch.bool) if mask is None else mask[k if mask.shape[0] > 1 else 0]
+            cells = lane_cells(offs, active & ((offs < 0) | (offs >= self.buf.span)), err.row, n, active)
+            if cells:
+                err.cells_by_program[int(self.pids[k])] = cells
+            if k == prog:
+                err.cells = cells
+            if sum(map(len, err.cells_by_program.values())) > 4096 and k > prog:
+                break                              # enough to draw
         return err
 
     # -- fast path: a strided view of the buffer ------------------------------
@@ -241,16 +250,22 @@ class Access:
         return flat.as_strided((lead, *self.shape), (step, *strides), flat.storage_offset() + int(base[0]))
 
 
-def lane_cells(offs, bad, row: int):
+def lane_cells(offs, bad, row: int, n: int | None = None, active=None):
     """(row, column) of each bad lane, a run of lanes along the block's last dimension placed in the row
-    where the run starts: ``x_ptr + 5 * 12 + cols`` with cols 12-15 is row 5, columns 12-15."""
+    where the run starts: ``x_ptr + 5 * 12 + cols`` with cols 12-15 is row 5, columns 12-15.
+
+    With ``n`` (the tensor's row length) and ``active``, the active lanes of a run that reach past
+    column n of their row count as bad too: inside the tensor, they read or write the next row."""
     cells = []
     width = offs.shape[-1] if offs.dim() else 1
-    for o, b in zip(offs.reshape(-1, width).tolist(), bad.reshape(-1, width).tolist()):
-        if not any(b):
-            continue
+    act = active.reshape(-1, width).tolist() if active is not None else None
+    for i, (o, b) in enumerate(zip(offs.reshape(-1, width).tolist(), bad.reshape(-1, width).tolist())):
         one_run = max(o) - min(o) < width
         start = (min(o) // row) * row
+        if one_run and n is not None and act is not None:
+            b = [is_bad or (a and v - start >= n) for v, is_bad, a in zip(o, b, act[i])]
+        if not any(b):
+            continue
         cells += [((start // row, v - start) if one_run else (v // row, v % row)) for v, is_bad in zip(o, b) if is_bad]
     return cells
 

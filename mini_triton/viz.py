@@ -5,7 +5,9 @@ argument of a launch drawn as a grid laid out in rows of its row stride, every e
 by the program that read (or wrote) it, with a number where it was read more than once. A fused
 forward paints each row of x in one colour, once; a kernel that reads x twice shows a 2 in every
 cell. Elements no program touched stay grey: the gap columns of a strided view, or lanes a mask
-switched off. An out-of-bounds access is drawn as red cells past the tensor's end.
+switched off. Red marks a mistake: elements that several programs wrote (a data race, drawn when
+races are recorded or warned about rather than raised), and out-of-bounds lanes, drawn past the
+end of their row or of the tensor.
 
     with triton.record() as rec:
         kernel[grid](...)
@@ -61,6 +63,24 @@ def touches(arg, kind: str):
     return first, count, repeated
 
 
+def raced(arg):
+    """Per element of the argument's span: True where two or more programs stored it (not by an atomic,
+    which is made for that), and the programs that did, in order."""
+    pairs = []
+    for r in arg._records:
+        if r.kind.writes() and not r.kind.reads():              # plain stores: atomics may share
+            offs, pids = r.active_offsets()
+            pairs.append(pids.to(torch.int64) * max(1, arg.span) + offs)
+    shared = torch.zeros(arg.span, dtype=torch.bool)
+    if not pairs:
+        return shared, []
+    keys = torch.unique(torch.cat(pairs))                       # one key per (program, element)
+    writers = torch.bincount(keys % max(1, arg.span), minlength=arg.span)
+    shared = writers > 1
+    programs = torch.unique(keys[shared[keys % max(1, arg.span)]] // max(1, arg.span)).tolist()
+    return shared, programs
+
+
 def _grid(values: torch.Tensor, row: int, fill):
     """A 1-D per-element tensor as a (rows, row) grid, padded with ``fill``."""
     rows = max(1, math.ceil(values.numel() / row))
@@ -69,9 +89,13 @@ def _grid(values: torch.Tensor, row: int, fill):
     return out.view(rows, row)
 
 
-def _panel(ax, first, count, repeated, row, title, verb):
+def _panel(ax, first, count, repeated, row, title, verb, race=None):
+    """One tensor's reads or writes; ``race``: (elements stored by several programs, those programs)."""
     firsts, counts, again = _grid(first, row, -1), _grid(count, row, 0), _grid(repeated, row, False)
     image = torch.tensor([[UNTOUCHED if p < 0 else _program_colour(int(p)) for p in line] for line in firsts.tolist()])
+    shared, programs = race if race is not None else (None, [])
+    if shared is not None and bool(shared.any()):
+        image[_grid(shared, row, False)] = torch.tensor(OUT_OF_BOUNDS, dtype=image.dtype)
     ax.imshow(image.numpy(), aspect="equal", interpolation="nearest")
     if counts.numel() <= MAX_LABELLED_CELLS:
         from matplotlib import patheffects
@@ -83,11 +107,16 @@ def _panel(ax, first, count, repeated, row, title, verb):
             if again[i, j]:                       # one program touched it more than once: outlined in red
                 ax.add_patch(Rectangle((j - 0.45, i - 0.45), 0.9, 0.9, fill=False, edgecolor=REPEATED, lw=1.2))
     _frame(ax, firsts.shape)
-    touched, shared, twice = int((count > 0).sum()), int((count > 1).sum()), int(repeated.sum())
+    touched, shared_n, twice = int((count > 0).sum()), int((count > 1).sum()), int(repeated.sum())
+    if programs:
+        names = ", ".join(map(str, programs[:6])) + (f" and {len(programs) - 6} more" if len(programs) > 6 else "")
+        note = (f"DATA RACE (red): {int(shared.sum())} elements stored by several programs ({names})")
+        ax.set_title(f"{title}\n{note}", fontsize=8, color=OUT_OF_BOUNDS)
+        return
     if twice:
         note = f"{touched} elements {verb}, {twice} of them more than once by one program"
-    elif shared:
-        note = f"{touched} elements {verb}, {shared} of them by several programs, once each"
+    elif shared_n:
+        note = f"{touched} elements {verb}, {shared_n} of them by several programs, once each"
     else:
         note = f"{touched} elements {verb}, each once"
     ax.set_title(f"{title}\n{note}", fontsize=8, color=REPEATED if twice else "black")
@@ -112,7 +141,8 @@ def draw_recording(rec, path, title=None, per_row=4):
                 first, count, repeated = touches(a, "load" if verb == "read" else "store")
                 if bool((count > 0).any()):
                     name = a.name if len(rec.launches) == 1 else f"{L.kernel}: {a.name}"
-                    panels.append((f"{name} {verb}", verb, a.row, first, count, repeated))
+                    race = raced(a) if verb == "written" else None
+                    panels.append((f"{name} {verb}", verb, a.row, first, count, repeated, race))
     if not panels:
         raise ValueError("nothing to draw: the recording holds no launch that touched memory")
     width = min(per_row, len(panels))
@@ -122,35 +152,46 @@ def draw_recording(rec, path, title=None, per_row=4):
         if k >= len(panels):
             ax.axis("off")
             continue
-        label, verb, row, first, count, repeated = panels[k]
-        _panel(ax, first, count, repeated, row, label, verb)
+        label, verb, row, first, count, repeated, race = panels[k]
+        _panel(ax, first, count, repeated, row, label, verb, race)
     fig.suptitle((title + "\n" if title else "") + "colour: the (first) program that touched the element; number: "
-                 "how many times, when more than once (outlined in red: one program more than once); grey: never",
-                 fontsize=9)
+                 "how many times, when more than once (outlined in red: one program more than once); grey: never; "
+                 "red: stored by several programs (a data race)", fontsize=9)
     return _save(fig, path)
 
 
 def draw_out_of_bounds(err, path, title=None):
-    """The argument of an OutOfBoundsError as a grid (grey), with its program's offending lanes in red,
-    placed where the kernel aimed them: columns past a row's end stay in that row."""
+    """The argument of an OutOfBoundsError as a grid (grey), with the offending lanes in red, placed where
+    the kernel aimed them: columns past a row's end stay in that row. Every program of the failing access
+    is drawn, not only the one that left the tensor: the earlier ones, whose lanes past their row's end
+    silently read (or wrote) the next row, too. A number in a cell names the program."""
     plt = _pyplot()
     row, span = err.row, err.span
-    rows = [r for r, _ in err.cells]
+    by_program = getattr(err, "cells_by_program", None) or {err.program: err.cells}
+    cells = [(r, c, p) for p, cs in by_program.items() for r, c in cs]
+    rows = [r for r, _, _ in cells]
     first, last = min(0, *rows), max(math.ceil(span / row) - 1, *rows)
-    width = max(row, 1 + max(c for _, c in err.cells))
+    width = max(row, 1 + max(c for _, c, _ in cells))
     image = torch.ones(last - first + 1, width, 3)
     for r in range(first, last + 1):
         for c in range(min(row, width)):
             if 0 <= r * row + c < span:
                 image[r - first, c] = torch.tensor(UNTOUCHED)
-    for r, c in err.cells:
+    for r, c, _ in cells:
         image[r - first, c] = torch.tensor(OUT_OF_BOUNDS)
-    fig, ax = plt.subplots(figsize=(min(12, 2.5 + 0.3 * width), min(10, 1.8 + 0.35 * image.shape[0])))
+    fig, ax = plt.subplots(figsize=(min(12, max(7.0, 2.5 + 0.3 * width)), min(10, 2.2 + 0.35 * image.shape[0])))
     ax.imshow(image.numpy(), aspect="equal", interpolation="nearest")
+    if len(cells) <= MAX_LABELLED_CELLS and len(by_program) > 1:
+        for r, c, p in cells:
+            ax.text(c, r - first, str(p), ha="center", va="center", fontsize=6, color="white")
     _frame(ax, image.shape[:2])
     ax.set_yticks(range(image.shape[0]), [str(first + i) for i in range(image.shape[0])])
-    ax.set_title((title + "\n" if title else "") + f"program {err.program}: its lanes outside {err.argument} in "
-                 f"red (grey: the tensor, {span} elements in rows of {row})", fontsize=9)
+    programs = sorted(by_program)
+    names = ", ".join(map(str, programs[:8])) + (f" and {len(programs) - 8} more" if len(programs) > 8 else "")
+    who = f"program {names}" if len(programs) == 1 else f"programs {names} (the number in a cell)"
+    ax.set_title((title + "\n" if title else "") + f"red: lanes of {who} past the end of their row or of "
+                 f"{err.argument}\nprogram {err.program} left the tensor; grey: the tensor ({span} elements in rows "
+                 f"of {row})", fontsize=9)
     return _save(fig, path)
 
 

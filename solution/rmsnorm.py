@@ -56,22 +56,6 @@ def load_tile(ptr, rows, row_stride, cols, mask):
     return tl.load(ptr + rows[:, None] * row_stride + cols[None, :], mask=mask, other=0.0)
 
 
-@triton.jit
-def row_tile(first_row, start, rows_per_program, n_rows, BLOCK_M: tl.constexpr):
-    """Rows [start, start + BLOCK_M) of a program's share (which begins at first_row), as int64
-    indices, and which of them exist: inside the share and below n_rows."""
-    local = start + tl.arange(0, BLOCK_M)
-    rows = first_row + local
-    return rows.to(tl.int64), (local < rows_per_program) & (rows < n_rows)
-
-
-@triton.jit
-def load_rows(x_ptr, dy_ptr, rows, row_mask, x_row_stride, dy_row_stride, cols, col_mask):
-    """The mask of the tile (rows, cols), and the tiles of x and dy there."""
-    mask = row_mask[:, None] & col_mask                # (BLOCK_M, 1) & (BLOCK_N,): the tile's lanes
-    return mask, load_tile(x_ptr, rows, x_row_stride, cols, mask), load_tile(dy_ptr, rows, dy_row_stride, cols, mask)
-
-
 # ---------------------------------------------------------------------------
 # Part (a): the forward kernel
 # ---------------------------------------------------------------------------
@@ -126,10 +110,26 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, n_rows, n_cols, x_row_stride,
 # ---------------------------------------------------------------------------
 # Part (b): the backward kernel
 # ---------------------------------------------------------------------------
+# [TODO] Part (d): helpers of the many-rows backward.
+@triton.jit
+def row_tile(first_row, start, rows_per_program, n_rows, BLOCK_M: tl.constexpr):
+    """Rows [start, start + BLOCK_M) of a program's share (which begins at first_row), as int64
+    indices, and which of them exist: inside the share and below n_rows."""
+    local = start + tl.arange(0, BLOCK_M)
+    rows = first_row + local
+    return rows.to(tl.int64), (local < rows_per_program) & (rows < n_rows)
+
+
+@triton.jit
+def load_rows(x_ptr, dy_ptr, rows, row_mask, x_row_stride, dy_row_stride, cols, col_mask):
+    """The mask of the tile (rows, cols), and the tiles of x and dy there."""
+    mask = row_mask[:, None] & col_mask                # (BLOCK_M, 1) & (BLOCK_N,): the tile's lanes
+    return mask, load_tile(x_ptr, rows, x_row_stride, cols, mask), load_tile(dy_ptr, rows, dy_row_stride, cols, mask)
+
+
 @triton.jit
 def bwd_tile(x, dy, g, rows, row_mask, mask, cols, r_ptr, dx_ptr, dx_row_stride, n_cols):
     """One tile of rows (x and dy in any dtype, fp32 math): stores its dx, returns its terms dy * x * r of dg."""
-    # [TODO] Part (b), optional helper: one tile of rows (call it from rmsnorm_bwd_kernel, or leave it unused).
     r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
     x, dy = x.to(tl.float32), dy.to(tl.float32)
     dyg = dy * g[None, :]
@@ -138,14 +138,19 @@ def bwd_tile(x, dy, g, rows, row_mask, mask, cols, r_ptr, dx_ptr, dx_row_stride,
     dg_terms = dy * x * r[:, None]                            # masked lanes give 0
     tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dx, mask=mask)
     return dg_terms
-    # [/TODO]
+# [ELSE]
+# [/TODO]
 
 
 @triton.jit
-def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
-                       x_row_stride, dy_row_stride, dx_row_stride, rows_per_program,
-                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SINGLE_PASS: tl.constexpr):
-    """Gradients of RMSNorm for ``rows_per_program`` rows per program.
+def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_cols,
+                       x_row_stride, dy_row_stride, dx_row_stride,
+                       # [TODO] Part (d): the parameters of a program's share of the rows.
+                       n_rows, rows_per_program, BLOCK_M: tl.constexpr,
+                       # [ELSE]
+                       # [/TODO]
+                       BLOCK_N: tl.constexpr, SINGLE_PASS: tl.constexpr):
+    """Gradients of RMSNorm, for one row per program.
 
     For one row, with y_j = g_j x_j r and r = (mean(x^2) + eps)^(-1/2):
 
@@ -153,14 +158,16 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_ro
         dx_j = dy_j g_j r - x_j (r^3 / N) * sum_i dy_i g_i x_i
         dg_j = sum over rows of dy_j x_j r
 
-    dg sums over *all* rows, but programs run concurrently: two programs
-    adding into one dg element would race. So each program accumulates its
-    rows' share in fp32 registers and writes one row of ``dg_partial``
-    (shape: programs x N); the wrapper sums those rows. With one row per
-    program this is the lecture's M x N buffer; with many rows per program
-    the buffer shrinks to (number of programs) x N.
+    dx needs only its own row. dg sums over *all* rows, but programs run
+    concurrently: two programs adding into one dg element would race. So each
+    program stores its row's terms dy_j x_j r into its own row of ``dg_partial``
+    (fp32, M x N), and the wrapper sums those rows afterwards.
     """
     # [TODO] Part (b): implement the backward kernel (see the handout).
+    # [TODO] Part (d): many rows per program, dg summed in registers, one row of dg_partial each.
+    # Part (d): program pid owns rows [pid * rows_per_program, (pid + 1) * rows_per_program) and
+    # walks them BLOCK_M at a time, adding their terms of dg into fp32 registers; at the end it
+    # stores one row of dg_partial, now (number of programs) x N instead of M x N.
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     first_row = pid * rows_per_program
@@ -198,7 +205,10 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_ro
     else:
         # Long rows (BLOCK_M of them at a time, in chunks of BLOCK_N columns):
         # pass 1 computes sum(dy g x), pass 2 writes dx and adds into this
-        # program's own row of dg_partial, which no other program touches.
+        # program's own row of dg_partial, which no other program touches. A whole
+        # row of dg would not fit in registers, so the sum over the program's rows
+        # is kept in dg_partial itself: chunk by chunk, row after row, it loads, adds
+        # and stores. The first row adds to what was there, so the wrapper zeroes it.
         for i in range(0, rows_per_program, BLOCK_M):
             rows, row_mask = row_tile(first_row, i, rows_per_program, n_rows, BLOCK_M)
             r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)
@@ -222,6 +232,41 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_ro
                 part = dg_partial_ptr + pid * n_cols + c
                 tl.store(part, tl.load(part, mask=c < n_cols, other=0.0) + tl.sum(dy * x * r[:, None], axis=0),
                          mask=c < n_cols)
+    # [ELSE]
+    # row = tl.program_id(0).to(tl.int64)               # int64: row * row_stride can pass 2^31
+    # cols = tl.arange(0, BLOCK_N)
+    # r = tl.load(r_ptr + row)
+    # if SINGLE_PASS:
+    #     # The whole row in registers: x and dy read once, dx written once.
+    #     mask = cols < n_cols
+    #     x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    #     dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    #     g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)   # the same for every row
+    #     dyg = dy * g
+    #     coef = tl.sum(dyg * x, axis=0) * (r * r * r) / n_cols    # (r^3 / N) * sum_i dy_i g_i x_i
+    #     tl.store(dx_ptr + row * dx_row_stride + cols, dyg * r - x * coef, mask=mask)
+    #     tl.store(dg_partial_ptr + row * n_cols + cols, dy * x * r, mask=mask)   # this row's terms of dg
+    # else:
+    #     # A long row in chunks of BLOCK_N columns: pass 1 sums dy g x, pass 2 writes dx and the
+    #     # row's terms of dg (each chunk of dg_partial's row is stored once, by this program).
+    #     acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    #     for start in range(0, n_cols, BLOCK_N):
+    #         c = start + cols
+    #         mask = c < n_cols
+    #         x = tl.load(x_ptr + row * x_row_stride + c, mask=mask, other=0.0).to(tl.float32)
+    #         dy = tl.load(dy_ptr + row * dy_row_stride + c, mask=mask, other=0.0).to(tl.float32)
+    #         g = tl.load(g_ptr + c, mask=mask, other=0.0).to(tl.float32)
+    #         acc += dy * g * x
+    #     coef = tl.sum(acc, axis=0) * (r * r * r) / n_cols
+    #     for start in range(0, n_cols, BLOCK_N):
+    #         c = start + cols
+    #         mask = c < n_cols
+    #         x = tl.load(x_ptr + row * x_row_stride + c, mask=mask, other=0.0).to(tl.float32)
+    #         dy = tl.load(dy_ptr + row * dy_row_stride + c, mask=mask, other=0.0).to(tl.float32)
+    #         g = tl.load(g_ptr + c, mask=mask, other=0.0).to(tl.float32)
+    #         tl.store(dx_ptr + row * dx_row_stride + c, dy * g * r - x * coef, mask=mask)
+    #         tl.store(dg_partial_ptr + row * n_cols + c, dy * x * r, mask=mask)
+    # [/TODO]
     # [/TODO]
 
 
@@ -315,6 +360,7 @@ def _fwd_config(n_cols, elem_size):
     return block_m, block_n, single, _warps(block_m * block_n)
 
 
+# [TODO] Part (d): the backward's launch configuration and program count.
 @functools.lru_cache
 def _bwd_config(n_cols, elem_size):
     """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps, programs per SM) of the backward."""
@@ -345,6 +391,8 @@ def _num_programs_bwd(n_rows, per_sm, device):
     else:
         target = 8                                   # a handful on the CPU simulators
     return max(1, min(target, cdiv(n_rows, 8)))
+# [ELSE]
+# [/TODO]
 
 
 @functools.lru_cache
@@ -371,18 +419,11 @@ def rmsnorm_forward(x, g, eps=1e-5):
     # [/TODO]
 
 
-def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):
-    """Gradients (dx, dg) of RMSNorm, given dy and forward's r.
-
-    dg_reduction="programs" (default): a few programs, each summing dg over many
-    rows, leave a small (programs x N) partial buffer. "rows": the lecture's
-    version, one partial row per input row (an M x N buffer).
-    """
+def rmsnorm_backward(dy, x, g, r):
+    """Gradients (dx, dg) of RMSNorm, given dy and forward's r (shape (M,), fp32)."""
     _check_inputs(x, g)
     if tuple(dy.shape) != tuple(x.shape):
         raise ValueError(f"dy must have x's shape {tuple(x.shape)}, got {tuple(dy.shape)}")
-    if dg_reduction not in ("programs", "rows"):
-        raise ValueError(f"dg_reduction must be 'programs' or 'rows', got {dg_reduction!r}")
     # [TODO] Part (c): allocate dx and the fp32 partial dg buffer, launch rmsnorm_bwd_kernel, sum the partials.
     x2, dy2, g = _rows(x, x.shape[-1]), _rows(dy, x.shape[-1]), g.contiguous()
     m, n = x2.shape
@@ -391,18 +432,24 @@ def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):
     dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
     if m == 0:
         return dx.view(x.shape), torch.zeros_like(g)
+    # [TODO] Part (d): launch a few programs, each with many rows, and a (programs x N) partial buffer.
     block_m, block_n, single, num_warps, per_sm = _bwd_config(n, x.element_size())
-    if dg_reduction == "rows":
-        programs, rows_per_program, block_m, num_warps = m, 1, 1, _warps(block_n)
-    else:
-        programs = _num_programs_bwd(m, per_sm, x.device)
-        rows_per_program = cdiv(m, programs)
-        programs = cdiv(m, rows_per_program)
+    programs = _num_programs_bwd(m, per_sm, x.device)
+    rows_per_program = cdiv(m, programs)
+    programs = cdiv(m, rows_per_program)                 # no program left without rows
     alloc = torch.empty if single else torch.zeros        # the chunked kernel adds into its row
     dg_partial = alloc((programs, n), dtype=torch.float32, device=x.device)
     rmsnorm_bwd_kernel[(programs,)](
-        x2, g, dy2, r, dx, dg_partial, m, n, x2.stride(0), dy2.stride(0), dx.stride(0), rows_per_program,
+        x2, g, dy2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(0), dx.stride(0), m, rows_per_program,
         BLOCK_M=block_m, BLOCK_N=block_n, SINGLE_PASS=single, num_warps=num_warps)
+    # [ELSE]
+    # # One program per row (the lecture's design): an M x N partial buffer, each row stored once.
+    # block_n, single = _block_n(n)
+    # programs = m
+    # dg_partial = torch.empty((m, n), dtype=torch.float32, device=x.device)
+    # rmsnorm_bwd_kernel[(m,)](x2, g, dy2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(0), dx.stride(0),
+    #                          BLOCK_N=block_n, SINGLE_PASS=single, num_warps=_warps(block_n))
+    # [/TODO]
     # Sum the partial rows: dg_partial.sum(0).to(g.dtype) would do, dg_sum_kernel is faster.
     dg = torch.empty_like(g)
     grid, block_p, sum_n = _dg_sum_config(n)

@@ -1,7 +1,7 @@
 """Build dist/rmsnorm-student.zip, the student bundle, from the sources (`make student`).
 
 rmsnorm-student/
-    README.md  Makefile  requirements.txt  rmsnorm.py (the starter)  bench.py  viz.py
+    README.md  Makefile  requirements*.txt  rmsnorm.py (the starter)  bench.py  viz.py
     tests/       the public tests
     mini_triton/ the simulator
     handout/     the handout
@@ -20,6 +20,7 @@ def files():
     yield ROOT / "starter" / "README.student.md", "README.md"
     yield ROOT / "starter" / "Makefile.student", "Makefile"
     yield ROOT / "requirements.txt", "requirements.txt"
+    yield ROOT / "requirements-triton.txt", "requirements-triton.txt"
     yield ROOT / "starter" / "rmsnorm.py", "rmsnorm.py"
     yield ROOT / "starter" / "bench.py", "bench.py"
     yield ROOT / "starter" / "viz.py", "viz.py"

@@ -59,22 +59,6 @@ def load_tile(ptr, rows, row_stride, cols, mask):
     return tl.load(ptr + rows[:, None] * row_stride + cols[None, :], mask=mask, other=0.0)
 
 
-@triton.jit
-def row_tile(first_row, start, rows_per_program, n_rows, BLOCK_M: tl.constexpr):
-    """Rows [start, start + BLOCK_M) of a program's share (which begins at first_row), as int64
-    indices, and which of them exist: inside the share and below n_rows."""
-    local = start + tl.arange(0, BLOCK_M)
-    rows = first_row + local
-    return rows.to(tl.int64), (local < rows_per_program) & (rows < n_rows)
-
-
-@triton.jit
-def load_rows(x_ptr, dy_ptr, rows, row_mask, x_row_stride, dy_row_stride, cols, col_mask):
-    """The mask of the tile (rows, cols), and the tiles of x and dy there."""
-    mask = row_mask[:, None] & col_mask                # (BLOCK_M, 1) & (BLOCK_N,): the tile's lanes
-    return mask, load_tile(x_ptr, rows, x_row_stride, cols, mask), load_tile(dy_ptr, rows, dy_row_stride, cols, mask)
-
-
 # ---------------------------------------------------------------------------
 # Part (a): the forward kernel
 # ---------------------------------------------------------------------------
@@ -97,18 +81,13 @@ def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, n_rows, n_cols, x_row_stride,
 # ---------------------------------------------------------------------------
 # Part (b): the backward kernel
 # ---------------------------------------------------------------------------
-@triton.jit
-def bwd_tile(x, dy, g, rows, row_mask, mask, cols, r_ptr, dx_ptr, dx_row_stride, n_cols):
-    """One tile of rows (x and dy in any dtype, fp32 math): stores its dx, returns its terms dy * x * r of dg."""
-    raise NotImplementedError(
-        "TODO: Part (b), optional helper: one tile of rows (call it from rmsnorm_bwd_kernel, or leave it unused).")
 
 
 @triton.jit
-def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_rows, n_cols,
-                       x_row_stride, dy_row_stride, dx_row_stride, rows_per_program,
-                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SINGLE_PASS: tl.constexpr):
-    """Gradients of RMSNorm for ``rows_per_program`` rows per program.
+def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_cols,
+                       x_row_stride, dy_row_stride, dx_row_stride,
+                       BLOCK_N: tl.constexpr, SINGLE_PASS: tl.constexpr):
+    """Gradients of RMSNorm, for one row per program.
 
     For one row, with y_j = g_j x_j r and r = (mean(x^2) + eps)^(-1/2):
 
@@ -116,12 +95,10 @@ def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_partial_ptr, n_ro
         dx_j = dy_j g_j r - x_j (r^3 / N) * sum_i dy_i g_i x_i
         dg_j = sum over rows of dy_j x_j r
 
-    dg sums over *all* rows, but programs run concurrently: two programs
-    adding into one dg element would race. So each program accumulates its
-    rows' share in fp32 registers and writes one row of ``dg_partial``
-    (shape: programs x N); the wrapper sums those rows. With one row per
-    program this is the lecture's M x N buffer; with many rows per program
-    the buffer shrinks to (number of programs) x N.
+    dx needs only its own row. dg sums over *all* rows, but programs run
+    concurrently: two programs adding into one dg element would race. So each
+    program stores its row's terms dy_j x_j r into its own row of ``dg_partial``
+    (fp32, M x N), and the wrapper sums those rows afterwards.
     """
     raise NotImplementedError("TODO: Part (b): implement the backward kernel (see the handout).")
 
@@ -217,38 +194,6 @@ def _fwd_config(n_cols, elem_size):
 
 
 @functools.lru_cache
-def _bwd_config(n_cols, elem_size):
-    """(BLOCK_M, BLOCK_N, SINGLE_PASS, num_warps, programs per SM) of the backward."""
-    block_n, single = _block_n(n_cols)
-    if block_n <= 1024:
-        # Short rows: tiles of 4 KB of x (and of dy) per program on 4 warps, 4 programs per SM.
-        block_m = max(1, 4096 // (block_n * elem_size))
-        return block_m, block_n, single, 4, 4
-    block_m = 2 if single and block_n <= 4096 else 1
-    tile = block_m * block_n
-    # A persistent grid: enough programs that each SM has ~8K elements of x and dy in flight
-    # (16K with the prefetched tile); more programs would only enlarge the partial dg buffer.
-    # Tiles over 8K elements (rows of 16K) run best on 8 warps, one program per SM.
-    return block_m, block_n, single, _warps(tile) if tile <= 8192 else 8, max(1, 8192 // tile)
-
-
-@functools.lru_cache
-def _sm_count(device):
-    """The GPU's number of streaming multiprocessors (asked once per device)."""
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
-@functools.lru_cache
-def _num_programs_bwd(n_rows, per_sm, device):
-    """How many programs share the backward: each accumulates dg over many rows."""
-    if device.type == "cuda":
-        target = per_sm * _sm_count(device)
-    else:
-        target = 8                                   # a handful on the CPU simulators
-    return max(1, min(target, cdiv(n_rows, 8)))
-
-
-@functools.lru_cache
 def _dg_sum_config(n_cols):
     """(grid, BLOCK_P, BLOCK_N) of dg_sum_kernel: 8-32 columns per program, >= 64 programs once N >= 4096."""
     block_n = min(32, max(8, triton.next_power_of_2(n_cols) // 64))
@@ -261,18 +206,11 @@ def rmsnorm_forward(x, g, eps=1e-5):
     raise NotImplementedError("TODO: Part (c): allocate y and r, choose the launch grid, launch rmsnorm_fwd_kernel.")
 
 
-def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):
-    """Gradients (dx, dg) of RMSNorm, given dy and forward's r.
-
-    dg_reduction="programs" (default): a few programs, each summing dg over many
-    rows, leave a small (programs x N) partial buffer. "rows": the lecture's
-    version, one partial row per input row (an M x N buffer).
-    """
+def rmsnorm_backward(dy, x, g, r):
+    """Gradients (dx, dg) of RMSNorm, given dy and forward's r (shape (M,), fp32)."""
     _check_inputs(x, g)
     if tuple(dy.shape) != tuple(x.shape):
         raise ValueError(f"dy must have x's shape {tuple(x.shape)}, got {tuple(dy.shape)}")
-    if dg_reduction not in ("programs", "rows"):
-        raise ValueError(f"dg_reduction must be 'programs' or 'rows', got {dg_reduction!r}")
     raise NotImplementedError(
         "TODO: Part (c): allocate dx and the fp32 partial dg buffer, launch rmsnorm_bwd_kernel, sum the partials.")
 

@@ -1,12 +1,14 @@
 """Draw your kernels' memory traffic on a small input: `make viz` (or `python viz.py [--out DIR]`).
 
 Runs your rmsnorm_fwd_kernel and rmsnorm_bwd_kernel on the simulator, on x of shape (6, 12), launched
-as the part (a) and (b) tests launch them (the forward with one row per program; `make viz BLOCK_M=2`
-gives it two), and saves one picture per kernel: every tensor argument
+as the part (a) and (b) tests launch them (one row per program; `make viz BLOCK_M=2` gives the forward
+two, and once part (d) is done the backward gets three), and saves one picture per kernel: every tensor argument
 as a grid, each element coloured by the program that read or wrote it, with a number where it was
 touched more than once. A fused forward paints each row of x once, in its program's colour; a 2
-in every cell of x means your kernel reads x twice. If a kernel makes an out-of-bounds access, the
-picture shows the offending lanes in red past the end of the tensor instead.
+in every cell of x means your kernel reads x twice. Red marks a mistake: elements that several
+programs stored (a data race: here it is drawn, not raised), or, when a kernel makes an
+out-of-bounds access, every program's lanes past the end of its row or of the tensor (a second
+picture, traffic_*_out_of_bounds.png).
 """
 import argparse
 import os
@@ -17,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "tests"))
 from rmsnorm_check import load_impl, random_inputs  # noqa: E402
 from test_part_a import launch_forward  # noqa: E402
-from test_part_b import launch_backward  # noqa: E402
+from test_part_b import launch_backward, takes_many_rows  # noqa: E402
 
 SHAPE = (6, 12)          # 12 columns in blocks of 16 lanes: the 4 masked lanes of each row move nothing
 
@@ -27,6 +29,8 @@ def draw(name, run, out_dir, title):
     import mini_triton as triton
     for old in (out_dir / f"traffic_{name}.png", out_dir / f"traffic_{name}_out_of_bounds.png"):
         old.unlink(missing_ok=True)                   # no picture of an earlier run is left to mislead
+    mode = triton.get_race_mode()
+    triton.set_race_mode("record")                  # a race is drawn, not raised
     try:
         with triton.record() as rec:
             run()
@@ -40,8 +44,11 @@ def draw(name, run, out_dir, title):
     except Exception as e:                                        # noqa: BLE001 -- report it, draw the other
         print(f"{name}: failed before it could be drawn: {type(e).__name__}: {e}")
         return None
+    finally:
+        triton.set_race_mode(mode)
     path = rec.draw(out_dir / f"traffic_{name}.png", title)
-    print(f"{name}: {path}")
+    races = [L.race for L in rec.launches if L.race]
+    print(f"{name}: {path}" + (f"\n  a data race, drawn in red: {races[0]}" if races else ""))
     return path
 
 
@@ -55,11 +62,13 @@ def main(argv):
     impl = load_impl(args.impl, backend="mini_triton")
     x, g, dy = random_inputs(SHAPE)
     M = SHAPE[0]
+    per_program = 3 if takes_many_rows(impl) else 1        # part (d) done: several rows per program
     drawn = [
         draw("forward", lambda: launch_forward(impl, x, g, BLOCK_M=args.block_m), args.out,
              f"rmsnorm_fwd_kernel on x of shape {SHAPE}, BLOCK_M={args.block_m}: {-(-M // args.block_m)} programs"),
-        draw("backward", lambda: launch_backward(impl, x, g, dy, rows_per_program=3, BLOCK_M=1), args.out,
-             f"rmsnorm_bwd_kernel on x of shape {SHAPE}, 3 rows per program: 2 programs"),
+        draw("backward", lambda: launch_backward(impl, x, g, dy, rows_per_program=per_program, BLOCK_M=1), args.out,
+             f"rmsnorm_bwd_kernel on x of shape {SHAPE}, {per_program} row{'s' * (per_program > 1)} per program: "
+             f"{-(-M // per_program)} programs"),
     ]
     return 0 if any(drawn) else 1
 

@@ -9,7 +9,10 @@ costs points in the one part that owns its cause; tests/make_handout_images.py d
 import sys
 from pathlib import Path
 
-SOLUTION = Path(__file__).resolve().parents[1] / "solution" / "rmsnorm.py"
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTION = ROOT / "solution" / "rmsnorm.py"
+sys.path.insert(0, str(ROOT / "starter"))
+from generate import make_starter  # noqa: E402
 
 LOAD_TILE = "return tl.load(ptr + rows[:, None] * row_stride + cols[None, :], mask=mask, other=0.0)"
 FWD_LOAD = "x = load_tile(x_ptr, rows, x_row_stride, cols, mask).to(tl.float32)"
@@ -69,8 +72,8 @@ EDITS = {
     "r_squared_in_dx": [("c = tl.sum(dyg * x, axis=1) * (r * r * r) / n_cols",
                          "c = tl.sum(dyg * x, axis=1) * (r * r) / n_cols")],
     # the wrapper's default is the lecture's reduction: one partial dg row per input row (an M x N buffer)
-    "one_partial_row_per_input_row": [('def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):',
-                                       'def rmsnorm_backward(dy, x, g, r, dg_reduction="rows"):')],
+    # a student who stopped after part (c): part (b)'s backward, one program per row (an M x N buffer)
+    "one_partial_row_per_input_row": "abc",
     # the wrapper stores dx in dy's memory, to save an allocation
     "dx_written_into_dy": [("    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)\n",
                             "    dx = dy2                                      # reuse dy's memory for dx\n")],
@@ -153,8 +156,8 @@ EDITS = {
     # the backward steps through dy by N, not by dy's row stride (every tile of the single-pass path)
     "dy_rows_by_n": [("dy_row_stride, cols, col_mask)\n", "n_cols, cols, col_mask)\n", 3)],
     # the backward's grid covers half the rows
-    "backward_grid_misses_rows": [("        programs = cdiv(m, rows_per_program)\n",
-                                   "        programs = max(1, cdiv(m, rows_per_program) // 2)\n")],
+    "backward_grid_misses_rows": [("    programs = cdiv(m, rows_per_program) ",
+                                   "    programs = max(1, cdiv(m, rows_per_program) // 2) ")],
     # y returned as the (M, N) matrix, not in x's shape
     "y_not_reshaped": [("    return y.view(x.shape), r\n", "    return y, r\n")],
     # the wrapper computes dx again with PyTorch after its kernel
@@ -189,8 +192,11 @@ EDITS = {
 
 def edited_solution(edits, what: str) -> str:
     """The solution's text with each (old, new[, count]) edit made; each old text must occur in it count
-    times (once when not given)."""
+    times (once when not given). ``edits`` may instead be a string of part letters: the partial answer of
+    those parts (`make partial PARTS=...`)."""
     src = SOLUTION.read_text()
+    if isinstance(edits, str):
+        return make_starter(src, edits)
     for old, new, *count in edits:
         want = count[0] if count else 1
         if src.count(old) != want:

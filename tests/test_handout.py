@@ -96,6 +96,24 @@ def test_commands_exist_in_the_student_makefile(lang):
     assert used == {"test", "bench", "viz", "submit"} and used <= targets
     options = {w.split("=")[0] for c in commands if c[:2] == ["make", "test"] for w in c[2:]}
     assert options == {"PART", "K"} and all(re.search(rf"^{o}\s*\?=", makefile, flags=re.M) for o in options)
+    parts = {w.split("=")[1] for c in commands if c[:2] == ["make", "test"] for w in c[2:] if w.startswith("PART=")}
+    assert parts == {"a", "e"} and '""|a|b|c|d|e)' in makefile and "ifeq ($(PART),e)" in makefile
+
+
+@pytest.mark.parametrize("lang", HANDOUTS)
+def test_part_d_says_what_the_tests_launch_and_part_b_what_its_buffer_needs(lang):
+    """Part (d) names the parameters the public tests pass once the kernel takes many rows; part (b) says its
+    buffer may come from torch.empty and part (d) why the chunked one needs torch.zeros; part (c) names
+    element_ty; part (e) says it has no tests."""
+    sys.path.insert(0, str(ROOT / "starter" / "tests"))
+    from test_part_b import PART_B_PARAMS, PART_D_PARAMS
+    part_b, part_c, part_d, part_e = (section(TEXT[lang], k) for k in (4, 5, 6, 7))
+    assert "`n_rows, rows_per_program`" in part_d and "`BLOCK_M: tl.constexpr`" in part_d
+    assert set(PART_D_PARAMS) == {"n_rows", "rows_per_program", "BLOCK_M"} and "dx_row_stride" in PART_B_PARAMS
+    assert "`dx_row_stride`" in part_d and "`rows_per_program=1`" in part_d
+    assert "torch.empty" in part_b and "torch.zeros" in part_d and "`rmsnorm_backward`" in part_d
+    assert "element_ty" in part_c and "(M,)" in part_b
+    assert "make test PART=e" in " ".join(part_e.split()) or "make test\nPART=e" in part_e
 
 
 @pytest.mark.parametrize("lang", HANDOUTS)

@@ -159,3 +159,51 @@ def test_race_mode_record_notes_the_race_and_keeps_going():
     assert "data race in racy" in rec.launches[0].race
     with pytest.raises(triton.DataRaceError):
         racy[(4,)](out, BLOCK=8)
+
+
+@triton.jit
+def _rows_unmasked(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    tl.store(y_ptr + row * n_cols + cols, tl.load(x_ptr + row * n_cols + cols))     # no mask: past each row
+
+
+@triton.jit
+def _all_into_row_0(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + tl.program_id(0) * n_cols + cols, mask=mask)
+    tl.store(out_ptr + cols, x, mask=mask)                          # every program: the same row
+
+
+def test_a_race_is_drawn_in_red_with_the_programs_that_stored_it(tmp_path):
+    from mini_triton import viz
+    x, out = torch.randn(3, 12), torch.zeros(2, 12)
+    mode = triton.get_race_mode()
+    triton.set_race_mode("record")
+    try:
+        with triton.record() as rec:
+            _all_into_row_0[(3,)](x, out, 12, BLOCK=16)
+    finally:
+        triton.set_race_mode(mode)
+    (L,) = rec.launches
+    assert L.race and "programs 0 and 1 both write" in L.race
+    shared, programs = viz.raced(L.args["out_ptr"])
+    assert shared[:12].all() and not shared[12:].any() and programs == [0, 1, 2]
+    assert not viz.raced(L.args["x_ptr"])[0].any()
+    png = rec.draw(tmp_path / "race.png")
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_an_out_of_bounds_picture_holds_every_program_whose_lanes_left_their_row(tmp_path):
+    from mini_triton import viz
+    x, y = torch.randn(6, 12), torch.zeros(6, 12)
+    with pytest.raises(triton.OutOfBoundsError) as e:
+        _rows_unmasked[(6,)](x, y, 12, BLOCK=16)
+    err = e.value
+    assert err.program == 5 and err.cells == [(5, c) for c in range(12, 16)]
+    # programs 0-4 read columns 12-15 of their row, which are the next row's first four: silent, but drawn
+    assert sorted(err.cells_by_program) == [0, 1, 2, 3, 4, 5]
+    assert err.cells_by_program[2] == [(2, c) for c in range(12, 16)]
+    png = viz.draw_out_of_bounds(err, tmp_path / "oob.png")
+    assert png.read_bytes().startswith(b"\x89PNG")

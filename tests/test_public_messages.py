@@ -58,9 +58,9 @@ EXPECTED = {
                                "(`if torch.isnan(x).any().item():`)", "makes Python wait for the GPU"]),
     "r_squared_in_dx": (B, ["dx from rmsnorm_bwd_kernel differs", "it matches r·dy·g − x·r²·sum(dy·g·x)/N: r² where "
                             "the derivation gives r³"]),
-    "one_partial_row_per_input_row": ("test_part_d.py::test_partial_dg_buffer_holds_at_most_an_eighth_of_x",
-                                      ["rmsnorm_bwd_kernel stores into dg_partial_ptr, a buffer of 32768 elements",
-                                       "at most M·N/8 = 4096 elements", "_num_programs_bwd"]),
+    "one_partial_row_per_input_row": ("test_part_d.py::test_several_rows_per_program[37x100-8rows-by2]",
+                                      ["part (d) is not done yet: rmsnorm_bwd_kernel has no parameter "
+                                       "rows_per_program", "add the parameters n_rows and rows_per_program"]),
     "dx_written_into_dy": ("test_part_c.py::test_backward_dx[(37, 100)]",
                            ["your backward (y.backward(dy) through rmsnorm) wrote into dy: dy[0, 0] was",
                             "store dx in a tensor of its own"]),
@@ -96,9 +96,9 @@ EXPECTED = {
     "block_capped_at_4096": ("test_part_c.py::test_forward_rows_of_16384",
                              ["y[0:3, 4096:16384] from rmsnorm_forward was never written",
                               "the columns from 4096 on were never written in any row"]),
-    "eps_left_out_of_backward": ("test_part_b.py::test_several_rows_per_program",
-                                 ["dg (the sum of the dg_partial rows", "your kernel computed a NaN",
-                                  "1/sqrt(0) = inf", "Keep eps inside the square root"]),
+    "eps_left_out_of_backward": ("test_part_b.py::test_n_not_a_power_of_two[N=1]",
+                                 ["dx from rmsnorm_bwd_kernel differs", "it matches the formula with eps left out",
+                                  "Add eps inside the square root"]),
     "eps_left_out_of_r_cubed": ("test_part_b.py::test_n_not_a_power_of_two[N=1]",
                                 ["with eps left out of the r³ term only"]),
     "g_left_out_of_dx": (B, ["it matches the formula with g left out: r·dy − x·r³·sum(dy·x)/N"]),
@@ -222,3 +222,22 @@ def test_the_solution_passes_every_public_test(tmp_path):
                         str(ROOT / "starter" / "tests")],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and " passed" in p.stdout and "failed" not in p.stdout, p.stdout[-3000:]
+
+
+def test_a_time_out_stops_the_run_and_the_summary_counts_the_tests_that_did_not_run(tmp_path):
+    impl = tmp_path / "rmsnorm.py"
+    impl.write_text(mistake("endless_loop"))
+    env = dict(os.environ, RMSNORM_IMPL=str(impl), RMSNORM_TEST_TIMEOUT="2", MINI_TRITON="1", COLUMNS="200")
+
+    def pytest(*args):
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args,
+                               str(ROOT / "starter" / "tests")], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=300).stdout
+    collected = int(re.search(r"(\d+) tests? collected", pytest("--collect-only")).group(1))
+    out = pytest()
+    m = re.search(r"(\d+) tests did not run: the run stopped at the time-out of (\S+)\. Fix it, then run them again",
+                  out)
+    assert m and m.group(2) == "test_one_row_per_program", out[-3000:]
+    ran = sum(int(n) for n in re.findall(r"(\d+) (?:passed|failed)", out.strip().splitlines()[-1]))
+    assert int(m.group(1)) + ran == collected and ran == 1, (m.group(1), ran, collected)
+    assert f"and the {m.group(1)} tests after it did not run" in out

@@ -1,4 +1,9 @@
-"""The reference solution against a float64 reference, on mini_triton and on Triton's interpreter."""
+"""The reference solution against a float64 reference, on mini_triton and on Triton's interpreter; and
+the answer of a student who stopped after part (c) (`make partial PARTS=abc`), whose backward is part (b)'s."""
+import sys
+import tempfile
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -11,13 +16,21 @@ SOLUTION = ROOT / "solution" / "rmsnorm.py"
 BACKENDS = ["mini_triton"] + (["interpreter"] if triton_available() else []) + \
     (["triton"] if torch.cuda.is_available() else [])
 _MODULES = {}
+sys.path.insert(0, str(ROOT / "starter"))
+from generate import make_starter  # noqa: E402
 
 
-def solution(backend):
-    if backend not in _MODULES:
-        _MODULES[backend] = load_impl(SOLUTION, backend=None if backend == "triton" else backend, name="solution")
-        assert _MODULES[backend].BACKEND == backend
-    return _MODULES[backend]
+def solution(backend, parts="abcd"):
+    """The solution on ``backend``, with only the answers of ``parts`` (the starter's code elsewhere)."""
+    if (backend, parts) not in _MODULES:
+        path = SOLUTION
+        if parts != "abcd":
+            path = Path(tempfile.mkdtemp()) / "rmsnorm.py"
+            path.write_text(make_starter(SOLUTION.read_text(), parts))
+        _MODULES[backend, parts] = load_impl(path, backend=None if backend == "triton" else backend,
+                                             name=f"solution_{parts}")
+        assert _MODULES[backend, parts].BACKEND == backend
+    return _MODULES[backend, parts]
 
 
 def make(shape, dtype, seed=0, g_dtype=None, device="cpu"):
@@ -28,10 +41,10 @@ def make(shape, dtype, seed=0, g_dtype=None, device="cpu"):
     return x, g, dy
 
 
-def check_all(S, x, g, dy, eps=1e-5, dg_reduction="programs"):
+def check_all(S, x, g, dy, eps=1e-5):
     dy_before = dy.clone()
     y, r = S.rmsnorm_forward(x, g, eps)
-    dx, dg = S.rmsnorm_backward(dy, x, g, r, dg_reduction=dg_reduction)
+    dx, dg = S.rmsnorm_backward(dy, x, g, r)
     y_ref, _, dx_ref, dg_ref = reference(x, g, dy, eps)
     assert y.dtype == x.dtype and dx.dtype == x.dtype and dg.dtype == g.dtype and r.dtype == torch.float32
     assert y.shape == x.shape and dx.shape == x.shape and dg.shape == g.shape
@@ -54,11 +67,12 @@ def test_matches_float64_reference(backend, shape, dtype):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dg_reduction", ["programs", "rows"])
+@pytest.mark.parametrize("parts", ["abcd", "abc"], ids=["many-rows", "part-b-backward"])
 @pytest.mark.parametrize("shape", [(64, 100), (130, 257), (33, 9000), (5, 20000)], ids=str)
-def test_both_dg_reductions(backend, dg_reduction, shape):
-    impl = solution(backend)
-    check_all(impl, *make(shape, torch.float32, device=impl.DEVICE), dg_reduction=dg_reduction)
+def test_both_dg_reductions(backend, parts, shape):
+    """Part (d)'s backward (a few programs, many rows each) and part (b)'s (one program per row)."""
+    impl = solution(backend, parts)
+    check_all(impl, *make(shape, torch.float32, device=impl.DEVICE))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -161,9 +175,9 @@ def test_improved_reduction_uses_a_small_partial_buffer():
     M, N = 256, 128
     x, g, dy = make((M, N), torch.float32)
     y, r = S.rmsnorm_forward(x, g)
-    for red, most in (("programs", M * N // 8), ("rows", M * N)):
+    for parts, most in (("abcd", M * N // 8), ("abc", M * N)):
         with triton.record() as rec:
-            S.rmsnorm_backward(dy, x, g, r, dg_reduction=red)
+            solution("mini_triton", parts).rmsnorm_backward(dy, x, g, r)
         launch, final_sum = rec.launches
         assert (launch.kernel, final_sum.kernel) == ("rmsnorm_bwd_kernel", "dg_sum_kernel")
         partial = launch.args["dg_partial_ptr"]

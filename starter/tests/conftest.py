@@ -135,8 +135,16 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     if call.excinfo is not None and call.excinfo.errisinstance(TestTimedOut):
         # the tests after it would most likely wait out their time limit in the same loop
-        item.session.shouldstop = f"{item.name} timed out: fix that first, then run the tests again"
+        items = item.session.items
+        later = len(items) - 1 - items.index(item) if item in items else 0
+        _NOT_RUN[:] = [item.nodeid, later]
+        item.session.shouldstop = (f"{item.name} timed out" + (
+            f", and the {later} test{'s' * (later != 1)} after it did not run" if later else "") +
+            ": fix it first, then run the tests again")
     return outcome
+
+
+_NOT_RUN = []                             # [the test that timed out, how many tests after it did not run]
 
 
 def pytest_collection_modifyitems(items):
@@ -162,6 +170,10 @@ def pytest_terminal_summary(terminalreporter):
     if not failed:
         return
     tw = terminalreporter
+    if _NOT_RUN and _NOT_RUN[1]:
+        nodeid, later = _NOT_RUN
+        tw.write_sep("=", f"{later} test{'s' * (later != 1)} did not run: the run stopped at the time-out of "
+                          f"{nodeid.split('::')[-1]}. Fix it, then run them again (make test)", yellow=True)
     width = max(60, tw._tw.fullwidth - 4)
     tw.write_sep("=", f"{len(failed)} failed: fix the first one first (later failures often follow from it)")
     previous = None

@@ -1,10 +1,11 @@
-"""Part (b): your backward kernel, rmsnorm_bwd_kernel, on its own.
+"""Part (b): your backward kernel, rmsnorm_bwd_kernel, on its own. `make test PART=b`.
 
-Each test launches the kernel itself, with r from the float64 reference (not from your forward), and
-sums the partial dg rows itself: these tests pass as soon as part (b) is done, whatever the state of
-parts (a) and (c). `make test PART=b`. The simplest launch comes first, long rows in chunks last. A
-wrong output is diagnosed (rmsnorm_diagnose.py): the message names the mistake when it is a known one
-(r² for r³, g left out of dx, eps left out, dg summed over some rows only...).
+Each test launches the kernel itself, one program per row, with r from the float64 reference (not from
+your forward), and sums the partial dg rows itself: these tests pass as soon as part (b) is done, whatever
+the state of parts (a) and (c). Part (d) later changes the kernel; these tests keep passing
+(launch_backward passes rows_per_program=1 once the kernel takes it). The simplest launch comes first,
+long rows in chunks last. A wrong output is diagnosed (rmsnorm_diagnose.py): the message names the
+mistake when it is a known one (r² for r³, g left out of dx, eps left out, dg summed over some rows only...).
 """
 import pytest
 import torch
@@ -13,9 +14,31 @@ from rmsnorm_check import FILL, assert_untouched, describe, filled, random_input
 from rmsnorm_diagnose import KernelLog, backward_alternatives, dg_rows, diagnose, fail_if, pick, strides_named
 
 
-def launch_backward(impl, x, g, dy, rows_per_program, BLOCK_M, BLOCK_N=None, SINGLE_PASS=True):
+# The kernel's parameters by name: part (b)'s, and the three that part (d) adds (BLOCK_M is optional).
+PART_B_PARAMS = ("x_ptr", "g_ptr", "dy_ptr", "r_ptr", "dx_ptr", "dg_partial_ptr", "n_cols", "x_row_stride",
+                 "dy_row_stride", "dx_row_stride", "BLOCK_N", "SINGLE_PASS")
+PART_D_PARAMS = ("n_rows", "rows_per_program", "BLOCK_M")
+
+
+def kernel_params(kernel) -> list:
+    """The names of a @triton.jit kernel's parameters (through @triton.autotune and @triton.heuristics too)."""
+    while not hasattr(kernel, "arg_names") and hasattr(kernel, "fn"):
+        kernel = kernel.fn
+    return list(kernel.arg_names)
+
+
+def takes_many_rows(impl) -> bool:
+    """Has part (d) given rmsnorm_bwd_kernel its rows_per_program parameter?"""
+    return "rows_per_program" in kernel_params(impl.rmsnorm_bwd_kernel)
+
+
+def launch_backward(impl, x, g, dy, rows_per_program=1, BLOCK_M=1, BLOCK_N=None, SINGLE_PASS=True):
     """(dx, dg, how it was launched, what the simulator saw): one launch of your kernel on the (M, N)
-    matrices x and dy, then dg = the sum of the partial rows (one per program) it stored."""
+    matrices x and dy, then dg = the sum of the partial rows (one per program) it stored.
+
+    Part (b)'s kernel takes one row per program (grid (M,)). Once part (d) has added n_rows and
+    rows_per_program (and BLOCK_M, if you use it), the part (b) tests pass rows_per_program=1 and
+    BLOCK_M=1: the same launch as before."""
     __tracebackhide__ = True                  # pytest: show the test, then your kernel's line
     M, N = x.shape
     BLOCK_N = BLOCK_N or impl.triton.next_power_of_2(N)
@@ -23,16 +46,34 @@ def launch_backward(impl, x, g, dy, rows_per_program, BLOCK_M, BLOCK_N=None, SIN
     dx = filled((M, N), x.dtype, x.device)
     programs = impl.triton.cdiv(M, rows_per_program)
     dg_partial = torch.zeros((programs, N), dtype=torch.float32, device=x.device)
+    args = dict(x_ptr=x, g_ptr=g, dy_ptr=dy, r_ptr=r, dx_ptr=dx, dg_partial_ptr=dg_partial, n_cols=N,
+                x_row_stride=x.stride(0), dy_row_stride=dy.stride(0), dx_row_stride=dx.stride(0),
+                BLOCK_N=BLOCK_N, SINGLE_PASS=SINGLE_PASS)
+    params = kernel_params(impl.rmsnorm_bwd_kernel)
+    if "rows_per_program" in params:
+        args.update(n_rows=M, rows_per_program=rows_per_program)
+        if "BLOCK_M" in params:
+            args["BLOCK_M"] = BLOCK_M
+    elif rows_per_program > 1:
+        raise AssertionError(
+            "part (d) is not done yet: rmsnorm_bwd_kernel has no parameter rows_per_program. Part (d) gives each "
+            "program many rows: add the parameters n_rows and rows_per_program (and BLOCK_M: tl.constexpr if your "
+            "program takes several rows at a time) after dx_row_stride, and loop over the program's rows (handout, "
+            "part (d))")
+    unknown = [n for n in params if n not in args]
+    if unknown:
+        raise AssertionError(
+            f"rmsnorm_bwd_kernel has parameters the tests do not know: {', '.join(unknown)}. The tests pass the "
+            f"arguments by name: keep the starter's parameters ({', '.join(PART_B_PARAMS)}); part (d) adds "
+            f"{', '.join(PART_D_PARAMS)} (BLOCK_M is optional)")
     with KernelLog(impl, host_ops=False) as log:
-        impl.rmsnorm_bwd_kernel[(programs,)](x, g, dy, r, dx, dg_partial, M, N, x.stride(0), dy.stride(0),
-                                             dx.stride(0), rows_per_program,
-                                             BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, SINGLE_PASS=SINGLE_PASS)
-    how = (f"grid ({programs},), rows_per_program={rows_per_program}, BLOCK_M={BLOCK_M}, BLOCK_N={BLOCK_N}, "
-           f"SINGLE_PASS={SINGLE_PASS}")
+        impl.rmsnorm_bwd_kernel[(programs,)](**{n: args[n] for n in params})
+    how = f"grid ({programs},), " + ", ".join(
+        f"{n}={args[n]}" for n in ("rows_per_program", "BLOCK_M", "BLOCK_N", "SINGLE_PASS") if n in params)
     return dx, dg_partial.sum(0), how, log
 
 
-def check_backward(impl, x, g, dy, rows_per_program, BLOCK_M, story=None, **launch):
+def check_backward(impl, x, g, dy, rows_per_program=1, BLOCK_M=1, story=None, **launch):
     __tracebackhide__ = True                  # pytest: show the test, then your kernel's line
     dy_before = dy.clone()
     with strides_named(x, dy):
@@ -62,21 +103,15 @@ def check_backward(impl, x, g, dy, rows_per_program, BLOCK_M, story=None, **laun
 
 
 def test_one_row_per_program(impl):
-    """The lecture's kernel: one row per program, so dg_partial has one row per input row."""
+    """The lecture's kernel: one row per program (grid (M,)), so dg_partial has one row per input row."""
     x, g, dy = random_inputs((37, 100), device=impl.DEVICE)
-    check_backward(impl, x, g, dy, rows_per_program=1, BLOCK_M=1)
-
-
-def test_several_rows_per_program(impl):
-    """8 rows per program, 2 at a time: the last of the 5 programs has only 5 rows (37 = 4·8 + 5)."""
-    x, g, dy = random_inputs((37, 100), device=impl.DEVICE)
-    check_backward(impl, x, g, dy, rows_per_program=8, BLOCK_M=2)
+    check_backward(impl, x, g, dy)
 
 
 @pytest.mark.parametrize("N", [1, 513], ids=lambda n: f"N={n}")
 def test_n_not_a_power_of_two(impl, N):
     x, g, dy = random_inputs((5, N), device=impl.DEVICE)
-    check_backward(impl, x, g, dy, rows_per_program=2, BLOCK_M=1)
+    check_backward(impl, x, g, dy)
 
 
 def test_a_row_of_zeros(impl):
@@ -84,14 +119,14 @@ def test_a_row_of_zeros(impl):
     recomputes r without eps gets 1/sqrt(0) instead."""
     x, g, dy = random_inputs((6, 64), device=impl.DEVICE)
     x[2] = 0
-    check_backward(impl, x, g, dy, rows_per_program=2, BLOCK_M=1, story=f"{describe(x)} (row 2 is all zeros)")
+    check_backward(impl, x, g, dy, story=f"{describe(x)} (row 2 is all zeros)")
 
 
 def test_strided_rows_and_untouched_dy(impl):
     """x and dy as views whose rows are 160 elements apart while N = 80; dy must come back unchanged."""
     base_x, g, base_dy = random_inputs((24, 160), device=impl.DEVICE)
     x, dy, g = base_x[:, :80], base_dy[:, :80], g[:80].contiguous()
-    check_backward(impl, x, g, dy, rows_per_program=4, BLOCK_M=2,
+    check_backward(impl, x, g, dy,
                    story=f"{describe(x)} and dy whose rows are 160 elements apart (row stride 160, N 80)")
 
 
@@ -99,7 +134,7 @@ def test_strided_x_and_contiguous_dy(impl):
     """x a view whose rows are 160 elements apart, dy contiguous (rows 80 apart): each takes its own stride."""
     base_x, g, dy = random_inputs((24, 160), device=impl.DEVICE)
     x, g, dy = base_x[:, :80], g[:80].contiguous(), dy[:, :80].contiguous()
-    check_backward(impl, x, g, dy, rows_per_program=4, BLOCK_M=2,
+    check_backward(impl, x, g, dy,
                    story=f"{describe(x)} whose rows are 160 elements apart, and a contiguous dy whose rows are 80 "
                          f"apart")
 
@@ -108,7 +143,7 @@ def test_strided_x_and_contiguous_dy(impl):
 def test_half_precision(impl, dtype):
     """16-bit x, g and dy; fp32 math inside; dx stored in x's dtype, dg_partial in fp32."""
     x, g, dy = random_inputs((33, 200), dtype, device=impl.DEVICE)
-    dx = check_backward(impl, x, g, dy, rows_per_program=4, BLOCK_M=2)
+    dx = check_backward(impl, x, g, dy)
     assert dx.dtype == dtype
 
 
@@ -118,7 +153,7 @@ def test_backward_reads_x_and_dy_once_and_writes_dx_once(sim_impl):
     M, N = 64, 256
     x, g, dy = random_inputs((M, N))
     with triton.record() as rec:
-        dx, _, how, _ = launch_backward(sim_impl, x, g, dy, rows_per_program=8, BLOCK_M=2)
+        dx, _, how, _ = launch_backward(sim_impl, x, g, dy)
     args = {a.data_ptr: a for a in rec.launches[0].args.values()}
     for name, t, kind in (("x", x, "loaded"), ("dy", dy, "loaded"), ("dx", dx, "stored")):
         per_elem = getattr(args[t.data_ptr()], kind) / (M * N)
@@ -133,4 +168,4 @@ def test_long_rows_in_chunks(impl, M, N, BLOCK_N):
     """SINGLE_PASS=False, the chunked path, for rows longer than MAX_FUSED_N: the kernel loops over each row
     in chunks of BLOCK_N columns, one pass for the dot product sum(dy·g·x) and one to write dx."""
     x, g, dy = random_inputs((M, N), device=impl.DEVICE)
-    check_backward(impl, x, g, dy, rows_per_program=1, BLOCK_M=1, BLOCK_N=BLOCK_N, SINGLE_PASS=False)
+    check_backward(impl, x, g, dy, BLOCK_N=BLOCK_N, SINGLE_PASS=False)

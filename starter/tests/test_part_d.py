@@ -1,18 +1,72 @@
 """Part (d), extra credit: the improved dg reduction. `make test PART=d`.
 
-The grader's item 9 needs three things: a fused backward (test_part_c's
-test_backward_reads_x_and_dy_once_and_writes_dx_once), a deterministic dg (test_part_c's
-test_backward_gives_the_same_dg_in_every_run) and a small partial dg buffer, checked here at the
-grader's shape.
+Part (d) changes two functions (handout, part (d)):
+- rmsnorm_bwd_kernel takes n_rows and rows_per_program (and BLOCK_M: tl.constexpr if a program takes
+  several rows at a time), walks its share of the rows, sums their terms of dg in fp32 registers and
+  stores one row of dg_partial at the end;
+- rmsnorm_backward launches a few programs, each with many rows, and a (programs x N) partial buffer.
+
+The first tests launch your kernel as part (b)'s tests do, now with several rows per program; the
+others go through rmsnorm_backward. The grader's item 9 also needs a fused backward and the same dg in
+every run: part (c)'s tests check both.
 """
-from rmsnorm_check import random_inputs
+import pytest
+import torch
+
+from rmsnorm_check import describe, random_inputs, reference
+from rmsnorm_diagnose import KernelLog, backward_alternatives, dg_rows, diagnose, fail_if, pick
+from test_part_b import check_backward
+
+GRADER_SHAPE = (256, 128)          # where the grader measures the partial buffer
+
+
+@pytest.mark.parametrize("shape, rows_per_program, BLOCK_M", [((37, 100), 8, 2), ((7, 513), 3, 1)],
+                         ids=["37x100-8rows-by2", "7x513-3rows-by1"])
+def test_several_rows_per_program(impl, shape, rows_per_program, BLOCK_M):
+    """rows_per_program rows per program, BLOCK_M at a time (BLOCK_M is passed only if your kernel takes it).
+    The last program has fewer rows than the others (37 = 4·8 + 5; 7 = 2·3 + 1)."""
+    x, g, dy = random_inputs(shape, device=impl.DEVICE)
+    check_backward(impl, x, g, dy, rows_per_program=rows_per_program, BLOCK_M=BLOCK_M)
+
+
+def test_several_rows_per_program_strided_and_bf16(impl):
+    """Strided x and dy (rows 160 elements apart, N = 80), then bf16: still x_row_stride, still fp32 sums."""
+    base_x, g, base_dy = random_inputs((24, 160), device=impl.DEVICE)
+    check_backward(impl, base_x[:, :80], g[:80].contiguous(), base_dy[:, :80], rows_per_program=4, BLOCK_M=2,
+                   story=f"{describe(base_x[:, :80])} and dy whose rows are 160 elements apart")
+    x, g, dy = random_inputs((33, 200), torch.bfloat16, device=impl.DEVICE)
+    check_backward(impl, x, g, dy, rows_per_program=4, BLOCK_M=2)
+
+
+def test_long_rows_in_chunks_several_rows_per_program(impl):
+    """SINGLE_PASS=False with 3 rows per program: a row of dg does not fit in registers, so the program adds
+    each row's terms into its row of dg_partial chunk by chunk (load, add, store). The test gives a
+    dg_partial of zeros, as your wrapper must."""
+    x, g, dy = random_inputs((5, 300), device=impl.DEVICE)
+    check_backward(impl, x, g, dy, rows_per_program=3, BLOCK_M=1, BLOCK_N=128, SINGLE_PASS=False)
+
+
+@pytest.mark.parametrize("shape", [(1, 64), (300, 100), (9, 20000)], ids=str)
+def test_backward_wrapper_at_many_row_counts(impl, shape):
+    """rmsnorm_backward with r from the float64 reference: however your wrapper splits M rows among its
+    programs (one row, 300 rows, and rows of 20000 that take the chunked path), every row counts once."""
+    x, g, dy = random_inputs(shape, device=impl.DEVICE)
+    r = reference(x, g)[1].float().to(x.device)
+    _, _, ref_dx, ref_dg = reference(x, g, dy)
+    alts = backward_alternatives(x, g, dy, r)
+    with KernelLog(impl) as log:
+        dx, dg = impl.rmsnorm_backward(dy, x, g, r)
+    source = f" from rmsnorm_backward(dy, x, g, r) for {describe(x)}"
+    fail_if(diagnose("dx", dx, ref_dx, x, alternatives=pick(alts, 0), stored=log.stored(dx), source=source))
+    fail_if(diagnose("dg", dg, ref_dg, x, alternatives=pick(alts, 1) + [dg_rows(x, dy, r)], source=source,
+                     fmt={"old_memory": log.adds_into_scratch([dx, dg])}))
 
 
 def test_partial_dg_buffer_holds_at_most_an_eighth_of_x(sim_impl):
-    """On the simulator, at M, N = 256, 128: the buffers your backward's kernels store into, besides dx
-    and dg, hold at most M·N/8 elements (few programs, each summing dg over many rows)."""
+    """On the simulator, at the grader's M, N = 256, 128: the buffers your backward's kernels store into,
+    besides dx and dg, hold at most M·N/8 elements (few programs, each summing dg over many rows)."""
     import mini_triton as triton
-    M, N = 256, 128
+    M, N = GRADER_SHAPE
     x, g, dy = random_inputs((M, N))
     xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
     y = sim_impl.rmsnorm(xg, gg)
@@ -28,6 +82,7 @@ def test_partial_dg_buffer_holds_at_most_an_eighth_of_x(sim_impl):
     if numel > M * N // 8:
         raise AssertionError(
             f"{kernel} stores into {name}, a buffer of {numel} elements, for x of shape ({M}, {N}): the improved "
-            f"reduction keeps the partial dg buffer at most M·N/8 = {M * N // 8} elements. Launch a few programs "
-            f"(_num_programs_bwd), give each rows_per_program = ⌈M / programs⌉ rows, sum its share of dg in "
-            f"fp32 registers across them and store one row of dg_partial at the end")
+            f"reduction keeps the partial dg buffer at most M·N/8 = {M * N // 8} elements. In rmsnorm_backward, "
+            f"launch a few programs (a small multiple of the GPU's SM count; a handful on the CPU), give each "
+            f"rows_per_program = ⌈M / programs⌉ rows, and allocate dg_partial as (programs, N): the kernel sums "
+            f"its rows' share of dg in fp32 registers and stores one row (handout, part (d))")

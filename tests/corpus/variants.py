@@ -1,10 +1,10 @@
-"""Slow-but-correct variants of the reference solution, made from it by one edit each.
+"""Slow-but-correct variants of the reference solution, made from it by one edit each (or by `make partial`).
 
     python3 tests/corpus/variants.py OUT_DIR     # writes OUT_DIR/<name>.py for autograder.calibrate
 
 - rows_partial_dg: the lecture's backward, one program per row and an M x N fp32 partial dg
-  buffer summed by the host (full credit on the simulator, no extra credit; the GPU speed
-  thresholds are calibrated against it).
+  buffer summed afterwards: a student who stopped after part (c) (`make partial PARTS=abc`). Full
+  credit on the simulator, no extra credit; the GPU speed thresholds are calibrated against it.
 - torch_backward: the solution's forward kernel, its backward left to PyTorch eager (the
   forward+backward GPU parts must fail it; item 10 only: it assumes 2-D inputs).
 - host_sync: the solution with a check in its forward wrapper that reads a value back to the host
@@ -16,8 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mistakes import edited_solution, write_all  # noqa: E402
 EDITS = {
-    "rows_partial_dg": [('def rmsnorm_backward(dy, x, g, r, dg_reduction="programs"):',
-                         'def rmsnorm_backward(dy, x, g, r, dg_reduction="rows"):')],
+    "rows_partial_dg": "abc",
     "torch_backward": [("        dx, dg = rmsnorm_backward(dy, x, g, r)\n",
                         "        xf, dyf, rr = x.float(), dy.float(), r.view(-1, 1).float()\n"
                         "        dyg = dyf * g.float()\n"

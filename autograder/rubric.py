@@ -101,7 +101,8 @@ CAUSE_OWNERS = {
     "sum_in_16_bits": "4.1",                        # 16-bit inputs: a sum of squares kept in 16 bits
     **dict.fromkeys(("x_rows_by_n", "dy_rows_by_n"), "4.3"),          # strides
     "columns_not_stored": "4.4",                    # rows longer than one block
-    **dict.fromkeys(("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3", "padding_nan"), "4.5"),
+    **dict.fromkeys(("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3", "padding_nan",
+                     "r_recomputed_without_eps", "r_recomputed"), "4.5"),
     **dict.fromkeys(("dy_modified", "no_dg", "no_r_saved", "output_dtype", "output_shape"), "4.6"),
     "order_dependent": "4.7",
     "race": "8",
@@ -111,7 +112,8 @@ CAUSE_OWNERS = {
 # So are elements never stored: which pattern they make (whole rows, some elements) depends on the input.
 _UNSTORED_FWD = ("r_not_stored", "rows_not_stored_fwd", "elements_not_stored_fwd")
 _UNSTORED_BWD = ("rows_not_stored_bwd", "elements_not_stored_bwd")
-CAUSE_FAMILIES = {"padding_nan": ("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3"),
+CAUSE_FAMILIES = {"padding_nan": ("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3",
+                                  "r_recomputed_without_eps", "r_recomputed"),
                   **{k: _UNSTORED_FWD for k in _UNSTORED_FWD}, **{k: _UNSTORED_BWD for k in _UNSTORED_BWD}}
 # Parts whose requirements are the point: extra credit is earned, so another part's charge does not excuse it.
 NEVER_EXCUSED = frozenset({"9"})

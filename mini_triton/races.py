@@ -157,11 +157,15 @@ def _message(launch, rec, writer_rec, storage_addr, p, q, what):
     if what == "store":
         return rec.site, (f"data race in {launch.name}: {pa.replace('program', 'programs')} and {pb} both write "
                 f"{where} ({rec.line}) without an atomic. Programs of one launch run concurrently, so the "
-                f"result depends on timing. Give each program its own output slot (a per-program partial "
-                f"buffer, reduced afterwards in a fixed order: deterministic). tl.atomic_add or a lock also "
-                f"remove the race, but cost more on a GPU: every program's atomics on one address queue "
-                f"behind each other, and float sums then depend on the order programs run, which changes "
-                f"from run to run (the grader's item 4.7 wants identical results from two runs).")
+                f"result depends on timing. If each element belongs to one program (a row of an output, like "
+                f"dx), the programs' shares overlap: check which rows and columns each program stores, masks "
+                f"included (a last tile that reaches into the next program's rows, say). If several programs "
+                f"contribute to the element (a sum over rows, like dg), give each program its own output slot "
+                f"(a per-program partial buffer, reduced afterwards in a fixed order: deterministic). "
+                f"tl.atomic_add or a lock also remove that race, but cost more on a GPU: every program's "
+                f"atomics on one address queue behind each other, and float sums then depend on the order "
+                f"programs run, which changes from run to run (the grader's item 4.7 wants identical results "
+                f"from two runs).")
     return rec.site, (f"data race in {launch.name}: {pa} reads {where} ({rec.line}) while program {pb} writes it "
             f"({writer_rec.line}). Programs of one launch run concurrently, so the value read depends "
             f"on timing.")

@@ -116,7 +116,7 @@ def _panel(ax, first, count, repeated, row, title, verb, race=None):
     if twice:
         note = f"{touched} elements {verb}, {twice} of them more than once by one program"
     elif shared_n:
-        note = f"{touched} elements {verb}, {shared_n} of them by several programs, once each"
+        note = f"{touched} elements {verb}, {shared_n} of them by several programs (once by each)"
     else:
         note = f"{touched} elements {verb}, each once"
     ax.set_title(f"{title}\n{note}", fontsize=8, color=REPEATED if twice else "black")

@@ -52,7 +52,7 @@ CHARGED = {
     "only_2d_inputs": ((), ["4.2"], "ValueError: too many values to unpack"),
     "y_in_fp32": (("output_dtype",), ["4.6"], "y has dtype float32 for x of shape (256, 128) fp16"),
     "block_capped_at_4096": (("columns_not_stored",), ["4.4"], "the columns from 4096 on were never written"),
-    "eps_left_out_of_backward": (("eps_forgotten", "padding_nan"), ["4.5"], "with eps left out"),
+    "eps_left_out_of_backward": (("r_recomputed_without_eps", "padding_nan"), ["4.5"], "oad r from r_ptr"),
     "eps_left_out_of_r_cubed": (("eps_forgotten_in_r3",), ["4.5"], "with eps left out of the r³ term only"),
     "g_left_out_of_dx": (("g_missing_dx",), ["2"], "it matches the formula with g left out"),
     "second_term_left_out": (("second_term_missing",), ["2"], "it matches r·dy·g alone"),

@@ -4,6 +4,7 @@ A student who stops after part (c) has part (b)'s backward (one program per row,
 buffer): the public tests of parts (a)-(c) pass, part (d)'s fail, and the grader gives 90 with the extra
 credit at 0. With part (d) too, 90 + 5.
 """
+import concurrent.futures
 import json
 import os
 import re
@@ -35,14 +36,25 @@ def partial(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def graded(partial, tmp_path_factory):
+    """PARTS -> (results.json, make's output) of `make grade SUBMISSION=...`, both gradings at once."""
+    d = tmp_path_factory.mktemp("graded")
+
+    def grade(parts):
+        run = _make("grade", f"SUBMISSION={partial[parts]}", f"RESULTS={d / parts}.json")
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+        return parts, (json.loads((d / f"{parts}.json").read_text()), run.stdout)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(grade, partial))
+
+
 @pytest.mark.parametrize("parts, extra", [("abc", 0), ("abcd", 5)])
-def test_make_grade_gives_90_and_the_extra_credit_only_with_part_d(partial, tmp_path, parts, extra):
-    results = tmp_path / "results.json"
-    run = _make("grade", f"SUBMISSION={partial[parts]}", f"RESULTS={results}")
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    tests = {t["number"]: t for t in json.loads(results.read_text())["tests"]}
+def test_make_grade_gives_90_and_the_extra_credit_only_with_part_d(graded, parts, extra):
+    results, out = graded[parts]
+    tests = {t["number"]: t for t in results["tests"]}
     regular = sum(t["score"] for n, t in tests.items() if n != "9")
-    assert (regular, tests["9"]["score"]) == (90, extra), run.stdout[-3000:]
+    assert (regular, tests["9"]["score"]) == (90, extra), out[-3000:]
     if not extra:
         assert "partial dg buffer (dg_partial_ptr) has 32768 elements" in tests["9"]["output"]
 
@@ -53,4 +65,5 @@ def test_after_part_c_the_public_tests_of_parts_a_to_c_pass_and_part_d_s_fail(pa
     assert run.returncode != 0 and failed, run.stdout[-3000:]
     assert {f for f, _ in failed} == {"test_part_d"}, failed
     assert "part (d) is not done yet: rmsnorm_bwd_kernel has no parameter rows_per_program" in run.stdout
-    assert re.search(r"\b(4\d) passed", run.stdout), run.stdout[-500:]
+    assert int(re.search(r"\b(\d+) passed", run.stdout).group(1)) >= 45, run.stdout[-500:]
+    assert "Every failure is part (d)'s, the extra credit" in run.stdout

@@ -79,6 +79,14 @@ CAUSES = {c.key: c for c in (
     Cause("sum_in_16_bits", "r is off by a little: a sum of squares kept in {dtype} rounds at every step",
           "convert x to fp32 before squaring (tl.load(...).to(tl.float32)); tl.sum adds 16-bit values in 16 bits"),
     # -- the backward's formula ----------------------------------------------------------------------------
+    Cause("r_recomputed_without_eps", "it matches the gradients with r recomputed from x without eps, "
+          "r = 1/sqrt(mean(x²)), in place of the r the kernel was given",
+          "load r from r_ptr, one value per row: the forward saved it, with the caller's eps in it (the backward "
+          "has no eps to recompute it with)"),
+    Cause("r_recomputed", "it matches the gradients with r recomputed from x with eps = 1e-05, in place of the r "
+          "the kernel was given (made with eps = {eps:g})",
+          "load r from r_ptr, one value per row: the forward saved it, with the caller's eps in it (the backward "
+          "has no eps to recompute it with)"),
     Cause("eps_forgotten_in_r3", "it matches " + _DX + " with eps left out of the r³ term only",
           "use the r the forward saved (it has eps in it) in both terms, rather than recomputing it"),
     Cause("r_squared", "it matches r·dy·g − x·r²·sum(dy·g·x)/N: r² where the derivation gives r³",
@@ -218,7 +226,7 @@ def backward_alternatives(x, g, dy, r, eps=DEFAULT_EPS, block_n=None) -> dict:
     def grads(rr):
         return dx_of(dyg * rr, x64 * rr ** 3 * (dyg * x64).sum(-1, keepdim=True) / n), (dy64 * x64 * rr).sum(0)
     alts = {
-        "eps_forgotten": grads(r0),
+        "r_recomputed_without_eps": grads(r0),
         "eps_forgotten_in_r3": (dx_of(dyg * r64, x64 * r0 ** 3 * dot / n), dg),
         "r_squared": (dx_of(dyg * r64, x64 * r64 ** 2 * dot / n), dg),
         "dot_not_divided": (dx_of(dyg * r64, x64 * r64 ** 3 * dot), dg),
@@ -231,7 +239,7 @@ def backward_alternatives(x, g, dy, r, eps=DEFAULT_EPS, block_n=None) -> dict:
         "dg_with_g": (dx_of(dyg * r64, x64 * r64 ** 3 * dot / n), (dy64 * x64 * r64 * g64).sum(0)),
     }
     if eps != DEFAULT_EPS:
-        alts["eps_ignored"] = grads(torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + DEFAULT_EPS))
+        alts["r_recomputed"] = grads(torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + DEFAULT_EPS))
     for b in _blocks(n, block_n):
         alts["dot_over_block"] = (dx_of(dyg * r64, x64 * r64 ** 3 * dot / b), dg)
     for key, t in (("x_rows_by_n", "x"), ("dy_rows_by_n", "dy")):
@@ -432,9 +440,10 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
     nan = torch.isnan(g64) & ~torch.isnan(w64)
     if bool(nan.any()):
         if _only_zero_rows(nan, x, name):
-            return Finding(name, said("eps_forgotten", says="it is NaN in the rows of x that are all zeros, as the "
-                                      "formula with eps left out gives there: r = 1/sqrt(mean(x²)) = 1/sqrt(0)"),
-                           "eps_forgotten")
+            key = "eps_forgotten" if name in ("y", "r") else "r_recomputed_without_eps"   # the backward has no eps
+            return Finding(name, said(key, says="it is NaN in the rows of x that are all zeros, as the formula "
+                                                "with eps left out gives there: r = 1/sqrt(mean(x²)) = 1/sqrt(0)"),
+                           key)
         key = nan_cause or ("old_memory_nan" if name == "dg" and fmt.get("old_memory") else
                             "padding_nan" if name == "dg" else "masked_nan")
         if key == "masked_nan" and if_zero is not None and \
@@ -608,6 +617,12 @@ class KernelLog:
 
     def undefined_lanes(self) -> str | None:
         return next((L.undefined_lanes for L in self.rec.launches if L.undefined_lanes), None) if self.rec else None
+
+    def nan_source(self) -> tuple:
+        """(nan_cause, fmt) for diagnose: NaN from masked tl.loads without other=, and the first such load's line,
+        when the kernels made one; else (None, {})."""
+        loads = self.undefined_lanes()
+        return ("masked_nan", {"loads": f" (the first: {loads})"}) if loads else (None, {})
 
     def adds_into_scratch(self, outputs) -> bool:
         """Does a kernel load and store one buffer that is none of ``outputs`` and no input (a partial buffer

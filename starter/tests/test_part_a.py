@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rmsnorm_check import FILL, describe, filled, random_inputs, reference
-from rmsnorm_diagnose import diagnose_all, fail_if, forward_alternatives, pick, strides_named
+from rmsnorm_diagnose import KernelLog, diagnose_all, fail_if, forward_alternatives, pick, strides_named
 
 
 def launch_forward(impl, x, g, BLOCK_M, BLOCK_N=None, SINGLE_PASS=True, eps=1e-5):
@@ -30,15 +30,17 @@ def check_forward(impl, x, g, BLOCK_M, story=None, eps=1e-5, **launch):
     """Launch, then check r (the root of every y) and y against the float64 reference, naming the cause of
     what is wrong."""
     __tracebackhide__ = True                  # pytest: show the test, then your kernel's line
-    with strides_named(x):
+    with strides_named(x), KernelLog(impl, host_ops=False) as log:
         y, r, how = launch_forward(impl, x, g, BLOCK_M, eps=eps, **launch)
+    nan, loads = log.nan_source()
     story = f"{story or describe(x)}, launched with {how}"
     ref_y, ref_r, _, _ = reference(x, g, eps=eps)
     block_n = launch.get("BLOCK_N") or impl.triton.next_power_of_2(x.shape[-1])
     alts = forward_alternatives(x, g, eps, block_n=block_n)
     fail_if(diagnose_all([(name, got, want, x, dict(alternatives=pick(alts, i), stored=got != FILL, story=story,
                                                     source=" from rmsnorm_fwd_kernel", who="rmsnorm_fwd_kernel",
-                                                    fmt={"eps": eps, "B": block_n, "stride": x.stride(0)}))
+                                                    nan_cause=nan,
+                                                    fmt={"eps": eps, "B": block_n, "stride": x.stride(0), **loads}))
                           for name, got, want, i in (("r", r, ref_r, 1), ("y", y, ref_y, 0))]))
     return y, r
 

@@ -32,7 +32,7 @@ def takes_many_rows(impl) -> bool:
     return "rows_per_program" in kernel_params(impl.rmsnorm_bwd_kernel)
 
 
-def launch_backward(impl, x, g, dy, rows_per_program=1, BLOCK_M=1, BLOCK_N=None, SINGLE_PASS=True):
+def launch_backward(impl, x, g, dy, rows_per_program=1, BLOCK_M=1, BLOCK_N=None, SINGLE_PASS=True, eps=1e-5):
     """(dx, dg, how it was launched, what the simulator saw): one launch of your kernel on the (M, N)
     matrices x and dy, then dg = the sum of the partial rows (one per program) it stored.
 
@@ -42,7 +42,7 @@ def launch_backward(impl, x, g, dy, rows_per_program=1, BLOCK_M=1, BLOCK_N=None,
     __tracebackhide__ = True                  # pytest: show the test, then your kernel's line
     M, N = x.shape
     BLOCK_N = BLOCK_N or impl.triton.next_power_of_2(N)
-    r = reference(x, g)[1].float().to(x.device)
+    r = reference(x, g, eps=eps)[1].float().to(x.device)
     dx = filled((M, N), x.dtype, x.device)
     programs = impl.triton.cdiv(M, rows_per_program)
     dg_partial = torch.zeros((programs, N), dtype=torch.float32, device=x.device)
@@ -73,11 +73,11 @@ def launch_backward(impl, x, g, dy, rows_per_program=1, BLOCK_M=1, BLOCK_N=None,
     return dx, dg_partial.sum(0), how, log
 
 
-def check_backward(impl, x, g, dy, rows_per_program=1, BLOCK_M=1, story=None, **launch):
+def check_backward(impl, x, g, dy, rows_per_program=1, BLOCK_M=1, story=None, eps=1e-5, **launch):
     __tracebackhide__ = True                  # pytest: show the test, then your kernel's line
     dy_before = dy.clone()
     with strides_named(x, dy):
-        dx, dg, how, log = launch_backward(impl, x, g, dy, rows_per_program, BLOCK_M, **launch)
+        dx, dg, how, log = launch_backward(impl, x, g, dy, rows_per_program, BLOCK_M, eps=eps, **launch)
     assert_untouched("dy", dy, dy_before, f"rmsnorm_bwd_kernel (launched with {how})")
     order = log.order_dependent()
     if order:
@@ -88,12 +88,12 @@ def check_backward(impl, x, g, dy, rows_per_program=1, BLOCK_M=1, story=None, **
             f"deterministic dg). Give each program its own row of dg_partial, dg_partial_ptr + pid * n_cols + "
             f"cols, and store its share there once: the rows are summed afterwards in a fixed order")
     story = f"{story or describe(x)}, launched with {how}"
-    r = reference(x, g)[1]
-    _, _, ref_dx, ref_dg = reference(x, g, dy)
+    r = reference(x, g, eps=eps)[1]
+    _, _, ref_dx, ref_dg = reference(x, g, dy, eps=eps)
     block_n = launch.get("BLOCK_N") or impl.triton.next_power_of_2(x.shape[-1])
-    alts = backward_alternatives(x, g, dy, r, block_n=block_n)
-    fmt = {"B": block_n, "stride": x.stride(0), "dy_stride": dy.stride(0)}
-    nan_cause = "masked_nan" if log.undefined_lanes() else None
+    alts = backward_alternatives(x, g, dy, r, eps=eps, block_n=block_n)
+    nan_cause, loads = log.nan_source()
+    fmt = {"B": block_n, "stride": x.stride(0), "dy_stride": dy.stride(0), "eps": eps, **loads}
     fail_if(diagnose("dx", dx, ref_dx, x, alternatives=pick(alts, 0), stored=dx != FILL, story=story,
                      source=" from rmsnorm_bwd_kernel", who="rmsnorm_bwd_kernel", fmt=fmt, nan_cause=nan_cause))
     fail_if(diagnose("dg", dg.to(g.dtype), ref_dg, x, alternatives=pick(alts, 1) + [dg_rows(x, dy, r)], story=story,
@@ -106,6 +106,13 @@ def test_one_row_per_program(impl):
     """The lecture's kernel: one row per program (grid (M,)), so dg_partial has one row per input row."""
     x, g, dy = random_inputs((37, 100), device=impl.DEVICE)
     check_backward(impl, x, g, dy)
+
+
+def test_the_r_it_is_given(impl):
+    """r comes from the forward, made there with the caller's eps (0.5 here): the kernel loads it from r_ptr and
+    uses it as it is. A kernel that recomputes r from x gets another r, since it has no eps to make it with."""
+    x, g, dy = random_inputs((12, 100), device=impl.DEVICE)
+    check_backward(impl, x, g, dy, eps=0.5, story=f"{describe(x)}, given r = 1/sqrt(mean(x²) + 0.5)")
 
 
 @pytest.mark.parametrize("N", [1, 513], ids=lambda n: f"N={n}")

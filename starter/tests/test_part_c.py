@@ -25,9 +25,9 @@ def forward(impl, x, g, story=None, source=" from rmsnorm_forward"):
         y, r = _called(lambda: impl.rmsnorm_forward(x, g), x, "rmsnorm_forward")
     ref_y, ref_r, _, _ = reference(x, g)
     alts = forward_alternatives(x, g)
-    nan = "masked_nan" if log.undefined_lanes() else None
+    nan, fmt = log.nan_source()
     fail_if(diagnose_all([(name, got, want, x, dict(alternatives=pick(alts, i), stored=log.stored(got), story=story,
-                                                    source=source, nan_cause=nan))
+                                                    source=source, nan_cause=nan, fmt=fmt))
                           for name, got, want, i in (("r", r, ref_r, 1), ("y", y, ref_y, 0))]))
     return y, r
 
@@ -51,9 +51,9 @@ def forward_first(impl, x, g, story=None):
     story = story or describe(x)
     with KernelLog(impl) as log:
         y = _called(lambda: impl.rmsnorm(x, g), x, "rmsnorm")
-    nan = "masked_nan" if log.undefined_lanes() else None
+    nan, fmt = log.nan_source()
     fail_if(diagnose("y", y, reference(x, g)[0], x, alternatives=pick(forward_alternatives(x, g), 0),
-                     stored=log.stored(y), story=story, nan_cause=nan,
+                     stored=log.stored(y), story=story, nan_cause=nan, fmt=fmt,
                      source=" from rmsnorm (your forward: fix it first, the gradients depend on it)"))
     return y
 
@@ -92,9 +92,9 @@ class Step:
         _, r, ref_dx, ref_dg = reference(x, g, dy)
         alts = backward_alternatives(x, g, dy, r)
         extra = self._wrong_r(r)
-        nan = "masked_nan" if self.log.undefined_lanes() else None
+        nan, loads = self.log.nan_source()
         fmt = {"old_memory": self.log.adds_into_scratch([self.dx, self.dg]), "stride": x.stride(0) if x.dim() > 1
-               else x.shape[-1], "dy_stride": dy.stride(0) if dy.dim() > 1 else dy.shape[-1]}
+               else x.shape[-1], "dy_stride": dy.stride(0) if dy.dim() > 1 else dy.shape[-1], **loads}
         if self.dg is None and "dg" in names:
             raise AssertionError(f"g.grad is None after y.backward(dy) for {self.story}: TritonRMSNorm.backward must "
                                  f"return dg for g as its second value")

@@ -75,8 +75,8 @@ def sweep(impl, M, N, dtype, bwd_grid, bench, kernels=("fwd", "bwd"), fwd_grid=N
             def launch():
                 if not single:
                     part.zero_()
-                impl.rmsnorm_bwd_kernel[(programs,)](x, g, dy, ref_r, dx, part, M, N, x.stride(0), dy.stride(0),
-                                                     dx.stride(0), rpp, BLOCK_M=bm, BLOCK_N=block_n,
+                impl.rmsnorm_bwd_kernel[(programs,)](x, g, dy, ref_r, dx, part, N, x.stride(0), dy.stride(0),
+                                                     dx.stride(0), M, rpp, BLOCK_M=bm, BLOCK_N=block_n,
                                                      SINGLE_PASS=single, num_warps=w, num_stages=st)
                 return part.sum(0)
             try:

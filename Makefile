@@ -19,7 +19,7 @@ help:
 	@echo "make bench        time the implementation against PyTorch"
 	@echo "make bench-sim    mini_triton against Triton's interpreter, side by side"
 	@echo "make grade SUBMISSION=path [RESULTS=path]   grade one submission (file or folder)"
-	@echo "make grade-all EXPORT=dir [JOBS=N] [OUT=csv] regrade a Gradescope export into a CSV"
+	@echo "make grade-all EXPORT=dir [JOBS=N] [OUT=csv] [SHARD=K/N] regrade a Gradescope export into a CSV"
 	@echo "make autograder   build dist/autograder.zip, the Gradescope autograder"
 	@echo "make student      build dist/rmsnorm-student.zip, the student bundle"
 	@echo "make sandbox-accounts   as root: create the accounts submissions run as (grade and check do it)"
@@ -32,7 +32,8 @@ setup: $(VENV)/.ready
 # As root, the venv's Python must be one the sandbox accounts can run (autograder/pick_python.py).
 $(VENV)/.ready: requirements.txt requirements-triton.txt requirements-dev.txt
 	@echo "setting up $(VENV)/ with the pinned requirements (a few minutes, once)"
-	$$($(PYTHON) autograder/pick_python.py $(PYTHON)) -m venv $(VENV)
+	@python=$$($(PYTHON) autograder/pick_python.py $(PYTHON)) && echo "$$python -m venv $(VENV)" && \
+	    $$python -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-triton.txt \
 	    -r requirements-dev.txt
 	touch $@
@@ -64,10 +65,11 @@ grade: setup sandbox-accounts
 EXPORT ?=
 JOBS   ?= 1
 OUT    ?= $(EXPORT)/regrade.csv
+SHARD  ?=
 
 grade-all: setup sandbox-accounts
-	@test -n "$(EXPORT)" || { echo "usage: make grade-all EXPORT=path/to/unzipped/export [JOBS=N] [OUT=grades.csv]"; exit 2; }
-	$(PY) -m autograder.grade_all "$(EXPORT)" --jobs $(JOBS) --out "$(OUT)"
+	@test -n "$(EXPORT)" || { echo "usage: make grade-all EXPORT=path/to/unzipped/export [JOBS=N] [OUT=grades.csv] [SHARD=K/N]"; exit 2; }
+	$(PY) -m autograder.grade_all "$(EXPORT)" --jobs $(JOBS) --out "$(OUT)" $(if $(SHARD),--shard $(SHARD))
 
 autograder: setup
 	$(PY) -m autograder.package

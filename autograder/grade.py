@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import config, runtime
+from . import config, isolation, runtime
 from .config import RESULTS_VAR, RUNTIME_VAR, SUBMISSION_VAR
 from .errors import STUDENT_MESSAGE, GraderError
 from .plugin import open_private, write_results
@@ -62,6 +62,9 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
     submission = resolve(submission)
     write_results(results, FALLBACK)
     preflight()
+    said = isolation.note()
+    if said:
+        print(f"grade: {said}", file=sys.stderr)
     env = dict(os.environ if env is None else env, **{SUBMISSION_VAR: str(submission.resolve()),
                                                       RESULTS_VAR: str(Path(results).resolve())})
     log = Path(results).with_suffix(".log")           # pytest's own output: for the staff, never for students

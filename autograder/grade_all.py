@@ -8,10 +8,17 @@ Each submission is graded by the same hidden tests as on Gradescope (grade.py);
 on a GPU machine that includes item 10. Results go to ``EXPORT/regrade/`` (one
 results.json per submission: a rerun skips those already graded, so an
 interrupted regrade resumes) and to a CSV with one row per student: every
-rubric item, the total and the extra credit.
+rubric item, the total and the extra credit, Gradescope's score for the same
+submission (from the export's metadata) and ``changed``, the items whose points
+differ from Gradescope's. A submission that could not be graded as submitted (no
+rmsnorm.py, several, an autograder error, a folder missing from the export) has
+a row that says NOT GRADED and why, and no numbers.
 
 Workers: one per visible GPU on a GPU machine (each pinned to its GPU),
-otherwise ``--jobs N`` (default 1).
+otherwise ``--jobs N`` (default 1). ``--shard K/N`` grades only the K-th of N
+shares of the class (a stable split by submission folder), so that N machines
+(a Slurm job array, say) can grade one export over a shared folder; a plain run
+afterwards grades nothing new and writes the whole CSV.
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ import queue
 import sys
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import yaml
@@ -32,7 +40,7 @@ import yaml
 from . import grade
 from .errors import GraderError
 from .plugin import open_private
-from .rubric import ITEMS, PARTS, item_of
+from .rubric import BY_NUMBER, ITEMS, PARTS, item_of
 
 META = "submission_metadata.yml"
 NOT_SUBMISSIONS = {"regrade", "__MACOSX"}     # our results folder; macOS's zip leftovers
@@ -93,6 +101,47 @@ def read_metadata(path: Path) -> dict:
     if not isinstance(data, dict) or not data:
         raise SystemExit(f"{path} lists no submissions: pass the unzipped Gradescope export")
     return {str(folder): submitters(entry) for folder, entry in data.items()}
+
+
+def number(value):
+    """A score from the metadata as a float, or None."""
+    try:
+        return None if value is None or value == "" else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def gradescope_scores(path: Path) -> dict:
+    """{submission folder: (Gradescope's score, {item number: its points there})} from the export's metadata:
+    each submission's ``:score:`` and the tests of its ``:results:`` (None and {} where absent)."""
+    data = load_yaml(path)
+    out = {}
+    for folder, entry in (data or {}).items():
+        entry = entry if isinstance(entry, dict) else {}
+        results = entry.get(":results") if isinstance(entry.get(":results"), dict) else {}
+        items = {}
+        for t in results.get("tests") or []:
+            if isinstance(t, dict) and number(t.get("score")) is not None and t.get("number") not in (None, "0"):
+                item = str(t["number"]).split(".")[0]
+                items[item] = items.get(item, 0.0) + number(t["score"])
+        score = number(entry.get(":score"))
+        out[str(folder)] = (score if score is not None else number(results.get("score")), items)
+    return out
+
+
+def changed(res: dict, theirs: dict, their_score=None) -> str:
+    """The items whose points in the regrade ``res`` differ from Gradescope's (``theirs``), e.g. "4, 10". Where
+    the export has Gradescope's score but not its tests, "total" when the regrade's Gradescope items (all but
+    item 10) add up to another score; nothing where it has neither."""
+    ours = grade.scores_by_item(res)
+    if theirs:
+        return ", ".join(it.number for it in ITEMS if it.number in ours
+                         and abs(ours[it.number][0] - theirs.get(it.number, 0.0)) > 1e-9)
+    if their_score is None:
+        return ""
+    on_gradescope = sum(score for number, (score, _) in ours.items() if number in BY_NUMBER
+                        and not BY_NUMBER[number].gpu_only)
+    return "total" if abs(on_gradescope - their_score) > 1e-9 else ""
 
 
 def warn(message: str):
@@ -170,8 +219,25 @@ def _keep_private(export: Path) -> None:
               file=sys.stderr)
 
 
-def regrade(export: Path, out_csv: Path, jobs: int = 1) -> tuple[list[dict], dict]:
-    """Grade what is not graded yet; (CSV rows, {submission: autograder error}) ."""
+def parse_shard(text: str) -> tuple[int, int]:
+    """"K/N" -> (K, N), 1 <= K <= N; anything else exits with a message."""
+    try:
+        k, n = (int(v) for v in text.split("/"))
+        if 1 <= k <= n:
+            return k, n
+    except ValueError:
+        pass
+    raise SystemExit(f"--shard takes K/N with 1 <= K <= N (the K-th of N shares, e.g. 2/8), not {text!r}")
+
+
+def in_shard(sid: str, shard) -> bool:
+    """Is submission folder ``sid`` in ``shard`` (K, N)? A stable split: the same on every machine and run."""
+    return shard is None or zlib.crc32(sid.encode()) % shard[1] == shard[0] - 1
+
+
+def regrade(export: Path, out_csv: Path | None, jobs: int = 1, shard=None) -> tuple[list[dict], dict]:
+    """Grade what is not graded yet (of ``shard`` only, when given); (CSV rows, {submission: autograder
+    error}). No CSV is written for a shard (``out_csv`` None): a plain run afterwards writes it."""
     export = export_folder(export)
     subs = submissions(export)
     grade.preflight()                      # a grader that cannot grade stops here, before any submission
@@ -179,11 +245,11 @@ def regrade(export: Path, out_csv: Path, jobs: int = 1) -> tuple[list[dict], dic
     results_dir = export / "regrade"
     results_dir.mkdir(exist_ok=True)
     devices = gpus()
-    todo = [(sid, folder) for sid, folder, _ in subs
-            if folder is not None and not graded_already(results_dir / f"{sid}.json", gpu=bool(devices))]
+    mine = [(sid, folder) for sid, folder, _ in subs if folder is not None and in_shard(sid, shard)]
+    todo = [(sid, folder) for sid, folder in mine if not graded_already(results_dir / f"{sid}.json", gpu=bool(devices))]
     workers = len(devices) or max(1, jobs)
-    missing = sum(folder is None for _, folder, _ in subs)
-    print(f"{len(subs) - missing} submissions, {len(subs) - missing - len(todo)} already graded; {workers} worker(s)"
+    share = f" in shard {shard[0]}/{shard[1]}" if shard else ""
+    print(f"{len(mine)} submissions{share}, {len(mine) - len(todo)} already graded; {workers} worker(s)"
           + (f" on GPUs {','.join(devices)}" if devices else " on the CPU"), file=sys.stderr)
     slots = list(devices) if devices else [None] * workers
     free = queue.Queue()
@@ -213,7 +279,9 @@ def regrade(export: Path, out_csv: Path, jobs: int = 1) -> tuple[list[dict], dic
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(one, todo))
-    return write_csv(subs, results_dir, out_csv, errors), errors
+    if out_csv is None:
+        return [], errors
+    return write_csv(subs, results_dir, out_csv, errors, gradescope_scores(export / META)), errors
 
 
 def row_scores(res: dict) -> dict:
@@ -238,24 +306,34 @@ def note(res: dict) -> str:
     return reasons.most_common(1)[0][0][:300] if reasons else ""
 
 
-def write_csv(subs, results_dir: Path, out_csv: Path, errors: dict | None = None) -> list[dict]:
-    """One row per student; a submission whose grading failed on the grader's side, or whose folder is
-    missing from the export, gets no scores, and a note saying why."""
+NOT_GRADED = "NOT GRADED"
+
+
+def write_csv(subs, results_dir: Path, out_csv: Path, errors: dict | None = None,
+              gradescope: dict | None = None) -> list[dict]:
+    """One row per student, with Gradescope's score and the items that changed beside the regrade's. A
+    submission that could not be graded as submitted (no rmsnorm.py or several, an autograder error, a
+    folder missing from the export) gets no numbers, only a note that starts NOT GRADED and says why."""
     rows = []
-    errors = errors or {}
+    errors, gradescope = errors or {}, gradescope or {}
     for sid, folder, people in subs:
         try:
             res = json.loads((results_dir / f"{sid}.json").read_text())
         except (OSError, ValueError):
             res = {"tests": [], "output": "not graded"}
-        base = {"submission": sid, **row_scores(res), "note": note(res)}
-        if sid in errors:
-            base = {**{k: "" for k in base}, "submission": sid,
-                    "note": "AUTOGRADER ERROR (not a grade; rerun to regrade): " + errors[sid].splitlines()[0]}
+        gs_score, gs_items = gradescope.get(sid, (None, {}))
+        base = {"submission": sid, **row_scores(res), "gradescope score": "" if gs_score is None else gs_score,
+                "changed": changed(res, gs_items, gs_score), "note": note(res)}
+        why = None
         if folder is None:
-            base = {**{k: "" for k in base}, "submission": sid,
-                    "note": f"NOT GRADED: {META} lists this submission but the export has no {sid} folder "
-                            f"(download the export again)"}
+            why = f"{META} lists this submission but the export has no {sid} folder (download the export again)"
+        elif sid in errors:
+            why = "autograder error (rerun to regrade): " + errors[sid].splitlines()[0]
+        elif not res.get("tests"):
+            why = res.get("output") or "nothing was graded"
+        if why is not None:
+            base = {**{k: "" for k in base}, "submission": sid, "gradescope score": base["gradescope score"],
+                    "note": f"{NOT_GRADED}: {why}"}
         for person in people or [{}]:
             rows.append({"name": person.get("name", ""), "sid": person.get("sid", ""),
                          "email": person.get("email", ""), **base})
@@ -272,13 +350,16 @@ def main(argv):
     ap.add_argument("export", type=Path, help="the unzipped Gradescope export")
     ap.add_argument("--out", type=Path, default=None, help="CSV path (default EXPORT/regrade.csv)")
     ap.add_argument("--jobs", type=int, default=1, help="workers on a CPU machine (GPU machines: one per GPU)")
+    ap.add_argument("--shard", default=None, metavar="K/N",
+                    help="grade only the K-th of N shares of the class (no CSV: run without --shard afterwards)")
     args = ap.parse_args(argv)
+    shard = parse_shard(args.shard) if args.shard else None
     if not args.export.is_dir():
         ap.error(f"{args.export} is not a folder (unzip the Gradescope export first)")
     export = export_folder(args.export)
     out = args.out or export / "regrade.csv"
     try:
-        rows, errors = regrade(export, out, args.jobs)
+        rows, errors = regrade(export, None if shard else out, args.jobs, shard)
     except GraderError as e:
         print(grade.explain(e), file=sys.stderr)
         return 1
@@ -287,19 +368,28 @@ def main(argv):
               f"cut short will be graded again. Run the same command to resume (no CSV was written).",
               file=sys.stderr)
         return 130
+    if shard:
+        for sid, why in errors.items():
+            print(f"{sid}: {grade.explain(why)}", file=sys.stderr)
+        print(f"shard {shard[0]}/{shard[1]} done ({len(errors)} autograder error(s)); once every shard is done, run "
+              f"the same command without --shard: it grades nothing new and writes the CSV")
+        return 1 if errors else 0
     print(f"{len(rows)} rows written to {out}")
     if not gpus() and any(r[k] == "" for r in rows for k in r if k.startswith("10 ")):
         print("item 10 (GPU speed) was not graded: no GPU is visible here, so its column is empty; regrade on "
               "the course GPU machine for it", file=sys.stderr)
-    missing = sorted({r["submission"] for r in rows if r["note"].startswith("NOT GRADED")})
+    missing = sorted({r["submission"] for r in rows if "export has no" in r["note"]})
     if missing:
         print(f"{len(missing)} submission(s) listed in {META} have no folder in the export, so their rows "
               f"have no scores (marked NOT GRADED): {', '.join(missing)}", file=sys.stderr)
+    moved = sorted({r["submission"] for r in rows if r.get("changed")})
+    print(f"{len(moved)} submission(s) scored differently from Gradescope (column `changed` names the items)"
+          + (": upload their new scores (docs/ta-guide.md, regrading)" if moved else ""), file=sys.stderr)
     for sid, why in errors.items():
         print(f"{sid}: {grade.explain(why)}", file=sys.stderr)
     if errors:
-        print(f"{len(errors)} submission(s) not graded because of autograder errors (rows marked AUTOGRADER "
-              f"ERROR); fix the cause and rerun: graded submissions are kept", file=sys.stderr)
+        print(f"{len(errors)} submission(s) not graded because of autograder errors (rows marked NOT GRADED: "
+              f"autograder error); fix the cause and rerun: graded submissions are kept", file=sys.stderr)
         return 1
     return 0
 

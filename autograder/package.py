@@ -7,6 +7,7 @@ requirements minus what grading on a CPU does not need (triton, matplotlib).
 It never holds the reference solution: a check below refuses to build if any
 line of the solution's answers would end up inside.
 """
+import os
 import re
 import sys
 import zipfile
@@ -58,8 +59,19 @@ def solution_lines() -> set:
 
 
 def build(out: Path) -> Path:
+    """Write the zip. It holds the hidden tests, so it is private from birth: the folder (when made here)
+    and the zip are created readable by their owner only, never opened first and closed later."""
     answers = solution_lines()
-    out.parent.mkdir(parents=True, exist_ok=True)
+    old_umask = os.umask(0o077)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.unlink(missing_ok=True)                  # a new file takes the umask; an old one keeps its mode
+        return _write(out, answers)
+    finally:
+        os.umask(old_umask)
+
+
+def _write(out: Path, answers: set) -> Path:
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
         for name, src in files():
             text = src.read_text()

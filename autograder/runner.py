@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from . import accounts, check, runtime, sandbox
+from . import accounts, check, isolation, runtime, sandbox
 from .config import Limits
 from .errors import GraderError
 from .worker import READY, RUNNING, signature
@@ -87,7 +87,8 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | Non
             worker = Path(runtime_root) / "autograder" / "worker.py"
             key = secrets.token_bytes(32)              # the worker signs its outputs with it (see worker.py)
             res = sandbox.run(sandbox.python_argv(worker, job / "rmsnorm.py", job, runtime_root), cwd=job,
-                              env=env, limits=limits, account=account, stdin=key)
+                              env=env, limits=limits, account=account, stdin=key,
+                              private=(job, isolation.readable_paths(runtime_root)))
             return _collect(job, res, limits, key, account)
         finally:
             shutil.rmtree(job, ignore_errors=True)

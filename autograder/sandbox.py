@@ -20,13 +20,14 @@ import resource
 import secrets
 import signal
 import subprocess
-import sys
 import stat
+import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
-from . import accounts
+from . import accounts, isolation
 from .config import TOKEN_VAR, Limits
 from .errors import GraderError
 
@@ -68,9 +69,11 @@ def _read_capped(stream, sink: list, cap: int):
     stream.close()
 
 
-def _preexec(limits: Limits, ids, nproc: int):
+def _preexec(limits: Limits, ids, nproc: int, view=None):
     def setup():                                      # runs in the child, between fork and exec
         os.setsid()                                   # a new session: killpg reaches every child
+        if view is not None:
+            isolation.enter(*view)                    # as root still: the job's private file system
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
         if limits.memory_bytes is not None:
             resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
@@ -112,12 +115,14 @@ def _wait(pid: int, timeout: float | None):
 
 
 def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
-        cap: int = OUTPUT_CAP, stdin: bytes | None = None) -> Result:
+        cap: int = OUTPUT_CAP, stdin: bytes | None = None, private=None) -> Result:
     """Run ``argv`` sandboxed; always returns, whatever the child does.
 
     ``account``: the pwd entry of the sandbox account to run as (accounts.for_job()); None runs
     as the grader's own user, which is refused when that user is root.
     ``stdin``: bytes the child can read once from its standard input (the worker's signing key).
+    ``private``: (job folder, folders to read) to run the child in a private view of the file system
+    that holds only those and the system (isolation.py), where the machine allows it (root, Linux).
     """
     limits = limits or Limits()
     if account is None and os.geteuid() == 0:
@@ -128,13 +133,18 @@ def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
     nproc = limits.processes + (0 if ids else accounts.tasks_of(os.getuid()))
     token = secrets.token_hex(8)
     env = dict(os.environ if env is None else env, **{TOKEN_VAR: token})
+    view_root = None
+    if private is not None and ids is not None and isolation.available():
+        view_root = Path(tempfile.mkdtemp(prefix="rmsnorm-view-"))   # the private root's mount point
     start = time.monotonic()
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=env,
                                 stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                preexec_fn=_preexec(limits, ids, nproc), close_fds=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
+                                preexec_fn=_preexec(limits, ids, nproc, view_root and (view_root, *private)))
     except (OSError, subprocess.SubprocessError) as e:
+        if view_root is not None:
+            view_root.rmdir()
         who = account.pw_name if account is not None else "the grader's user"
         raise GraderError(f"could not start {argv[0]} as {who}: {e}. {cannot_reach(argv[0], account)}".strip(),
                           _START_FIX) from e
@@ -160,6 +170,11 @@ def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
         if ids is not None:
             accounts.kill_processes(ids[0])
     timed_out = code is None
+    if view_root is not None:
+        try:
+            view_root.rmdir()                           # its mounts lived in the job's namespace only
+        except OSError:
+            pass
     if timed_out:
         _, cpu = _wait(proc.pid, None)                  # reap the killed child
     proc.returncode = code if code is not None else -signal.SIGKILL
@@ -170,9 +185,10 @@ def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
 
 
 _START_FIX = ("the sandbox accounts must be able to enter every folder on the way to the interpreter and its "
-              "packages (o+x) and read their files (o+r): `chmod o+x` the folder named above, or build the venv "
-              "from a Python outside private home folders (in the repository, as root: `rm -rf .venv && make "
-              "setup`, which picks such a Python)")
+              "packages (o+x) and read their files (o+r): `chmod o+x` the folder named above, or build the grader's "
+              "venv from a Python outside private home folders: in a checkout, `rm -rf .venv && make setup` (it "
+              "picks such a Python, or says what to install); for the Gradescope zip, run setup.sh with "
+              "PYTHON=/usr/bin/python3 (or another Python 3.10-3.12 outside private homes)")
 
 
 def cannot_reach(path, account) -> str:

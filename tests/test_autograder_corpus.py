@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from autograder import grade, scan
+from autograder import grade, isolation, scan
 from conftest import ROOT
 
 CORPUS = ROOT / "tests" / "corpus"
@@ -20,6 +20,8 @@ sys.path.insert(0, str(CORPUS))
 from variants import variant  # noqa: E402
 SIMPLE = (CORPUS / "simple.py").read_text()
 AS_ROOT = os.geteuid() == 0
+# what opening a grader's file by path says: the private file system has no such file, else no permission
+DENIED = "No such file or directory" if isolation.available() else "Permission denied"
 ALL_CPU = ["1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "5", "6", "7", "8"]
 BACKWARD = ["2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "6", "7", "8", "9"]
 FORWARD_ONLY_TOO = ["4.1", "4.4", "4.6", "4.7", "7"]      # parts that also check the forward alone
@@ -264,14 +266,15 @@ CASES = {
                                    "else __builtins__.open\n"
                                    f"    raise RuntimeError(_o({str(ROOT / 'autograder/hidden/test_rubric.py')!r})"
                                    ".read())\n")),
-                           {"1": "Permission denied" if AS_ROOT else "withheld"}, []),
+                           {"1": DENIED if AS_ROOT else "withheld"}, []),
 }
 if AS_ROOT:
-    # Grading as root from a checkout, the sandbox accounts cannot read it (grade.keep_checkout_private):
-    # a submission that runs the answer key from its path gets no further than that line.
+    # Grading as root from a checkout, the sandbox accounts cannot read it (grade.keep_checkout_private), and
+    # where the machine allows, the job's private file system does not hold it at all (isolation.py): a
+    # submission that runs the answer key from its path gets no further than that line.
     CASES["runs_the_answer_key"] = (
         "_o = __builtins__['open'] if isinstance(__builtins__, dict) else __builtins__.open\n"
-        f"exec(_o({str(ROOT / 'solution' / 'rmsnorm.py')!r}).read())\n", {p: "Permission denied" for p in ALL_CPU}, [])
+        f"exec(_o({str(ROOT / 'solution' / 'rmsnorm.py')!r}).read())\n", {p: DENIED for p in ALL_CPU}, [])
 
 # Cases that get past the static scan only because it is switched off (RMSNORM_SCAN=off): they show
 # that the sandbox alone stops them too. With the scan on, each is refused before it runs.

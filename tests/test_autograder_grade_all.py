@@ -150,7 +150,9 @@ def test_export_is_regraded_into_one_row_per_student_and_resumes(tmp_path, capsy
     ada, alan, grace, empty = rows
     assert float(ada["total"]) == 90 and float(ada["extra credit"]) == 5 and float(ada["5 Fused forward"]) == 10
     assert float(alan["total"]) == 0 == float(grace["total"]) and alan["submission"] == "submission_1002"
-    assert "No rmsnorm.py was found" in empty["note"] and "notes.txt" in empty["note"]
+    assert empty["note"].startswith("NOT GRADED: No rmsnorm.py was found") and "notes.txt" in empty["note"]
+    assert empty["total"] == "" and empty["1 Forward correctness"] == ""
+    assert float(ada["gradescope score"]) == 90 and ada["changed"] == "2, 3, 4, 5, 6, 7, 8, 9"
     assert "NotImplementedError: TODO" in alan["note"]           # every part failed for one reason: it is the note
     err = capsys.readouterr().err
     assert "3 submissions, 0 already graded" in err
@@ -295,7 +297,8 @@ def test_an_autograder_error_marks_the_row_and_fails_the_regrade(tmp_path, monke
     assert grade_all.main([str(export), "--out", str(out)]) == 1
     rows = {r["submission"]: r for r in csv.DictReader(out.open())}
     bad = rows["submission_1001"]
-    assert bad["total"] == "" and bad["note"].startswith("AUTOGRADER ERROR") and "sandbox is broken" in bad["note"]
+    assert bad["total"] == "" and bad["note"].startswith("NOT GRADED: autograder error") and \
+        "sandbox is broken" in bad["note"]
     err = capsys.readouterr().err
     assert "the sandbox is broken" in err and "Fix: fix it" in err and "2 submission(s) not graded" in err
 
@@ -333,3 +336,82 @@ def test_the_export_is_made_unreadable_to_other_users(tmp_path, capsys):
     grade_all._keep_private(export)
     assert export.stat().st_mode & 0o777 == 0o750
     assert "made unreadable to other users" in capsys.readouterr().err
+
+
+FIVE = "".join(f"""\
+submission_{k}:
+  :submitters:
+  - :name: {name}
+    :sid: '{k}'
+    :email: s{k}@example.edu
+{extra}""" for k, name, extra in (
+    (1, "Same Score", "  :score: 15.0\n  :results:\n    score: 15.0\n    tests:\n    - number: '1'\n      score: 15.0\n"
+                      "    - number: '2'\n      score: 0.0\n"),
+    (2, "Regraded Up", "  :score: 0.0\n  :results:\n    tests:\n    - number: '1'\n      score: 0.0\n"),
+    (3, "Two Files", "  :score: 0.0\n"),
+    (4, "No Folder", "  :score: 12.5\n"),
+    (5, "No Results", "")))
+
+
+def test_the_csv_carries_gradescope_s_score_the_items_that_changed_and_not_graded_rows(tmp_path, monkeypatch):
+    """Five submissions: one as on Gradescope, one whose item 1 rose, one with two rmsnorm.py files, one
+    listed without a folder, one Gradescope has no score for."""
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "submission_metadata.yml").write_text(FIVE)
+    for sid in ("submission_1", "submission_2", "submission_5"):
+        (export / sid).mkdir()
+        (export / sid / "rmsnorm.py").write_text("# graded by the stand-in\n")
+    (export / "submission_3" / "a").mkdir(parents=True)
+    (export / "submission_3" / "a" / "rmsnorm.py").write_text("# one\n")
+    (export / "submission_3" / "rmsnorm.py").write_text("# two\n")
+    monkeypatch.setattr(grade_all.grade, "preflight", lambda: None)
+    monkeypatch.setattr(grade_all.grade, "grade", fake_grade)
+    out = tmp_path / "grades.csv"
+    assert grade_all.main([str(export), "--out", str(out)]) == 0
+    rows = {r["name"]: r for r in csv.DictReader(out.open())}
+    same, up, two, gone, none = (rows[n] for n in ("Same Score", "Regraded Up", "Two Files", "No Folder",
+                                                    "No Results"))
+    assert (float(same["gradescope score"]), same["changed"], float(same["total"])) == (15, "", 15)
+    assert (float(up["gradescope score"]), up["changed"], float(up["total"])) == (0, "1", 15)
+    assert (none["gradescope score"], none["changed"], float(none["total"])) == ("", "", 15)
+    for row, why in ((two, "several rmsnorm.py files"), (gone, "the export has no submission_4 folder")):
+        assert row["note"].startswith("NOT GRADED: ") and why in row["note"], row
+        assert row["total"] == "" and row["extra credit"] == "" and row["changed"] == ""
+        assert all(row[k] == "" for k in row if k[:2].strip().isdigit()), row
+    assert float(gone["gradescope score"]) == 12.5 and float(two["gradescope score"]) == 0
+
+
+def test_shards_grade_disjoint_shares_and_a_plain_run_then_writes_every_row(tmp_path, monkeypatch, capsys):
+    export = tmp_path / "export"
+    export.mkdir()
+    sids = [f"submission_{k}" for k in range(1, 13)]
+    (export / "submission_metadata.yml").write_text("".join(
+        f"{sid}:\n  :submitters:\n  - :name: Student {sid[11:]}\n    :sid: '{sid[11:]}'\n" for sid in sids))
+    for sid in sids:
+        (export / sid).mkdir()
+        (export / sid / "rmsnorm.py").write_text("# graded by the stand-in\n")
+    graded = []
+
+    def stand_in(sub, out, env=None):
+        graded.append(sub.parent.name)
+        out.write_text(json.dumps({"tests": [{"number": "1", "score": 15.0, "max_score": 15.0, "output": ""}],
+                                   "complete": True}))
+    monkeypatch.setattr(grade_all.grade, "preflight", lambda: None)
+    monkeypatch.setattr(grade_all.grade, "grade", stand_in)
+    out = tmp_path / "grades.csv"
+    shares = []
+    for k in (1, 2):
+        graded.clear()
+        assert grade_all.main([str(export), "--out", str(out), "--shard", f"{k}/2"]) == 0
+        shares.append(set(graded))
+        assert not out.exists()                          # a shard writes no CSV
+        assert "run the same command without --shard" in capsys.readouterr().out
+    assert shares[0] and shares[1] and not shares[0] & shares[1] and shares[0] | shares[1] == set(sids)
+    graded.clear()
+    assert grade_all.main([str(export), "--out", str(out)]) == 0
+    assert graded == [] and len(list(csv.DictReader(out.open()))) == 12
+    assert "12 submissions, 12 already graded" in capsys.readouterr().err
+    for bad in ("0/2", "3/2", "1", "a/b"):
+        with pytest.raises(SystemExit, match="--shard takes K/N"):
+            grade_all.main([str(export), "--shard", bad])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder import accounts, config, runner, sandbox
+from autograder import accounts, config, isolation, runner, runtime, sandbox
 from autograder.errors import GraderError
 from conftest import ROOT
 
@@ -194,3 +194,42 @@ def test_as_root_without_sandbox_accounts_no_submission_runs(tmp_path, monkeypat
         runner.run_job(sub, {}, {})
     with pytest.raises(GraderError, match="refusing to run a submission as root"):
         sandbox.run(sandbox.python_argv(sub), cwd=tmp_path, limits=FAST)
+
+
+LEAKY = textwrap.dedent("""
+    import os
+    try:
+        found = "READ:" + open({path!r}).read().strip()
+    except OSError as e:
+        found = "DENIED:" + type(e).__name__ + " / sees " + ",".join(sorted(os.listdir("/")))
+    raise ImportError(found)
+""")
+
+
+@pytest.mark.skipif(not isolation.available(), reason="a private file system per job needs root on Linux with "
+                                                      "mount namespaces")
+def test_as_root_a_job_cannot_read_a_world_readable_file_outside_its_folder(tmp_path, monkeypatch):
+    """Another student's submission left world-readable in /tmp: the job's private view does not hold it."""
+    other = Path(tempfile.mkdtemp(prefix="other-student-"))
+    try:
+        other.chmod(0o755)
+        (other / "rmsnorm.py").write_text("OTHER-STUDENTS-KERNEL\n")
+        (other / "rmsnorm.py").chmod(0o644)
+        sub = tmp_path / "rmsnorm.py"
+        sub.write_text(LEAKY.format(path=str(other / "rmsnorm.py")))
+        outcome = runner.run_job(sub, {}, {})
+        assert "DENIED:FileNotFoundError" in outcome.error and "OTHER-STUDENTS-KERNEL" not in outcome.error, \
+            outcome.error
+        seen = set(outcome.error.split("/ sees ")[1].split(" ")[0].split(","))
+        allowed = {*isolation.SYSTEM, *isolation.DEVICES, "tmp"} | {
+            p.parts[1] for p in isolation.readable_paths(runtime.root())}
+        assert {"usr", "tmp", "dev"} <= seen <= allowed, (seen, allowed)
+        monkeypatch.setenv(isolation.OFF_VAR, "off")       # without the private view, the account reads it
+        isolation.available.cache_clear()
+        try:
+            assert "READ:OTHER-STUDENTS-KERNEL" in runner.run_job(sub, {}, {}).error
+        finally:
+            monkeypatch.delenv(isolation.OFF_VAR)
+            isolation.available.cache_clear()
+    finally:
+        shutil.rmtree(other)

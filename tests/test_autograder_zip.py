@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import accounts, grade, package
+from autograder import accounts, grade, isolation, package
 from conftest import ROOT
 
 POOL = "rmsnorm-sbxzip"               # the test's own sandbox accounts: created by setup.sh as root, removed after
@@ -193,7 +193,9 @@ def test_submission_cannot_read_the_grader_or_write_results(gradescope):
                          source=str(root / "source" / "autograder" / "rubric.py"))
     _, res = run({"rmsnorm.py": probe}, scan=False)      # the probe evades the scan only with it off
     first = next(t for t in res["tests"] if t["number"] == "1")
-    assert "probe: PermissionError PermissionError PermissionError" in first["output"], first["output"]
+    # with a private file system per job (isolation.py), the grader's files are not there at all
+    denied = "FileNotFoundError" if isolation.available() else "PermissionError"
+    assert f"probe: {denied} {denied} {denied}" in first["output"], first["output"]
     assert accounts.existing(POOL), "setup.sh created the sandbox accounts"
     assert "OPENED" not in json.dumps(res)
 
@@ -223,3 +225,16 @@ def test_results_forged_by_a_submission_do_not_survive(gradescope, attack):
     on_disk = json.loads((root / "results" / "results.json").read_text())
     assert on_disk == res and on_disk.get("score") != 1000
     assert sum(t["score"] for t in on_disk["tests"]) == 90
+
+
+def test_the_zip_and_a_dist_folder_made_for_it_are_private_from_birth(tmp_path):
+    """The zip holds the hidden tests: readable by its owner only, from the moment it exists."""
+    old = tmp_path / "dist" / "autograder.zip"
+    old.parent.mkdir()
+    old.write_bytes(b"an old, world-readable zip")
+    old.chmod(0o644)
+    for out in (old, tmp_path / "fresh" / "dist" / "autograder.zip"):
+        package.build(out)
+        assert out.stat().st_mode & 0o077 == 0, oct(out.stat().st_mode)
+    assert (tmp_path / "fresh" / "dist").stat().st_mode & 0o077 == 0
+    assert (tmp_path / "fresh").stat().st_mode & 0o077 == 0

@@ -10,6 +10,7 @@ import pytest
 import torch
 from autograder.decorators import number, visibility, weight
 
+from autograder import config
 from autograder.check import DTYPE_NAMES, compare
 from autograder.errors import GraderError
 from autograder.judge import SOURCES, judge, not_made, note
@@ -52,8 +53,12 @@ def verdicts(sim, request):
 @number("0")
 @weight(0)
 @visibility("visible")
-def test_static_checks(scanned):
-    """The source scan: the required API is all there and nothing forbidden is used (0 points)."""
+def test_static_checks(scanned, record_property):
+    """The source scan: the required API is all there and nothing forbidden is used (0 points). Skipped, and
+    said so, with RMSNORM_SCAN=off (the grader's environment, never a submission's)."""
+    if not config.scan_enabled():
+        record_property("output", "the static scan was skipped (RMSNORM_SCAN=off): nothing was checked or refused")
+        return
     missing, problems = scanned
     if missing or problems:
         fail("; ".join(missing + problems))

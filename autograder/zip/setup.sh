@@ -27,7 +27,10 @@ if ! "$PYTHON" -c 'import venv, ensurepip' >/dev/null 2>&1; then
     "$PYTHON" -c 'import venv, ensurepip' || die "$PYTHON still has no venv/ensurepip after installing python3-venv"
 fi
 
-# 2. A venv of its own (Gradescope's harness keeps the system python3), with the CPU build of torch.
+# 2. A venv of its own (Gradescope's harness keeps the system python3), with the CPU build of torch, from a
+#    Python the sandbox accounts can run: not one under a private home folder (a pyenv shim in /root).
+PYTHON="$("$PYTHON" "$SRC/autograder/pick_python.py" "$PYTHON")" \
+    || die "no Python the sandbox accounts can run (why and what to install: above); set PYTHON= to a Python 3.10-3.12 outside private home folders, e.g. PYTHON=/usr/bin/python3"
 "$PYTHON" -m venv "$ROOT/venv"
 PIP=("$ROOT/venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 TORCH_PIN="$(grep -E '^torch==' "$SRC/requirements.txt")"

@@ -210,6 +210,8 @@ LEAKY = textwrap.dedent("""
                                                       "mount namespaces")
 def test_as_root_a_job_cannot_read_a_world_readable_file_outside_its_folder(tmp_path, monkeypatch):
     """Another student's submission left world-readable in /tmp: the job's private view does not hold it."""
+    def run(sub):
+        return runner.run_job(sub, {}, {}, limits=config.sim_limits(torch.cuda.is_available()))
     other = Path(tempfile.mkdtemp(prefix="other-student-"))
     try:
         other.chmod(0o755)
@@ -217,7 +219,7 @@ def test_as_root_a_job_cannot_read_a_world_readable_file_outside_its_folder(tmp_
         (other / "rmsnorm.py").chmod(0o644)
         sub = tmp_path / "rmsnorm.py"
         sub.write_text(LEAKY.format(path=str(other / "rmsnorm.py")))
-        outcome = runner.run_job(sub, {}, {})
+        outcome = run(sub)
         assert "DENIED:FileNotFoundError" in outcome.error and "OTHER-STUDENTS-KERNEL" not in outcome.error, \
             outcome.error
         seen = set(outcome.error.split("/ sees ")[1].split(" ")[0].split(","))
@@ -227,7 +229,7 @@ def test_as_root_a_job_cannot_read_a_world_readable_file_outside_its_folder(tmp_
         monkeypatch.setenv(isolation.OFF_VAR, "off")       # without the private view, the account reads it
         isolation.available.cache_clear()
         try:
-            assert "READ:OTHER-STUDENTS-KERNEL" in runner.run_job(sub, {}, {}).error
+            assert "READ:OTHER-STUDENTS-KERNEL" in run(sub).error
         finally:
             monkeypatch.delenv(isolation.OFF_VAR)
             isolation.available.cache_clear()

@@ -116,6 +116,9 @@ EDITS = {
     # the backward recomputes r, without eps, instead of loading the one the forward saved
     "eps_left_out_of_backward": [(BWD_R, "    x, dy = x.to(tl.float32), dy.to(tl.float32)\n"
                                          "    r = tl.rsqrt(tl.sum(x * x, axis=1) / n_cols)\n")],
+    # the backward recomputes r with eps = 1e-5 written in, instead of loading the one the forward saved
+    "r_recomputed_in_backward": [(BWD_R, "    x, dy = x.to(tl.float32), dy.to(tl.float32)\n"
+                                         "    r = tl.rsqrt(tl.sum(x * x, axis=1) / n_cols + 1e-5)\n")],
     # eps left out of the r³ term only
     "eps_left_out_of_r_cubed": [(DOT, "r0 = tl.rsqrt(tl.sum(x * x, axis=1) / n_cols)\n"
                                       "    c = tl.sum(dyg * x, axis=1) * (r0 * r0 * r0) / n_cols")],

@@ -53,6 +53,7 @@ CHARGED = {
     "y_in_fp32": (("output_dtype",), ["4.6"], "y has dtype float32 for x of shape (256, 128) fp16"),
     "block_capped_at_4096": (("columns_not_stored",), ["4.4"], "the columns from 4096 on were never written"),
     "eps_left_out_of_backward": (("r_recomputed_without_eps", "padding_nan"), ["4.5"], "oad r from r_ptr"),
+    "r_recomputed_in_backward": (("r_recomputed",), ["4.5"], "with r recomputed from x with eps = 1e-05"),
     "eps_left_out_of_r_cubed": (("eps_forgotten_in_r3",), ["4.5"], "with eps left out of the r³ term only"),
     "g_left_out_of_dx": (("g_missing_dx",), ["2"], "it matches the formula with g left out"),
     "second_term_left_out": (("second_term_missing",), ["2"], "it matches r·dy·g alone"),

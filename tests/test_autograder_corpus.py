@@ -17,7 +17,6 @@ from conftest import ROOT
 
 CORPUS = ROOT / "tests" / "corpus"
 sys.path.insert(0, str(CORPUS))
-from variants import variant  # noqa: E402
 SIMPLE = (CORPUS / "simple.py").read_text()
 AS_ROOT = os.geteuid() == 0
 # what opening a grader's file by path says: the private file system has no such file, else no permission
@@ -134,9 +133,8 @@ HOST_DX_NEW = '''    xf, dyf = x2.float(), dy2.float() * g.float()
 # name: (source, {part: words its feedback must contain}, parts that must pass, extra checks)
 CASES = {
     "simple": (SIMPLE, {"9": "partial dg buffer"}, ALL_CPU),
-    "solution": ((ROOT / "solution" / "rmsnorm.py").read_text(), {}, ALL_CPU + ["9"]),
-    # the lecture's M x N partial dg buffer: full credit, no extra credit
-    "rows_partial_dg": (variant("rows_partial_dg"), {"9": "partial dg buffer"}, ALL_CPU),
+    # The solution (every part and item 9) is graded by test_autograder_grade.py, the lecture's M x N partial
+    # buffer (full credit, no extra credit: `make partial PARTS=abc`) by test_partial_answers.py.
     "unfused_forward": ((CORPUS / "unfused_forward.py").read_text(),
                         {"1": "your forward returned y without any kernel storing it",
                          "5": "your forward's kernels stored none of the y it returned",

@@ -219,14 +219,6 @@ def test_the_time_limit_without_sigalrm_gives_the_same_message(tmp_path):
     assert seconds < TIME_LIMIT_S + 20
 
 
-def test_the_solution_passes_every_public_test(tmp_path):
-    env = dict(os.environ, RMSNORM_IMPL=str(ROOT / "solution" / "rmsnorm.py"), MINI_TRITON="1")
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        str(ROOT / "starter" / "tests")],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0 and " passed" in p.stdout and "failed" not in p.stdout, p.stdout[-3000:]
-
-
 def test_a_time_out_stops_the_run_and_the_summary_counts_the_tests_that_did_not_run(tmp_path):
     impl = tmp_path / "rmsnorm.py"
     impl.write_text(mistake("endless_loop"))

@@ -179,13 +179,13 @@ def test_bundle_make_test_fails_on_the_starter_with_todo_messages(bundle):
     assert "NotImplementedError: TODO" in out.stdout and "failed" in out.stdout
 
 
-def test_bundle_make_test_and_submit_pass_with_the_solution(bundle, tmp_path):
+def test_bundle_make_submit_passes_every_public_test_with_the_solution_and_zips_it(bundle, tmp_path):
+    """`make submit` runs the public tests (as `make test` does, with shorter failures) before it zips."""
     work = student_with_solution(bundle, tmp_path)
-    out = _make(work, "test")
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    assert "passed" in out.stdout
     out = _make(work, "submit")
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert re.search(r"^\d+ passed in ", out.stdout, flags=re.M) and "failed" not in out.stdout, out.stdout[-2000:]
+    assert "Some public tests fail" not in out.stdout
     with zipfile.ZipFile(work / "submission.zip") as z:
         assert z.namelist() == ["rmsnorm.py"]
         assert z.read("rmsnorm.py") == (ROOT / "solution" / "rmsnorm.py").read_bytes()

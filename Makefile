@@ -29,11 +29,19 @@ help:
 
 setup: $(VENV)/.ready
 
+# Without a GPU, torch's CPU build (PyPI's Linux torch is the CUDA build, which the sandbox's address-space cap
+# cannot load); TORCH_INDEX= leaves it to pip's configured index.
+TORCH_INDEX ?= $(if $(shell nvidia-smi -L 2>/dev/null),,https://download.pytorch.org/whl/cpu)
+
 # As root, the venv's Python must be one the sandbox accounts can run (autograder/pick_python.py).
 $(VENV)/.ready: requirements.txt requirements-triton.txt requirements-dev.txt
 	@echo "setting up $(VENV)/ with the pinned requirements (a few minutes, once)"
 	@python=$$($(PYTHON) autograder/pick_python.py $(PYTHON)) && echo "$$python -m venv $(VENV)" && \
 	    $$python -m venv $(VENV)
+	@test -z "$(TORCH_INDEX)" || $(PY) -m pip install --quiet --disable-pip-version-check --retries 1 --timeout 20 \
+	    --index-url $(TORCH_INDEX) \
+	    "$$(grep -E '^torch==' requirements.txt)" 2>/dev/null || echo "(torch's CPU build could not be fetched from \
+	    $(TORCH_INDEX): pip's own index decides which build; the grader needs the CPU one without a GPU)"
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-triton.txt \
 	    -r requirements-dev.txt
 	touch $@
@@ -64,12 +72,12 @@ grade: setup sandbox-accounts
 
 EXPORT ?=
 JOBS   ?= 1
-OUT    ?= $(EXPORT)/regrade.csv
+OUT    ?=
 SHARD  ?=
 
 grade-all: setup sandbox-accounts
 	@test -n "$(EXPORT)" || { echo "usage: make grade-all EXPORT=path/to/unzipped/export [JOBS=N] [OUT=grades.csv] [SHARD=K/N]"; exit 2; }
-	$(PY) -m autograder.grade_all "$(EXPORT)" --jobs $(JOBS) --out "$(OUT)" $(if $(SHARD),--shard $(SHARD))
+	$(PY) -m autograder.grade_all "$(EXPORT)" --jobs $(JOBS) $(if $(OUT),--out "$(OUT)") $(if $(SHARD),--shard $(SHARD))
 
 autograder: setup
 	$(PY) -m autograder.package
@@ -78,7 +86,7 @@ starter:
 	$(PYTHON) starter/generate.py
 
 PARTS ?=
-OUT_PARTIAL = $(if $(filter command line,$(origin OUT)),$(OUT),build/partial_$(PARTS).py)
+OUT_PARTIAL = $(or $(OUT),build/partial_$(PARTS).py)
 
 partial:
 	@test -n "$(PARTS)" || { echo "usage: make partial PARTS=abc [OUT=file]   (letters among a b c d; default OUT=build/partial_PARTS.py)"; exit 2; }

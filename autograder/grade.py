@@ -52,6 +52,11 @@ def resolve(submission: Path) -> Path:
     return submission
 
 
+SCAN_OFF_WARNING = ("RMSNORM_SCAN=off: the static scan is skipped, so nothing is refused (part 0 says so in "
+                    "results.json); for testing the sandbox only, never for grades (grade-all grades such results "
+                    "again once the variable is unset)")
+
+
 def grade(submission: Path, results: Path, env: dict | None = None, select: str | None = None) -> dict:
     """Run the hidden tests on ``submission`` (a file, or a folder holding one rmsnorm.py); return results.json.
 
@@ -65,6 +70,8 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
     said = isolation.note()
     if said:
         print(f"grade: {said}", file=sys.stderr)
+    if not config.scan_enabled(env or os.environ):
+        print(f"grade: {SCAN_OFF_WARNING}", file=sys.stderr)
     env = dict(os.environ if env is None else env, **{SUBMISSION_VAR: str(submission.resolve()),
                                                       RESULTS_VAR: str(Path(results).resolve())})
     log = Path(results).with_suffix(".log")           # pytest's own output: for the staff, never for students
@@ -192,7 +199,7 @@ def table(res: dict) -> str:
                 notes.setdefault(t["output"], t["number"])
                 last = t["output"]
     for t in res["tests"]:
-        if t["number"] == "0" and t["status"] == "failed":
+        if t["number"] == "0" and (t["status"] == "failed" or t["output"]):
             lines.append(f"static checks: {t['output'][:400]}")
     extra_items = {i.number for i in ITEMS if i.extra_credit}
     regular = [t for t in res["tests"] if t["number"].split(".")[0] not in extra_items]

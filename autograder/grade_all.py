@@ -16,7 +16,7 @@ a row that says NOT GRADED and why, and no numbers.
 
 Workers: one per visible GPU on a GPU machine (each pinned to its GPU),
 otherwise ``--jobs N`` (default 1). ``--shard K/N`` grades only the K-th of N
-shares of the class (a stable split by submission folder), so that N machines
+shares of the class (every N-th submission folder in sorted order), so that N machines
 (a Slurm job array, say) can grade one export over a shared folder; a plain run
 afterwards grades nothing new and writes the whole CSV.
 """
@@ -32,12 +32,12 @@ import queue
 import sys
 import threading
 import time
-import zlib
 from pathlib import Path
 
 import yaml
 
-from . import grade
+from . import config, grade
+from .config import SCAN_SKIPPED
 from .errors import GraderError
 from .plugin import open_private
 from .rubric import BY_NUMBER, ITEMS, PARTS, item_of
@@ -205,17 +205,20 @@ def graded_already(path: Path, gpu: bool = False) -> bool:
         return False
     if res.get("complete"):
         return True
+    if config.scan_enabled() and any(SCAN_SKIPPED in t.get("output", "") for t in res.get("tests", [])):
+        return False                                   # graded with RMSNORM_SCAN=off: grade it again, scanned
     done = {t.get("number") for t in res.get("tests", [])}
     return {n for n in PARTS if gpu or not item_of(n).gpu_only} <= done
 
 
 def _keep_private(export: Path) -> None:
-    """Take other users' access to the export away: submissions run as sandbox accounts, which must not
-    read each other's code (each job gets its own copy of its rmsnorm.py). The grader's user keeps its own."""
+    """Take everyone else's access to the export away, its group's too: submissions run as sandbox accounts,
+    which must not read each other's code (each job gets its own copy of its rmsnorm.py). The grader's user
+    keeps its own."""
     mode = export.stat().st_mode
-    if mode & 0o007:
-        export.chmod(mode & ~0o007)
-        print(f"{export}: made unreadable to other users (submissions must not read each other's)",
+    if mode & 0o077:
+        export.chmod(mode & ~0o077)
+        print(f"{export}: made readable by its owner only (submissions must not read each other's)",
               file=sys.stderr)
 
 
@@ -230,9 +233,12 @@ def parse_shard(text: str) -> tuple[int, int]:
     raise SystemExit(f"--shard takes K/N with 1 <= K <= N (the K-th of N shares, e.g. 2/8), not {text!r}")
 
 
-def in_shard(sid: str, shard) -> bool:
-    """Is submission folder ``sid`` in ``shard`` (K, N)? A stable split: the same on every machine and run."""
-    return shard is None or zlib.crc32(sid.encode()) % shard[1] == shard[0] - 1
+def shard_of(sids, shard) -> set:
+    """The submission folders of ``shard`` (K, N): every N-th of them in sorted order, from the K-th on. The
+    same on every machine that sees the same export, and the shares differ by one at most."""
+    if shard is None:
+        return set(sids)
+    return {sid for i, sid in enumerate(sorted(sids)) if i % shard[1] == shard[0] - 1}
 
 
 def regrade(export: Path, out_csv: Path | None, jobs: int = 1, shard=None) -> tuple[list[dict], dict]:
@@ -241,11 +247,14 @@ def regrade(export: Path, out_csv: Path | None, jobs: int = 1, shard=None) -> tu
     export = export_folder(export)
     subs = submissions(export)
     grade.preflight()                      # a grader that cannot grade stops here, before any submission
+    if not config.scan_enabled():
+        warn(grade.SCAN_OFF_WARNING)
     _keep_private(export)
     results_dir = export / "regrade"
     results_dir.mkdir(exist_ok=True)
     devices = gpus()
-    mine = [(sid, folder) for sid, folder, _ in subs if folder is not None and in_shard(sid, shard)]
+    ours = shard_of([sid for sid, folder, _ in subs if folder is not None], shard)
+    mine = [(sid, folder) for sid, folder, _ in subs if sid in ours]
     todo = [(sid, folder) for sid, folder in mine if not graded_already(results_dir / f"{sid}.json", gpu=bool(devices))]
     workers = len(devices) or max(1, jobs)
     share = f" in shard {shard[0]}/{shard[1]}" if shard else ""
@@ -268,7 +277,8 @@ def regrade(export: Path, out_csv: Path | None, jobs: int = 1, shard=None) -> tu
             sub, problem = grade.find_submission(folder)
             out = results_dir / f"{sid}.json"
             if sub is None:
-                out.write_text(json.dumps({"tests": [], "complete": True, "output": problem}))
+                with open_private(out) as f:                 # like every results.json: root's alone when root
+                    f.write(json.dumps({"tests": [], "complete": True, "output": problem}))
             else:
                 grade.grade(sub, out, env=env)
         except GraderError as e:
@@ -384,7 +394,8 @@ def main(argv):
               f"have no scores (marked NOT GRADED): {', '.join(missing)}", file=sys.stderr)
     moved = sorted({r["submission"] for r in rows if r.get("changed")})
     print(f"{len(moved)} submission(s) scored differently from Gradescope (column `changed` names the items)"
-          + (": upload their new scores (docs/ta-guide.md, regrading)" if moved else ""), file=sys.stderr)
+          + ("; which score stands for each item: docs/ta-guide.md, \"When the GPU regrade differs from "
+             "Gradescope\"" if moved else ""), file=sys.stderr)
     for sid, why in errors.items():
         print(f"{sid}: {grade.explain(why)}", file=sys.stderr)
     if errors:

@@ -169,12 +169,12 @@ def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
         kill_marked_processes(token)
         if ids is not None:
             accounts.kill_processes(ids[0])
+        if view_root is not None:
+            try:
+                view_root.rmdir()                       # its mounts lived in the job's namespace only
+            except OSError:
+                pass
     timed_out = code is None
-    if view_root is not None:
-        try:
-            view_root.rmdir()                           # its mounts lived in the job's namespace only
-        except OSError:
-            pass
     if timed_out:
         _, cpu = _wait(proc.pid, None)                  # reap the killed child
     proc.returncode = code if code is not None else -signal.SIGKILL

@@ -330,12 +330,30 @@ def test_ctrl_c_says_how_to_resume_without_a_traceback(tmp_path, monkeypatch, ca
     assert "interrupted" in err and "Run the same command to resume" in err and "Traceback" not in err
 
 
-def test_the_export_is_made_unreadable_to_other_users(tmp_path, capsys):
+def test_the_export_is_made_readable_by_its_owner_only(tmp_path, capsys):
     export = make_export(tmp_path / "export")
     export.chmod(0o755)
     grade_all._keep_private(export)
-    assert export.stat().st_mode & 0o777 == 0o750
-    assert "made unreadable to other users" in capsys.readouterr().err
+    assert export.stat().st_mode & 0o777 == 0o700
+    assert "made readable by its owner only" in capsys.readouterr().err
+
+
+def test_shares_differ_by_one_at_most_and_cover_the_class_once():
+    sids = [f"submission_{k}" for k in (7, 3, 11, 100, 42)]
+    shares = [grade_all.shard_of(sids, (k, 3)) for k in (1, 2, 3)]
+    assert sorted(map(len, shares)) == [1, 2, 2] and set().union(*shares) == set(sids)
+    assert grade_all.shard_of(list(reversed(sids)), (2, 3)) == shares[1]      # the same on every machine
+
+
+def test_a_grading_made_with_the_scan_off_is_graded_again_with_it_on(tmp_path, monkeypatch):
+    from autograder import config
+    from autograder.rubric import PARTS
+    res = {"tests": [{"number": n, "score": 0.0, "output": config.SCAN_SKIPPED + ": nothing was checked"
+                      if n == "0" else ""} for n in ["0", *PARTS]]}
+    (tmp_path / "r.json").write_text(json.dumps(res))
+    assert not grade_all.graded_already(tmp_path / "r.json", gpu=True)
+    monkeypatch.setenv("RMSNORM_SCAN", "off")
+    assert grade_all.graded_already(tmp_path / "r.json", gpu=True)
 
 
 FIVE = "".join(f"""\
@@ -372,6 +390,8 @@ def test_the_csv_carries_gradescope_s_score_the_items_that_changed_and_not_grade
     rows = {r["name"]: r for r in csv.DictReader(out.open())}
     same, up, two, gone, none = (rows[n] for n in ("Same Score", "Regraded Up", "Two Files", "No Folder",
                                                     "No Results"))
+    if os.geteuid() == 0:                                    # every results.json is root's alone
+        assert (export / "regrade" / "submission_3.json").stat().st_mode & 0o777 == 0o600
     assert (float(same["gradescope score"]), same["changed"], float(same["total"])) == (15, "", 15)
     assert (float(up["gradescope score"]), up["changed"], float(up["total"])) == (0, "1", 15)
     assert (none["gradescope score"], none["changed"], float(none["total"])) == ("", "", 15)

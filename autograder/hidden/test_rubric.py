@@ -57,7 +57,7 @@ def test_static_checks(scanned, record_property):
     """The source scan: the required API is all there and nothing forbidden is used (0 points). Skipped, and
     said so, with RMSNORM_SCAN=off (the grader's environment, never a submission's)."""
     if not config.scan_enabled():
-        record_property("output", "the static scan was skipped (RMSNORM_SCAN=off): nothing was checked or refused")
+        record_property("output", f"{config.SCAN_SKIPPED}: nothing was checked or refused")
         return
     missing, problems = scanned
     if missing or problems:

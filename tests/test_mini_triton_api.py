@@ -395,3 +395,15 @@ def test_the_heap_top_pad_is_only_taken_where_the_address_space_is_not_capped(ca
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=cap,
                          cwd=str(ROOT), check=True).stdout.split()
     assert out == ["True", str(not capped)], out
+
+
+def test_tl_has_only_tritons_names_so_a_kernel_that_runs_here_compiles_on_a_gpu():
+    """The simulator's own imports (torch, its memory model...) are not reachable as tl.<name>: a kernel
+    that called tl.torch.exp would run on the simulator and fail on a GPU."""
+    from mini_triton.language import names
+    public = {n for n in dir(tl) if not n.startswith("_")}
+    assert public <= names.TL | {"core", "math", "extra"}, sorted(public - names.TL)
+    for name in ("torch", "memory", "runtime", "Affine", "builtins"):
+        with pytest.raises(Exception, match=f"Triton has no tl.{name} either"):
+            getattr(tl, name)
+    assert "unsupported" not in dir(tl.math)

@@ -122,6 +122,20 @@ def fake_grade(submission, results, env=None):
     results.write_text(json.dumps({"tests": [{"number": "1", "score": 15.0, "max_score": 15.0, "output": ""}]}))
 
 
+def stand_in_grader(monkeypatch) -> list:
+    """Replace the grader by a stand-in that gives item 1's 15 points and a finished grading; returns the list
+    of submission folders it is asked to grade, in order."""
+    graded = []
+
+    def stand_in(sub, out, env=None):
+        graded.append(sub.parent.name)
+        out.write_text(json.dumps({"tests": [{"number": "1", "score": 15.0, "max_score": 15.0, "output": ""}],
+                                   "complete": True}))
+    monkeypatch.setattr(grade_all.grade, "preflight", lambda: None)
+    monkeypatch.setattr(grade_all.grade, "grade", stand_in)
+    return graded
+
+
 def make_export(d):
     d.mkdir()
     (d / "submission_metadata.yml").write_text(METADATA)
@@ -260,14 +274,7 @@ def test_a_listed_submission_without_a_folder_keeps_its_students_rows_marked_not
     for sub in ("submission_1001", "submission_1003"):
         (export / sub).mkdir()
         (export / sub / "rmsnorm.py").write_text("# graded by the stand-in below\n")
-    graded = []
-
-    def stand_in(sub, out, env=None):
-        graded.append(sub.parent.name)
-        out.write_text(json.dumps({"tests": [{"number": "1", "score": 15.0, "max_score": 15.0, "output": ""}],
-                                   "complete": True}))
-    monkeypatch.setattr(grade_all.grade, "preflight", lambda: None)
-    monkeypatch.setattr(grade_all.grade, "grade", stand_in)
+    graded = stand_in_grader(monkeypatch)
     out = tmp_path / "grades.csv"
     assert grade_all.main([str(export), "--out", str(out)]) == 0
     assert sorted(graded) == ["submission_1001", "submission_1003"]
@@ -411,14 +418,7 @@ def test_shards_grade_disjoint_shares_and_a_plain_run_then_writes_every_row(tmp_
     for sid in sids:
         (export / sid).mkdir()
         (export / sid / "rmsnorm.py").write_text("# graded by the stand-in\n")
-    graded = []
-
-    def stand_in(sub, out, env=None):
-        graded.append(sub.parent.name)
-        out.write_text(json.dumps({"tests": [{"number": "1", "score": 15.0, "max_score": 15.0, "output": ""}],
-                                   "complete": True}))
-    monkeypatch.setattr(grade_all.grade, "preflight", lambda: None)
-    monkeypatch.setattr(grade_all.grade, "grade", stand_in)
+    graded = stand_in_grader(monkeypatch)
     out = tmp_path / "grades.csv"
     shares = []
     for k in (1, 2):

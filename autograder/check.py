@@ -1,8 +1,10 @@
 """The comparison and diagnosis helpers the public tests and the grader share: one float64 reference, one
 tolerance rule, one message format (starter/tests/rmsnorm_check.py), and the diagnosis that names the cause
-of a wrong output (starter/tests/rmsnorm_diagnose.py). Students get both files.
+of a wrong output (starter/tests/rmsnorm_diagnose.py) from the known mistakes (rmsnorm_causes.py). Students
+get these files.
 
-The grader loads them by their paths, once, as the modules ``rmsnorm_check`` and ``rmsnorm_diagnose``:
+The grader loads them by their paths, once, as the modules ``rmsnorm_check``, ``rmsnorm_causes`` and
+``rmsnorm_diagnose``:
 importing any part of the grader never depends on what is on sys.path.
 """
 import importlib.util
@@ -23,6 +25,7 @@ def _load(name):
 
 
 rmsnorm_check = _load("rmsnorm_check")
+causes = _load("rmsnorm_causes")
 diagnosis = _load("rmsnorm_diagnose")
 PATH = TESTS / "rmsnorm_check.py"
 DTYPE_NAMES = rmsnorm_check.DTYPE_NAMES

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 # The files of starter/tests/ the grader shares with the public tests (the second imports the first).
-SHARED_CHECKS = ("rmsnorm_check", "rmsnorm_diagnose")
+SHARED_CHECKS = ("rmsnorm_check", "rmsnorm_causes", "rmsnorm_diagnose")
 ROOT = Path(__file__).resolve().parent.parent
 
 

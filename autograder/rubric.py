@@ -85,7 +85,7 @@ SPEEDUP_NEEDED = {"10.1": 3.2, "10.2": 4.0, "10.3": 2.0, "10.4": 2.0}
 
 # Which part owns each cause the diagnosis can name (starter/tests/rmsnorm_diagnose.py's CAUSES, and the
 # grader's own): one mistake costs points once, in its part. A part that finds a cause another part owns
-# and charged keeps its points (judge.py), as the handout's grading section says.
+# and charged keeps its points (judge/), as the handout's grading section says.
 CAUSE_OWNERS = {
     # item 1, the forward: its formula, its r, its grid
     **dict.fromkeys(("mean_over_block", "sum_not_mean", "r_is_rms", "y_without_g", "y_times_rms", "r_not_stored",

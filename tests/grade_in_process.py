@@ -28,7 +28,8 @@ def _grade(path: str) -> dict:
     from autograder import runner, worker
     from autograder.check import reference
     from autograder.hidden.cases import flat, sim_inputs, sim_jobs
-    from autograder.judge import charge, ledgers
+    from autograder.judge import ledgers
+    from autograder.judge.charge import charge
     triton = worker._setup(ROOT, "mini_triton")
     worker.watch_norms(Path(path))
     inputs = sim_inputs(lambda x, g, eps: reference(x, g, eps=eps)[1].float())

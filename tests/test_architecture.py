@@ -1,7 +1,9 @@
 """The layers import one way. Read from the source (ast), for mini_triton and the autograder:
-no import cycle, and no import of the package's own modules from inside a function, which is
-how a cycle is usually dodged. (Imports of other libraries inside functions are fine: the
-worker, for one, imports torch only once its job has started.)
+no import cycle; each module imports only modules of the layers its package declares above its own
+(docs/architecture.md for the grader); no import of the package's own modules from inside a function,
+which is how a cycle is usually dodged (imports of other libraries inside functions are fine: the
+worker, for one, imports torch only once its job has started); and no module imports another's
+private (underscore) name.
 """
 import ast
 
@@ -32,8 +34,9 @@ def project_imports(package):
             elif isinstance(node, ast.ImportFrom):
                 base = here[:len(here) - node.level + 1] if node.level else []
                 module = ".".join(base + ([node.module] if node.module else []))
-                # "from . import x" imports the module x; "from .m import x" the module m
-                targets = [f"{module}.{a.name}" for a in node.names] if not node.module else [module]
+                # "from . import x" and "from pkg import x" import the module x when there is one; else the
+                # name x of the module pkg
+                targets = [_existing(f"{module}.{a.name}") for a in node.names]
             else:
                 continue
             for t in targets:
@@ -99,3 +102,85 @@ def test_no_project_imports_inside_functions(package):
 def test_the_checker_finds_a_cycle_and_a_function_level_import(tmp_path):
     assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert cycle({"a": {"b"}, "b": {"c"}}) is None
+
+
+# ---- the declared order --------------------------------------------------------------------------------------
+
+def declared_layers(text, package):
+    """[[module, ...], ...] from the code block after "<!-- layers: package -->" in ``text``: one row per
+    layer, lowest first, names relative to the package."""
+    block = text.split(f"<!-- layers: {package} -->", 1)[1].split("```", 2)[1]
+    return [[f"{package}.{m.strip()}" for m in row.split(",")] for row in block.strip().splitlines()]
+
+
+def layer_violations(edges, layers):
+    """"a imports b" for each import of a module of the same layer or a later one, and of an unlisted one."""
+    row = {m: i for i, names in enumerate(layers) for m in names}
+    out = []
+    for a, targets in sorted(edges.items()):
+        for b in sorted(targets):
+            if a not in row or b not in row:
+                out.append(f"{a} imports {b}: {a if a not in row else b} is in no layer")
+            elif row[b] >= row[a]:
+                out.append(f"{a} (layer {row[a] + 1}) imports {b} (layer {row[b] + 1})")
+    return out
+
+
+def test_the_grader_imports_in_the_order_its_architecture_declares():
+    layers = declared_layers((ROOT / "docs" / "architecture.md").read_text(), "autograder")
+    edges = {}
+    for module, target, _, _ in project_imports("autograder"):
+        if target not in (module, "autograder", "autograder.hidden"):     # the packages' own __init__
+            edges.setdefault(module, set()).add(target)
+    assert not layer_violations(edges, layers), layer_violations(edges, layers)
+    modules = {module_name(p, "autograder") for p in (ROOT / "autograder").rglob("*.py")}
+    listed = {m for row in layers for m in row}
+    assert listed == modules - {"autograder", "autograder.hidden"}, (listed ^ modules) - {"autograder",
+                                                                                        "autograder.hidden"}
+
+
+def test_the_order_checker_finds_an_import_upwards_and_an_unlisted_module():
+    layers = [["p.a"], ["p.b", "p.c"], ["p.d"]]
+    assert layer_violations({"p.d": {"p.a", "p.b"}, "p.b": {"p.a"}}, layers) == []
+    assert layer_violations({"p.a": {"p.d"}}, layers) == ["p.a (layer 1) imports p.d (layer 3)"]
+    assert layer_violations({"p.b": {"p.c"}}, layers) == ["p.b (layer 2) imports p.c (layer 2)"]
+    assert layer_violations({"p.d": {"p.x"}}, layers) == ["p.d imports p.x: p.x is in no layer"]
+
+
+# ---- private names -------------------------------------------------------------------------------------------
+
+def private_uses(path):
+    """Where a module imports a private name from another module of the project, or reads one as an attribute
+    of an imported project module: [(line, what)]."""
+    tree = ast.parse(path.read_text())
+    own = set()
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in PROJECT):
+            for a in node.names:
+                own.add(a.asname or a.name)
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    out.append((node.lineno, f"imports {a.name} from {node.module or '.'}"))
+        elif isinstance(node, ast.Import):
+            own.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] in PROJECT)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in own
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            out.append((node.lineno, f"reads {node.value.id}.{node.attr}"))
+    return out
+
+
+PROJECT = {"mini_triton", "autograder", "rmsnorm_check", "rmsnorm_causes", "rmsnorm_diagnose", "starter"}
+
+
+@pytest.mark.parametrize("folder", ["mini_triton", "autograder", "starter", "solution"])
+def test_no_module_uses_another_modules_private_names(folder):
+    found = [f"{p.relative_to(ROOT)} line {line}: {what}" for p in sorted((ROOT / folder).rglob("*.py"))
+             for line, what in private_uses(p)]
+    assert not found, found
+
+
+def test_the_private_name_checker_finds_both_forms(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_text("from mini_triton.blocks import _hidden\nfrom . import memory\nmemory._records\nx._fine\n")
+    assert private_uses(p) == [(1, "imports _hidden from mini_triton.blocks"), (3, "reads memory._records")]

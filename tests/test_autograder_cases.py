@@ -1,10 +1,12 @@
 """Hidden cases live in one file: the TA guide's example adds one to a copy of the grader, changing
 autograder/hidden/cases.py alone, and a grading with that copy runs it. Also: the guide's rubric
 table agrees with rubric.py."""
+import json
 import re
 import subprocess
 import sys
 
+import torch
 
 from autograder import rubric
 from conftest import ROOT
@@ -18,11 +20,21 @@ def guide_example():
     return re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
 
 
-def test_a_hidden_case_added_as_the_guide_shows_is_graded(grader_copy, tmp_path):
+def test_a_hidden_case_and_new_points_added_as_the_guide_shows_are_graded(grader_copy, tmp_path):
+    """Two recipes in one grading: the guide's hidden case, and points changed in rubric.py alone (4.4 from 3
+    to 4 points, so item 4 from 15 to 16)."""
     example = guide_example()
     assert example.startswith("# autograder/hidden/cases.py")
     cases = grader_copy / "autograder" / "hidden" / "cases.py"
-    cases.write_text(cases.read_text() + "\n" + example)          # the one file changed
+    cases.write_text(cases.read_text() + "\n" + example)          # the one file changed for the case
+    rubric_py = grader_copy / "autograder" / "rubric.py"
+    text = rubric_py.read_text()
+    for old, new in (('Part("4.4", "N not a power of two, N = 1 and large N", 3)',
+                      'Part("4.4", "N not a power of two, N = 1 and large N", 4)'),
+                     ('Item("4", "Robustness", 15,', 'Item("4", "Robustness", 16,')):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    rubric_py.write_text(text)                                     # the one file changed for the points
     sub = tmp_path / "rmsnorm.py"                                  # right everywhere but at N = 5000
     sub.write_text((ROOT / "tests" / "corpus" / "simple.py").read_text().replace(
         "def rmsnorm_forward(x, g, eps=1e-5):\n",
@@ -32,7 +44,9 @@ def test_a_hidden_case_added_as_the_guide_shows_is_graded(grader_copy, tmp_path)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "4.4" in p.stdout and "x of shape (4, 5000) fp32 (N = 5000: longer than 4096, not a power of 2)" \
         in p.stdout, p.stdout
-    assert "90 / 90" not in p.stdout and "87 / 90" in p.stdout      # 4.4 (3 points) lost, nothing else
+    assert "87 / 91" in p.stdout, p.stdout                          # 4.4 (now 4 points) lost, nothing else
+    results = json.loads((tmp_path / "r.json").read_text())
+    assert [t["max_score"] for t in results["tests"] if t.get("number") == "4.4"] == [4.0]
 
 
 def test_the_guides_rubric_table_matches_the_rubric():
@@ -43,3 +57,31 @@ def test_the_guides_rubric_table_matches_the_rubric():
         assert name.startswith(item.name) and points == item.points, (item, name, points)
         assert ("extra credit" in name) == item.extra_credit
     assert not table, f"rows the rubric does not have: {table}"
+
+
+def test_adding_a_case_changes_no_other_cases_inputs():
+    from autograder.hidden.cases import ROBUST, case, make_inputs
+    some = {k: ROBUST[k] for k in ("fp16", "3d", "n1")}
+    before = make_inputs(some)
+    after = make_inputs({"new": case((4, 5000), part="4.4"), **dict(reversed(list(some.items())))})
+    for k in some:
+        for t in ("x", "g", "dy"):
+            assert torch.equal(before[k][t], after[k][t]), (k, t)
+
+
+def test_every_robust_case_names_a_part_of_item_4_that_the_rubric_grades():
+    from autograder.hidden.cases import GPU_ROBUST, ROBUST, robust_parts
+    for name, c in {**ROBUST, **GPU_ROBUST}.items():
+        assert c.part in rubric.PARTS and c.part.startswith("4."), (name, c.part)
+    assert sorted(robust_parts()) == ["4.1", "4.2", "4.3", "4.4", "4.5"]
+    assert sum(map(len, robust_parts().values())) == len(ROBUST)
+
+
+def test_the_names_a_job_uses_come_from_one_place():
+    from autograder.hidden.cases import again, input_key, kind_of, output_key, sim_jobs, task_name
+    jobs = sim_jobs()
+    tasks = {k: v for job in jobs.values() for k, v in job.items()}
+    assert task_name("fwd", "d") in tasks and again(task_name("bwd", "d")) in tasks
+    assert {kind_of(t) for t in tasks} == {"fwd", "bwd", "ag"}
+    assert tasks[task_name("bwd", "a")]["tensors"]["r"] == input_key("r", "a")
+    assert output_key("fwd_a", "y", "stored") == "fwd_a.y.stored" and output_key("fwd_a", "y") == "fwd_a.y"

@@ -1,5 +1,6 @@
-"""The shared diagnosis (starter/tests/rmsnorm_diagnose.py): it names each known mistake from the output
-alone, checks elements never stored before any value, and says rounding or formula when it knows neither."""
+"""The shared diagnosis (starter/tests/rmsnorm_diagnose.py, its causes in rmsnorm_causes.py): it names
+each known mistake from the output alone, checks elements never stored before any value, and says rounding
+or formula when it knows neither."""
 import sys
 
 import pytest
@@ -9,26 +10,27 @@ from autograder import rubric
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "starter" / "tests"))
+import rmsnorm_causes as C  # noqa: E402
 import rmsnorm_diagnose as D  # noqa: E402
 from rmsnorm_check import random_inputs, reference  # noqa: E402
 
 X, G, DY = random_inputs((37, 100))
 Y, R, DX, DG = reference(X, G, DY)
-FORWARD = D.forward_alternatives(X, G, 0.1)
+FORWARD = C.forward_alternatives(X, G, 0.1)
 _, R_EPS, DX_EPS, DG_EPS = reference(X, G, DY, eps=0.1)      # a large eps: leaving it out shows
-BACKWARD = D.backward_alternatives(X, G, DY, R_EPS, 0.1)
+BACKWARD = C.backward_alternatives(X, G, DY, R_EPS, 0.1)
 
 
 def test_every_cause_has_an_owner_in_the_rubric():
-    assert set(D.CAUSES) <= set(rubric.CAUSE_OWNERS), set(D.CAUSES) - set(rubric.CAUSE_OWNERS)
+    assert set(C.CAUSES) <= set(rubric.CAUSE_OWNERS), set(C.CAUSES) - set(rubric.CAUSE_OWNERS)
 
 
 @pytest.mark.parametrize("key", sorted(FORWARD))
 def test_a_forward_computed_a_known_wrong_way_is_named(key):
     y, r = FORWARD[key]
-    _, ref_r = D.forward_alternatives_plain(X, G, 0.1)
+    _, ref_r = C.forward_alternatives_plain(X, G, 0.1)
     ref_y = reference(X, G, eps=0.1)[0]
-    found = [D.diagnose(n, got.float(), want, X, alternatives=D.pick(FORWARD, i), fmt={"eps": 0.1})
+    found = [D.diagnose(n, got.float(), want, X, alternatives=C.pick(FORWARD, i), fmt={"eps": 0.1})
              for n, got, want, i in (("r", r, ref_r, 1), ("y", y, ref_y, 0))]
     found = [f for f in found if f is not None]
     assert found and {f.cause for f in found} == {key}, [(f.cause, f.message[:100]) for f in found]
@@ -38,7 +40,7 @@ def test_a_forward_computed_a_known_wrong_way_is_named(key):
 @pytest.mark.parametrize("key", sorted(BACKWARD))
 def test_a_backward_computed_a_known_wrong_way_is_named(key):
     dx, dg = BACKWARD[key]
-    found = [D.diagnose(n, got.float(), want, X, alternatives=D.pick(BACKWARD, i) + [D.dg_rows(X, DY, R_EPS)],
+    found = [D.diagnose(n, got.float(), want, X, alternatives=C.pick(BACKWARD, i) + [C.dg_rows(X, DY, R_EPS)],
                         fmt={"eps": 0.1})
              for n, got, want, i in (("dx", dx, DX_EPS, 0), ("dg", dg, DG_EPS, 1))]
     found = [f for f in found if f is not None]
@@ -46,7 +48,7 @@ def test_a_backward_computed_a_known_wrong_way_is_named(key):
 
 
 def test_the_right_output_has_no_finding():
-    assert D.diagnose("y", Y.float(), Y, X, alternatives=D.pick(FORWARD, 0)) is None
+    assert D.diagnose("y", Y.float(), Y, X, alternatives=C.pick(FORWARD, 0)) is None
 
 
 def test_elements_never_stored_come_before_values_and_are_classified():
@@ -69,7 +71,7 @@ def test_elements_never_stored_come_before_values_and_are_classified():
 
 def test_dg_over_some_rows_names_the_rows():
     rows = DY.double() * X.double() * R.double()[:, None]
-    found = D.diagnose("dg", rows[:30].sum(0).float(), DG, X, alternatives=[D.dg_rows(X, DY, R)])
+    found = D.diagnose("dg", rows[:30].sum(0).float(), DG, X, alternatives=[C.dg_rows(X, DY, R)])
     assert found.cause == "dg_some_rows" and "rows 0-29 only" in found.message
 
 
@@ -90,7 +92,7 @@ def test_a_row_of_zeros_without_eps_is_named_eps():
     x[4] = 0
     y = reference(x, G)[0].float()
     y[4] = float("nan")                         # 0 · 1/sqrt(0)
-    found = D.diagnose("y", y, reference(x, G)[0], x, alternatives=D.pick(D.forward_alternatives(x, G), 0))
+    found = D.diagnose("y", y, reference(x, G)[0], x, alternatives=C.pick(C.forward_alternatives(x, G), 0))
     assert found.cause == "eps_forgotten"
 
 
@@ -104,5 +106,5 @@ def test_rounding_and_formula_are_told_apart():
 
 def test_a_name_the_diagnosis_shares_with_the_grader_is_loaded_once():
     from autograder import check
-    assert check.diagnosis.CAUSES is sys.modules["rmsnorm_diagnose"].CAUSES or \
-        set(check.diagnosis.CAUSES) == set(D.CAUSES)
+    assert check.causes.CAUSES is sys.modules["rmsnorm_causes"].CAUSES or \
+        set(check.causes.CAUSES) == set(C.CAUSES)

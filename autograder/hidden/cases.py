@@ -5,16 +5,23 @@ it: items 1-3 on 2-D, contiguous fp32 rows (the backward items with the referenc
 forward mistake costs them nothing); 3-D and 4-D inputs only in 4.2; strided inputs only in 4.3;
 16-bit inputs only in 4.1 (and item 7's host check).
 
-To add a hidden case, add it here and nothing else: a ``Case`` in ``ROBUST`` and its name in the
-part's tuple in ``ROBUST_PARTS`` (a new part also needs its points in rubric.py). The hidden tests
-(judge.py) compare every case of a part with the float64 reference and tell the case's ``story`` in
-the feedback. Each case draws its tensors from a seed of its own name, so adding one changes no
-other. docs/ta-guide.md has a worked example.
+A case is data: a ``Case`` says everything the grader needs of it (shape, dtype, eps, a view of a
+wider tensor, zero rows, the part that owns it, the story its feedback tells). To add a hidden case,
+add it here and nothing else: a ``Case`` in ``ROBUST`` whose ``part`` names its part of item 4 (a new
+part also needs its points in rubric.py). The hidden tests (judge/) compare every case of a part
+with the float64 reference and tell the case's ``story`` in the feedback. Each case draws its
+tensors from a seed of its own name, so adding one changes no other. docs/ta-guide.md has a worked
+example.
+
+The names a job uses are made by the helpers at the end (``task_name``, ``input_key``, ``output_key``),
+never by hand.
 """
 import typing
 import zlib
 
 import torch
+
+from autograder.check import DTYPE_NAMES
 
 
 class Case(typing.NamedTuple):
@@ -28,85 +35,119 @@ class Case(typing.NamedTuple):
     forward_only: bool = False             # checks y and r from rmsnorm_forward, not the whole autograd step
     dy_contiguous: bool = False            # with a view: dy is a contiguous tensor, its rows N apart, not x's
     zero_rows: tuple = ()                  # rows of x set to zero
+    part: str | None = None                # the part of item 4 that grades it (None: a core case of items 1-3, 5-9)
 
     @property
-    def task(self) -> str:
-        """The name prefix of its task: the forward alone ("fwd") or forward and backward ("ag")."""
+    def kind(self) -> str:
+        """The kind of its task (``task_name``): the forward alone ("fwd") or forward and backward ("ag")."""
         return "fwd" if self.forward_only else "ag"
 
 
-DTYPE_SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
-
-
-def case(shape, dtype="float32", eps=1e-5, view=None, note="", forward_only=False, zero_rows=()):
+def case(shape, dtype="float32", eps=1e-5, view=None, note="", forward_only=False, zero_rows=(), part=None):
     """A Case whose story is the shape, the dtype and ``note``."""
-    story = f"x of shape {shape} {DTYPE_SHORT[dtype]}" + (f" ({note})" if note else "")
-    return Case(shape, dtype, eps, view, story, forward_only, zero_rows=zero_rows)
+    story = f"x of shape {shape} {DTYPE_NAMES[getattr(torch, dtype)]}" + (f" ({note})" if note else "")
+    return Case(shape, dtype, eps, view, story, forward_only, zero_rows=zero_rows, part=part)
 
 
 # Items 1-3 and 5-9: 2-D, contiguous fp32 rows. Item 1 runs the forward on each, items 2 and 3 the
 # backward (rmsnorm_backward, given the reference r); items 5-9 and 4.7 look at "d": its forward, its
 # backward given the reference r (so that a mistake of the forward or of the autograd Function costs
 # them nothing), and, for item 7, its step through autograd.
-CORE = {"a": (37, 100), "b": (24, 256), "c": (6, 513), "d": (256, 128)}
+CORE = {k: case(shape) for k, shape in {"a": (37, 100), "b": (24, 256), "c": (6, 513), "d": (256, 128)}.items()}
 STRIDED = "x and dy of shape (24, 80) fp32, views {} of (24, 160) tensors, x.stride() = {}"
 # Each robustness case belongs to one part only, and only 4.1's are 16-bit, so that one defect costs
 # one part (on the CPU: the GPU job adds N = 65536 in bf16 to 4.4, where only 16-bit dtypes allow it).
 ROBUST = {
-    "fp16": case((33, 200), "float16"),
-    "bf16": case((33, 200), "bfloat16"),
-
-    "3d": case((5, 7, 96), note="3-D: 35 rows of 96"),
-    "4d": case((2, 3, 5, 48), note="4-D: 30 rows of 48"),
-    "row_stride": Case((24, 160), "float32", 1e-5, [0, 80, 1],
-                       STRIDED.format("x[:, 0:80]", "(160, 1): rows are 160 elements apart")),
-    "col_stride": Case((24, 160), "float32", 1e-5, [0, None, 2],
-                       STRIDED.format("x[:, ::2]", "(160, 2): every other column")),
-    "mixed_strides": Case((24, 160), "float32", 1e-5, [0, 80, 1],
-                          "x of shape (24, 80) fp32, a view of a (24, 160) tensor with x.stride() = (160, 1), and a "
-                          "contiguous dy with dy.stride() = (80, 1): x's and dy's rows are different distances apart",
-                          dy_contiguous=True),
-    "n1000": case((16, 1000), note="N = 1000, not a power of 2"),
-    "n1": case((8, 1), note="N = 1"),
-    "big_n": case((3, 16384), note="N = 16384"),
-    "big_n_32k": case((2, 32768), note="N = 32768: more than one block per row"),
-    "big_n_bf16": case((2, 65536), "bfloat16", note="N = 65536, allowed in 16 bits: tl.sum adds bf16 in bf16, so "
-                                                    "sum the squares in fp32", forward_only=True),
-    "eps_small": case((16, 64), eps=1e-6, note="eps = 1e-06"),
-    "eps_large": case((16, 64), eps=1e-2, note="eps = 0.01"),
-    "eps_one": case((16, 64), eps=1.0, note="eps = 1.0"),
-    "zero_rows": case((12, 64), note="rows 0 and 5 are all zeros, so r = 1/sqrt(eps) there", zero_rows=(0, 5)),
+    "fp16": case((33, 200), "float16", part="4.1"),
+    "bf16": case((33, 200), "bfloat16", part="4.1"),
     # r is fp32 whatever x's dtype: rmsnorm_forward on 16-bit rows, r held to fp32's tolerance
-    "fp16_fwd": case((33, 200), "float16", forward_only=True),
-    "bf16_fwd": case((33, 200), "bfloat16", forward_only=True),
-}
-ROBUST_PARTS = {
-    "4.1": ("fp16", "bf16", "fp16_fwd", "bf16_fwd"),
-    "4.2": ("3d", "4d"),
-    "4.3": ("row_stride", "col_stride", "mixed_strides"),
-    "4.4": ("n1000", "n1", "big_n", "big_n_32k", "big_n_bf16"),
-    "4.5": ("eps_small", "eps_large", "eps_one", "zero_rows"),
+    "fp16_fwd": case((33, 200), "float16", forward_only=True, part="4.1"),
+    "bf16_fwd": case((33, 200), "bfloat16", forward_only=True, part="4.1"),
+
+    "3d": case((5, 7, 96), note="3-D: 35 rows of 96", part="4.2"),
+    "4d": case((2, 3, 5, 48), note="4-D: 30 rows of 48", part="4.2"),
+
+    "row_stride": Case((24, 160), "float32", view=[0, 80, 1], part="4.3",
+                       story=STRIDED.format("x[:, 0:80]", "(160, 1): rows are 160 elements apart")),
+    "col_stride": Case((24, 160), "float32", view=[0, None, 2], part="4.3",
+                       story=STRIDED.format("x[:, ::2]", "(160, 2): every other column")),
+    "mixed_strides": Case((24, 160), "float32", view=[0, 80, 1], dy_contiguous=True, part="4.3",
+                          story="x of shape (24, 80) fp32, a view of a (24, 160) tensor with x.stride() = (160, 1), "
+                                "and a contiguous dy with dy.stride() = (80, 1): x's and dy's rows are different "
+                                "distances apart"),
+
+    "n1000": case((16, 1000), note="N = 1000, not a power of 2", part="4.4"),
+    "n1": case((8, 1), note="N = 1", part="4.4"),
+    "big_n": case((3, 16384), note="N = 16384", part="4.4"),
+    "big_n_32k": case((2, 32768), note="N = 32768: more than one block per row", part="4.4"),
+    "big_n_bf16": case((2, 65536), "bfloat16", note="N = 65536, allowed in 16 bits: tl.sum adds bf16 in bf16, so "
+                                                    "sum the squares in fp32", forward_only=True, part="4.4"),
+
+    "eps_small": case((16, 64), eps=1e-6, note="eps = 1e-06", part="4.5"),
+    "eps_large": case((16, 64), eps=1e-2, note="eps = 0.01", part="4.5"),
+    "eps_one": case((16, 64), eps=1.0, note="eps = 1.0", part="4.5"),
+    "zero_rows": case((12, 64), note="rows 0 and 5 are all zeros, so r = 1/sqrt(eps) there", zero_rows=(0, 5),
+                      part="4.5"),
 }
 # Item 7 looks for host-side ops on the core shape "d" in every dtype it grades.
-HOST_CHECK = {"d": "float32", "d_bf16": "bfloat16", "d_fp16": "float16"}
-HOST_CASES = {"d_fp16": case(CORE["d"], "float16"), "d_bf16": case(CORE["d"], "bfloat16")}
+HOST_CASES = {"d_fp16": case(CORE["d"].shape, "float16"), "d_bf16": case(CORE["d"].shape, "bfloat16")}
+HOST_CHECK = {"d": CORE["d"], "d_bf16": HOST_CASES["d_bf16"], "d_fp16": HOST_CASES["d_fp16"]}   # in this order
 # The GPU job: large N for 4.4 and a rerun for 4.7, then the timing shape of item 10.
-GPU_ROBUST = {"big_n_gpu": case((64, 32768), note="N = 32768, on the GPU with real Triton"),
-              "big_n_bf16_gpu": case((64, 65536), "bfloat16", note="N = 65536, on the GPU with real Triton"),
-              "rerun_gpu": case((4096, 1024), note="on the GPU with real Triton")}
-GPU_ROBUST_PARTS = {"4.4": ("big_n_gpu", "big_n_bf16_gpu")}      # graded with the part's CPU cases
+GPU_ROBUST = {"big_n_gpu": case((64, 32768), note="N = 32768, on the GPU with real Triton", part="4.4"),
+              "big_n_bf16_gpu": case((64, 65536), "bfloat16", note="N = 65536, on the GPU with real Triton",
+                                     part="4.4"),
+              "rerun_gpu": case((4096, 1024), note="on the GPU with real Triton", part="4.7")}
 SPEED_SHAPE = (16384, 4096)
 SPEED_ROWS = [0, 1, 777, 4095, 8191, 12000, 16382, 16383]
 SPEED_SEED = 2024
 
 
-def core_case(k) -> Case:
-    return case(CORE[k])
+def parts_of(cases: dict) -> dict:
+    """{part: (case names, in order)} of the cases that name a part."""
+    parts = {}
+    for k, c in cases.items():
+        if c.part:
+            parts.setdefault(c.part, []).append(k)
+    return {part: tuple(names) for part, names in parts.items()}
+
+
+def robust_parts() -> dict:
+    """The parts of item 4 that grade cases of their own (4.1-4.5), with their cases' names."""
+    return parts_of(ROBUST)
 
 
 def all_sim_cases() -> dict:
     """Every case the simulator job runs, by name."""
-    return {**{k: core_case(k) for k in CORE}, **ROBUST, **HOST_CASES}
+    return {**CORE, **ROBUST, **HOST_CASES}
+
+
+# ---- the names a job uses ------------------------------------------------------------------------------------
+
+def task_name(kind: str, name: str) -> str:
+    """The task that runs case ``name`` as ``kind``: "fwd" (rmsnorm_forward), "bwd" (rmsnorm_backward given
+    the reference r), "ag" (the step through autograd) or "speed"."""
+    return f"{kind}_{name}"
+
+
+def kind_of(task: str) -> str:
+    """The kind of a task (``task_name``'s first argument)."""
+    return task.split("_", 1)[0]
+
+
+def again(task: str) -> str:
+    """The task that runs ``task`` a second time (item 4.7 compares the two)."""
+    return f"{task}_again"
+
+
+def input_key(tensor: str, name: str) -> str:
+    """The key of one input tensor of case ``name`` as a job takes it: "x.a"."""
+    return f"{tensor}.{name}"
+
+
+def output_key(task: str, output: str, what: str = "") -> str:
+    """The key of an output a job returns ("fwd_a.y"), or of what it knows of it: ``what`` = "stored" (the
+    elements some kernel stored) or "if_zero" (the output when memory starts at zero)."""
+    return f"{task}.{output}" + (f".{what}" if what else "")
 
 
 def _make(name, c: Case):
@@ -130,11 +171,11 @@ def make_inputs(cases: dict) -> dict:
 
 def flat(inputs: dict) -> dict:
     """The tensors as a job takes them: {"x.a": ..., "g.a": ..., "r.a": ...}."""
-    return {f"{t}.{k}": v for k, ts in inputs.items() for t, v in ts.items()}
+    return {input_key(t, k): v for k, ts in inputs.items() for t, v in ts.items()}
 
 
 def _task(op, k, c: Case, tensors=("x", "g", "dy")) -> dict:
-    task = {"op": op, "tensors": {t: f"{t}.{k}" for t in tensors}, "eps": c.eps}
+    task = {"op": op, "tensors": {t: input_key(t, k) for t in tensors}, "eps": c.eps}
     if c.view:
         task["view"] = {"x": c.view, **({} if c.dy_contiguous or "dy" not in tensors else {"dy": c.view})}
     return task
@@ -144,18 +185,19 @@ def sim_jobs() -> dict:
     """Two jobs: the forward alone (so a broken backward cannot cost forward points), then the backward
     given the reference r, and autograd."""
     fwd, ag = {}, {}
+    cases = all_sim_cases()
     for k in [*CORE, *HOST_CASES]:
-        fwd[f"fwd_{k}"] = _task("forward", k, all_sim_cases()[k], ("x", "g"))
-    fwd["fwd_d_again"] = dict(fwd["fwd_d"])               # 4.7: the same forward twice
+        fwd[task_name("fwd", k)] = _task("forward", k, cases[k], ("x", "g"))
+    fwd[again(task_name("fwd", "d"))] = dict(fwd[task_name("fwd", "d")])           # 4.7: the same forward twice
     for k in [*CORE, *HOST_CASES]:
-        ag[f"bwd_{k}"] = _task("backward", k, all_sim_cases()[k], ("x", "g", "dy", "r"))
-    ag["bwd_d_again"] = dict(ag["bwd_d"])                 # 4.7: the same backward twice
+        ag[task_name("bwd", k)] = _task("backward", k, cases[k], ("x", "g", "dy", "r"))
+    ag[again(task_name("bwd", "d"))] = dict(ag[task_name("bwd", "d")])             # 4.7: the same backward twice
     for k in ["d", *HOST_CASES]:
-        ag[f"ag_{k}"] = _task("autograd", k, all_sim_cases()[k])
+        ag[task_name("ag", k)] = _task("autograd", k, cases[k])
     for k, c in ROBUST.items():
         job = fwd if c.forward_only else ag
-        job[f"{c.task}_{k}"] = _task("forward" if c.forward_only else "autograd", k, c,
-                                     ("x", "g") if c.forward_only else ("x", "g", "dy"))
+        job[task_name(c.kind, k)] = _task("forward" if c.forward_only else "autograd", k, c,
+                                          ("x", "g") if c.forward_only else ("x", "g", "dy"))
     return {"forward": fwd, "autograd": ag}
 
 
@@ -172,10 +214,10 @@ def gpu_tasks(speed_only=False):
     """The GPU job's tasks; ``speed_only`` (RMSNORM_GPU_TASKS=speed, used by calibrate.py) keeps item 10's."""
     tasks = {}
     for k, c in ({} if speed_only else GPU_ROBUST).items():
-        tasks[f"ag_{k}"] = {**_task("autograd", k, c), "device": "cuda"}
+        tasks[task_name("ag", k)] = {**_task("autograd", k, c), "device": "cuda"}
     if not speed_only:
-        tasks["ag_rerun_gpu_again"] = dict(tasks["ag_rerun_gpu"])
+        tasks[again(task_name("ag", "rerun_gpu"))] = dict(tasks[task_name("ag", "rerun_gpu")])
     for dtype in ("float32", "bfloat16"):
-        tasks[f"speed_{dtype}"] = {"op": "speed", "shape": SPEED_SHAPE, "dtype": dtype, "seed": SPEED_SEED,
+        tasks[task_name("speed", dtype)] = {"op": "speed", "shape": SPEED_SHAPE, "dtype": dtype, "seed": SPEED_SEED,
                                    "rows": SPEED_ROWS}
     return tasks

@@ -1,6 +1,6 @@
 """Hidden rubric tests: one test per graded part. Numbers and weights come from autograder/rubric.py.
 
-The verdicts come from judge.py, in the trusted process: every output is compared with a float64
+The verdicts come from judge/, in the trusted process: every output is compared with a float64
 reference under the one tolerance rule (rmsnorm_check.tolerance), every difference gets its cause
 named (rmsnorm_diagnose), and each cause is charged once, in the part that owns it. A failing test's
 message is all the student sees; a part that keeps its points although it saw another part's
@@ -13,12 +13,14 @@ from autograder.decorators import number, visibility, weight
 from autograder import config
 from autograder.check import DTYPE_NAMES, compare
 from autograder.errors import GraderError
-from autograder.judge import SOURCES, judge, not_made, note
+from autograder.judge import judge
+from autograder.judge.charge import note
+from autograder.judge.outputs import SOURCES, not_made
 from autograder.rubric import COPY_NEEDED, PARTS, SPEEDUP_NEEDED
 from autograder.speed import baseline_times, gpu_verdict, reference_at_rows
 from autograder.worker import GRAPH_SEED, PROFILE_SEED
 
-from autograder.hidden.cases import ROBUST_PARTS, SPEED_ROWS, SPEED_SEED, SPEED_SHAPE
+from autograder.hidden.cases import SPEED_ROWS, SPEED_SEED, SPEED_SHAPE, kind_of, output_key, robust_parts, task_name
 
 
 def item(n):
@@ -41,13 +43,13 @@ def need(outcome, task):
 
 @pytest.fixture(scope="session")
 def verdicts(sim, request):
-    """Every part's verdict (judge.py), with the GPU job's cases where CUDA is present."""
+    """Every part's verdict (judge/), with the GPU job's cases where CUDA is present."""
     gpu = request.getfixturevalue("gpu") if torch.cuda.is_available() else None
     try:
         return judge(sim, gpu)
     except Exception as e:                          # noqa: BLE001 -- the grader's own failure, never the student's
         raise GraderError(f"the grader failed while judging the outputs: {type(e).__name__}: {e}",
-                          "a bug in autograder/judge.py or the shared diagnosis: report it with this log") from e
+                          "a bug in autograder/judge/ or the shared diagnosis: report it with this log") from e
 
 
 @number("0")
@@ -80,7 +82,7 @@ def _part_test(part, name):
 test_forward_correctness = _part_test("1", "test_forward_correctness")
 test_backward_dx = _part_test("2", "test_backward_dx")
 test_backward_dg = _part_test("3", "test_backward_dg")
-for _part in [*ROBUST_PARTS, "4.6", "4.7"]:
+for _part in [*robust_parts(), "4.6", "4.7"]:
     globals()[f"test_robustness_{_part.replace('.', '_')}"] = _part_test(_part,
                                                                        f"test_robustness_{_part.replace('.', '_')}")
 test_fused_forward = _part_test("5", "test_fused_forward")
@@ -96,9 +98,9 @@ def check(outcome, task, names, x, ref, story, n_rows=None):
         why = not_made(outcome, task, name, story)
         if why:
             fail(why.message)
-    source = SOURCES[task.split("_")[0]]
+    source = SOURCES[kind_of(task)]
     for name in names:
-        got = outcome.tensors.get(f"{task}.{name}")
+        got = outcome.tensors.get(output_key(task, name))
         if got is None:
             what = outcome.info.get(task, {}).get("not_tensors", {}).get(name)
             fail(f"{name} was not returned for {story}" + (f" (got {what} instead of a tensor)" if what else ""))
@@ -141,7 +143,7 @@ def _timed_outputs_wrong(outcome, dtype, kind, info, story):
         return None                                  # no GPU time: the wall time is graded
     x, ref = _speed_reference(dtype, seed)
     for n in names:
-        got = outcome.tensors.get(f"speed_{dtype}.{n}_gpu")
+        got = outcome.tensors.get(output_key(task_name("speed", dtype), f"{n}_gpu"))
         if got is None:
             return f"{n} of the timed run did not come back"
         wrong = compare(n, got, ref[n], x, story=story, n_rows=SPEED_SHAPE[0])
@@ -153,11 +155,11 @@ def _timed_outputs_wrong(outcome, dtype, kind, info, story):
 def _speed(gpu, baseline, part, record_property):
     dtype, kind, names = SPEED_PARTS[part]
     inputs, outcome = gpu
-    info = need(outcome, f"speed_{dtype}")
+    info = need(outcome, task_name("speed", dtype))
     x, ref = _speed_reference(dtype)
     story = (f"x of shape {SPEED_SHAPE} {DTYPE_NAMES[getattr(torch, dtype)]} (the timing input; y and dx "
              f"compared at rows {SPEED_ROWS})")
-    check(outcome, f"speed_{dtype}", names, x, ref, story, n_rows=SPEED_SHAPE[0])
+    check(outcome, task_name("speed", dtype), names, x, ref, story, n_rows=SPEED_SHAPE[0])
     wrong = _timed_outputs_wrong(outcome, dtype, kind, info, story.replace("(the timing input;",
                                                                            "(new timing inputs;"))
     ok, msg = gpu_verdict(kind, dtype, SPEED_SHAPE, info, baseline[dtype], COPY_NEEDED[part], wrong,

@@ -22,122 +22,8 @@ import dataclasses
 
 import torch
 
+from rmsnorm_causes import CAUSES, DEFAULT_EPS, FORMULA, forward_alternatives, next_pow2, pick
 from rmsnorm_check import DTYPE_NAMES, compare, describe, tolerance
-
-DEFAULT_EPS = 1e-5          # what the API's eps defaults to: a kernel that ignores eps uses it
-
-
-@dataclasses.dataclass(frozen=True)
-class Cause:
-    """A known mistake: what the wrong output matches (``says``) and what to do (``fix``), in a student's
-    terms. Both may name {N} (the row length), {B} (the block width), {eps} and {stride} (x's row stride)."""
-    key: str
-    says: str
-    fix: str
-
-
-_DX = "dx = r·dy·g − x·r³·sum(dy·g·x)/N"
-CAUSES = {c.key: c for c in (
-    # -- elements never written ------------------------------------------------------------------------------
-    Cause("r_not_stored", "no kernel stored r at all",
-          "store each row's r = 1/sqrt(mean(x²) + eps) into r_ptr (the backward uses it)"),
-    Cause("rows_not_stored_fwd", "whole rows were never written: the forward's grid misses some rows",
-          "launch cdiv(M, BLOCK_M) programs, each storing its BLOCK_M rows (rows = pid·BLOCK_M + arange)"),
-    Cause("rows_not_stored_bwd", "whole rows were never written: the backward's grid misses some rows",
-          "make the programs cover every row: each program's rows, and the number of programs times the rows "
-          "per program, must reach M"),
-    Cause("columns_not_stored", "the columns from {first} on were never written in any row",
-          "a row longer than one block needs a loop over its columns: with SINGLE_PASS=False, loop over each "
-          "row in chunks of BLOCK_N columns (the chunked path), and have the wrapper choose it for N > "
-          "MAX_FUSED_N"),
-    Cause("elements_not_stored_fwd", "some elements were never written by the forward's kernels",
-          "check the offsets and masks of your tl.store: every element of every row must be stored once"),
-    Cause("elements_not_stored_bwd", "some elements were never written by the backward's kernels",
-          "check the offsets and masks of your tl.store: every element of every row must be stored once"),
-    # -- the forward's formula -----------------------------------------------------------------------------
-    Cause("eps_forgotten", "it matches the formula with eps left out: r = 1/sqrt(mean(x²))",
-          "add eps inside the square root, r = 1/sqrt(mean(x²) + eps), with the eps the caller passed"),
-    Cause("eps_outside_sqrt", "it matches r = 1/(sqrt(mean(x²)) + eps): eps is outside the square root",
-          "put eps inside: r = 1/sqrt(mean(x²) + eps)"),
-    Cause("eps_ignored", "it matches the formula with eps = 1e-05 instead of the eps = {eps:g} the caller passed",
-          "pass the caller's eps through rmsnorm_forward and TritonRMSNorm.forward to the kernel; do not fix it"),
-    Cause("mean_over_block", "it matches a mean of x² over the block's {B} lanes instead of the row's N = {N} "
-          "values", "divide the sum of squares by n_cols, not by BLOCK_N: masked lanes add 0 to the sum, but a mean "
-          "over the block still counts them"),
-    Cause("sum_not_mean", "it matches r = 1/sqrt(sum(x²) + eps): the sum of squares is not divided by N",
-          "divide the sum of squares by n_cols: r = 1/sqrt(sum(x²)/N + eps)"),
-    Cause("r_is_rms", "r holds the RMS, sqrt(mean(x²) + eps), where its reciprocal is expected",
-          "store r = 1/sqrt(mean(x²) + eps) (tl.rsqrt): the backward multiplies by it"),
-    Cause("y_without_g", "it matches x·r without the scale g", "multiply by g: y = x·r·g"),
-    Cause("y_times_rms", "it matches x·sqrt(mean(x²) + eps)·g: multiplied by the RMS instead of divided by it",
-          "divide by the RMS: y = x·r·g with r = 1/sqrt(mean(x²) + eps)"),
-    Cause("x_rows_by_n", "it matches x read with its rows N = {N} elements apart, but this x's rows are {stride} "
-          "apart", "step from row to row by the row stride the wrapper passes (x.stride(0)), not by n_cols"),
-    Cause("dy_rows_by_n", "it matches dy read with its rows N = {N} elements apart, but this dy's rows are "
-          "{dy_stride} apart", "step from row to row of dy by dy's own row stride (dy.stride(0)), not by n_cols "
-          "or by x's stride"),
-    Cause("sum_in_16_bits", "r is off by a little: a sum of squares kept in {dtype} rounds at every step",
-          "convert x to fp32 before squaring (tl.load(...).to(tl.float32)); tl.sum adds 16-bit values in 16 bits"),
-    # -- the backward's formula ----------------------------------------------------------------------------
-    Cause("r_recomputed_without_eps", "it matches the gradients with r recomputed from x without eps, "
-          "r = 1/sqrt(mean(x²)), in place of the r the kernel was given",
-          "load r from r_ptr, one value per row: the forward saved it, with the caller's eps in it (the backward "
-          "has no eps to recompute it with)"),
-    Cause("r_recomputed", "it matches the gradients with r recomputed from x with eps = 1e-05, in place of the r "
-          "the kernel was given (made with eps = {eps:g})",
-          "load r from r_ptr, one value per row: the forward saved it, with the caller's eps in it (the backward "
-          "has no eps to recompute it with)"),
-    Cause("eps_forgotten_in_r3", "it matches " + _DX + " with eps left out of the r³ term only",
-          "use the r the forward saved (it has eps in it) in both terms, rather than recomputing it"),
-    Cause("r_squared", "it matches r·dy·g − x·r²·sum(dy·g·x)/N: r² where the derivation gives r³",
-          "the second term is x·r³·sum(dy·g·x)/N (dr/dx_j = −r³·x_j/N)"),
-    Cause("dot_not_divided", "it matches r·dy·g − x·r³·sum(dy·g·x): the sum is not divided by N",
-          "divide the dot product by N: " + _DX),
-    Cause("dot_over_block", "it matches r·dy·g − x·r³·sum(dy·g·x)/{B}: the dot product divided by the block's "
-          "{B} lanes instead of N = {N}", "divide by n_cols: " + _DX),
-    Cause("g_missing_dx", "it matches the formula with g left out: r·dy − x·r³·sum(dy·x)/N",
-          "the gradient flows through y = x·r·g, so g multiplies dy everywhere: " + _DX),
-    Cause("g_missing_first_term", "it matches r·dy − x·r³·sum(dy·g·x)/N: g is missing from the first term",
-          "the gradient flows through y = x·r·g, so g multiplies dy there too: " + _DX),
-    Cause("dot_without_g", "it matches r·dy·g − x·r³·sum(dy·x)/N: g is missing from the dot product",
-          "the dot product is sum(dy·g·x): " + _DX),
-    Cause("second_term_missing", "it matches r·dy·g alone: the term that r's dependence on x adds is missing",
-          "since r depends on every x_j of the row, dx has a second term, −x·r³·sum(dy·g·x)/N: " + _DX),
-    Cause("second_term_sign", "it matches r·dy·g + x·r³·sum(dy·g·x)/N: the second term has the wrong sign",
-          "subtract it: " + _DX),
-    Cause("dg_without_r", "it matches sum over rows of dy·x: r is missing", "multiply by r: dg = the sum over rows "
-          "of dy·x·r"),
-    Cause("dg_with_g", "it matches sum over rows of dy·x·r·g: g should not be in dg",
-          "leave g out: dg = the sum over rows of dy·x·r (dy/dg_j = x_j·r)"),
-    Cause("dg_some_rows", "it is the sum over {rows} only: the other rows' contributions are missing",
-          "every row must add its dy·x·r to dg exactly once: check the rows each program sums, and that the "
-          "wrapper adds up every partial row"),
-    Cause("masked_nan", "it has NaN where the reference has none",
-          "lanes masked off in a tl.load without other={loads} hold NaN in the simulator (garbage on a GPU) and enter "
-          "your sums: give those loads other=0.0"),
-    Cause("old_memory_nan", "it has NaN where the reference has none",
-          "memory from torch.empty holds old data (NaN here, as it can on a GPU): a kernel that adds into a "
-          "buffer, such as its row of the partial dg buffer in the chunked path, needs it zeroed first "
-          "(torch.zeros); otherwise, a tl.load without other= leaves its masked lanes NaN"),
-    Cause("padding_nan", "it has NaN, and no masked load or buffer of old data explains it: your kernel computed a "
-          "NaN, most likely in lanes or rows past the end (masked, loaded as 0), where 1/sqrt(0) = inf and "
-          "0·inf = NaN, and the NaN then entered a sum", "keep eps inside the square root (r = 1/sqrt(mean(x²) + "
-          "eps) is finite for a row of zeros), or keep masked lanes out of your sums (tl.where(mask, value, 0.0))"),
-    Cause("race", "the launch that made it had a data race ({race})",
-          "give each program its own output slot: a race-free kernel gives the same values in every run"),
-    Cause("r_from_forward", "it is right for the r your forward saved, and that r is wrong: {r_cause}",
-          "fix r in the forward; the backward is right"),
-)}
-
-# For the backward's messages: the formula, when the diagnosis points at it.
-FORMULA = {
-    "y": "y = x·r·g with r = 1/sqrt(mean(x²) + eps), the mean over the row's N values",
-    "r": "r = 1/sqrt(mean(x²) + eps), one fp32 value per row",
-    "dx": (_DX + " (x̂ = x·r: dx = r·(dy·g − x̂·mean(dy·g·x̂))); the handout's float64 check in part (b) tests a "
-           "formula before it goes into the kernel"),
-    "dg": "dg = the sum over all rows of dy·x·r",
-}
-
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
@@ -151,112 +37,6 @@ class Finding:
 
     def __str__(self):
         return self.message
-
-
-def _rows(t, n):
-    return t.detach().cpu().double().reshape(-1, n)
-
-
-def _next_pow2(n):
-    return 1 << max(0, int(n) - 1).bit_length()
-
-
-def _blocks(n, block_n=None):
-    """Block widths a kernel might have averaged over instead of N."""
-    return sorted({b for b in (block_n, _next_pow2(n)) if b and b != n})
-
-
-def forward_alternatives(x, g, eps=DEFAULT_EPS, block_n=None) -> dict:
-    """{cause key: (y, r)}: the forward computed each known wrong way, in float64 (y like x, r flat)."""
-    n = x.shape[-1]
-    x64, g64 = _rows(x, n), g.detach().cpu().double()
-    ms = x64.pow(2).mean(-1)
-    r = torch.rsqrt(ms + eps)
-
-    def out(r_alt):
-        return (x64 * r_alt[:, None] * g64).reshape(x.shape), r_alt
-    alts = {"eps_forgotten": out(torch.rsqrt(ms)), "eps_outside_sqrt": out(1 / (ms.sqrt() + eps)),
-            "r_is_rms": (out(r)[0], 1 / r), "y_without_g": ((x64 * r[:, None]).reshape(x.shape), r),
-            "y_times_rms": ((x64 / r[:, None] * g64).reshape(x.shape), r)}
-    if n > 1:
-        alts["sum_not_mean"] = out(torch.rsqrt(ms * n + eps))
-    if eps != DEFAULT_EPS:
-        alts["eps_ignored"] = out(torch.rsqrt(ms + DEFAULT_EPS))
-    for b in _blocks(n, block_n):
-        alts["mean_over_block"] = out(torch.rsqrt(ms * n / b + eps))
-    x_n = rows_n_apart(x)
-    if x_n is not None:
-        alts["x_rows_by_n"] = forward_alternatives_plain(x_n, g, eps)
-    return alts
-
-
-def forward_alternatives_plain(x, g, eps):
-    """(y, r) of the right formula on x, float64."""
-    n = x.shape[-1]
-    x64 = _rows(x, n)
-    r = torch.rsqrt(x64.pow(2).mean(-1) + eps)
-    return (x64 * r[:, None] * g.detach().cpu().double()).reshape(x.shape), r
-
-
-def rows_n_apart(t):
-    """``t`` as a kernel that steps by N instead of t's row stride reads it (None when they agree, or when
-    that would read past t's memory): the same memory, rows N apart from t's first element."""
-    if t.dim() != 2 or t.stride(-1) != 1 or t.stride(0) == t.shape[-1] or t.shape[0] < 2:
-        return None
-    m, n = t.shape
-    if t.storage_offset() + m * n > t.untyped_storage().nbytes() // t.element_size():
-        return None
-    return t.as_strided((m, n), (n, 1), t.storage_offset())
-
-
-def backward_alternatives(x, g, dy, r, eps=DEFAULT_EPS, block_n=None) -> dict:
-    """{cause key: (dx, dg)}: the backward computed each known wrong way from x, g, dy and the r it was
-    given, in float64 (dx like x, dg like g)."""
-    n = x.shape[-1]
-    x64, dy64, g64 = _rows(x, n), _rows(dy, n), g.detach().cpu().double()
-    r64 = r.detach().cpu().double().reshape(-1, 1)
-    r0 = torch.rsqrt(x64.pow(2).mean(-1, keepdim=True))          # eps left out
-    dyg = dy64 * g64
-    dot = (dyg * x64).sum(-1, keepdim=True)
-    dg = (dy64 * x64 * r64).sum(0)
-
-    def dx_of(first, second):
-        return (first - second).reshape(x.shape)
-
-    def grads(rr):
-        return dx_of(dyg * rr, x64 * rr ** 3 * (dyg * x64).sum(-1, keepdim=True) / n), (dy64 * x64 * rr).sum(0)
-    alts = {
-        "r_recomputed_without_eps": grads(r0),
-        "eps_forgotten_in_r3": (dx_of(dyg * r64, x64 * r0 ** 3 * dot / n), dg),
-        "r_squared": (dx_of(dyg * r64, x64 * r64 ** 2 * dot / n), dg),
-        "dot_not_divided": (dx_of(dyg * r64, x64 * r64 ** 3 * dot), dg),
-        "g_missing_dx": (dx_of(dy64 * r64, x64 * r64 ** 3 * (dy64 * x64).sum(-1, keepdim=True) / n), dg),
-        "dot_without_g": (dx_of(dyg * r64, x64 * r64 ** 3 * (dy64 * x64).sum(-1, keepdim=True) / n), dg),
-        "g_missing_first_term": (dx_of(dy64 * r64, x64 * r64 ** 3 * dot / n), dg),
-        "second_term_missing": ((dyg * r64).reshape(x.shape), dg),
-        "second_term_sign": (dx_of(dyg * r64, -x64 * r64 ** 3 * dot / n), dg),
-        "dg_without_r": (dx_of(dyg * r64, x64 * r64 ** 3 * dot / n), (dy64 * x64).sum(0)),
-        "dg_with_g": (dx_of(dyg * r64, x64 * r64 ** 3 * dot / n), (dy64 * x64 * r64 * g64).sum(0)),
-    }
-    if eps != DEFAULT_EPS:
-        alts["r_recomputed"] = grads(torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + DEFAULT_EPS))
-    for b in _blocks(n, block_n):
-        alts["dot_over_block"] = (dx_of(dyg * r64, x64 * r64 ** 3 * dot / b), dg)
-    for key, t in (("x_rows_by_n", "x"), ("dy_rows_by_n", "dy")):
-        moved = rows_n_apart(x if t == "x" else dy)
-        if moved is not None:
-            alts[key] = backward_plain(moved if t == "x" else x, g, moved if t == "dy" else dy, r)
-    return alts
-
-
-def backward_plain(x, g, dy, r):
-    """(dx, dg) of the right formula from x, g, dy and a given r, float64."""
-    n = x.shape[-1]
-    x64, dy64, g64 = _rows(x, n), _rows(dy, n), g.detach().cpu().double()
-    r64 = r.detach().cpu().double().reshape(-1, 1)
-    dyg = dy64 * g64
-    dx = dyg * r64 - x64 * r64 ** 3 * (dyg * x64).sum(-1, keepdim=True) / n
-    return dx.reshape(x.shape), (dy64 * x64 * r64).sum(0)
 
 
 def _close(got64, want64, atol, rtol):
@@ -340,7 +120,7 @@ def _words(x, dtype=None, fmt=None) -> dict:
     """The values the causes' words name, with a default for each ({N}, {B}, {stride}...)."""
     n = x.shape[-1]
     dtype = dtype or x.dtype
-    return {"N": n, "B": _next_pow2(n), "eps": DEFAULT_EPS, "stride": x.stride(0) if x.dim() > 1 else n,
+    return {"N": n, "B": next_pow2(n), "eps": DEFAULT_EPS, "stride": x.stride(0) if x.dim() > 1 else n,
             "dy_stride": "N", "loads": "", "first": 0, "rows": "some rows", "race": "a data race",
             "dtype": DTYPE_NAMES.get(dtype, str(dtype)), **(fmt or {})}
 
@@ -522,18 +302,6 @@ def _subset_rows(g64, x, alternatives, atol, rtol):
                                                                          atol, rtol):
             return _row_list(pick.nonzero().reshape(-1).tolist())
     return None
-
-
-def dg_rows(x, dy, r) -> tuple:
-    """The alternative that lets diagnose find a dg summed over only some rows: each row's contribution."""
-    n = x.shape[-1]
-    return ("_dg_rows", _rows(dy, n) * _rows(x, n) * r.detach().cpu().double().reshape(-1, 1))
-
-
-def pick(alternatives: dict, index: int) -> list:
-    """The (key, tensor) pairs of one output from forward_alternatives (0: y, 1: r) or backward_alternatives
-    (0: dx, 1: dg)."""
-    return [(k, v[index]) for k, v in alternatives.items()]
 
 
 # -- for the public tests --------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from rmsnorm_check import FILL, describe, filled, random_inputs, reference
-from rmsnorm_diagnose import KernelLog, diagnose_all, fail_if, forward_alternatives, pick, strides_named
+from rmsnorm_causes import forward_alternatives, pick
+from rmsnorm_diagnose import KernelLog, diagnose_all, fail_if, strides_named
 
 
 def launch_forward(impl, x, g, BLOCK_M, BLOCK_N=None, SINGLE_PASS=True, eps=1e-5):

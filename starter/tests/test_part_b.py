@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from rmsnorm_check import FILL, assert_untouched, describe, filled, random_inputs, reference
-from rmsnorm_diagnose import KernelLog, backward_alternatives, dg_rows, diagnose, fail_if, pick, strides_named
+from rmsnorm_causes import backward_alternatives, dg_rows, pick
+from rmsnorm_diagnose import KernelLog, diagnose, fail_if, strides_named
 
 
 # The kernel's parameters by name: part (b)'s, and the three that part (d) adds (BLOCK_M is optional).

@@ -11,8 +11,9 @@ import torch
 
 from rmsnorm_check import (DTYPE_NAMES, assert_untouched, describe, host_ops_of, host_work_problem, kernel_stored,
                            leave_garbage, random_inputs, reference)
-from rmsnorm_diagnose import (KernelLog, backward_alternatives, backward_plain, dg_rows, diagnose, diagnose_all,
-                              fail_if, forward_alternatives, no_r_saved, pick, saved_r, saved_r_finding, simulated)
+from rmsnorm_causes import backward_alternatives, backward_plain, dg_rows, forward_alternatives, pick
+from rmsnorm_diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, saved_r, saved_r_finding,
+                              simulated)
 
 SHAPES = [(37, 100), (4, 16, 64), (2, 3, 513)]
 

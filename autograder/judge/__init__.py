@@ -1,0 +1,52 @@
+"""The verdict of every graded part: what is wrong, why, and which part pays for it.
+
+The submission's jobs (runner.py) bring back its outputs and what the simulator saw. Here every
+output is compared with the float64 reference, and each difference becomes a *finding* whose cause
+is named by the diagnosis the public tests share (starter/tests/rmsnorm_diagnose.py): elements no
+kernel stored, a known wrong formula, a data race, an exception at the student's line... The rubric
+says which part owns each cause (rubric.CAUSE_OWNERS), and each cause is charged once:
+
+* a part fails on a finding it owns, or one whose cause has no owner (an exception, an unexplained
+  difference), or one whose owner did not see it;
+* a finding whose cause another part owns, and charged, costs this part nothing: the part passes,
+  with a note that says where the mistake was charged, provided something of its own was checked
+  (an output that is right, or that matches the named mistake exactly). A part never passes on
+  other parts' findings alone (it then fails with the same message), so a submission without
+  kernels, or one whose kernels crash, passes nothing they reach.
+
+    verdicts = judge(sim, gpu)       # (inputs, outcome) of the simulator job, and of the GPU job or None
+    verdicts["4.2"].failure          # the message that fails the part, or None
+    verdicts["4.2"].notes            # findings another part charged ("... charged in part 4.5")
+
+The judge is five modules, each reading only those above it:
+
+    charge.py       Ledger, Verdict: a part's findings, and each cause charged once
+    counts.py       what the simulator counted of a launch (loads, stores, scratch buffers)
+    outputs.py      one output of one task: missing, not made by kernels, or wrong, and why
+    correctness.py  items 1-4: the values, case by case (hidden/cases.py)
+    fused.py        items 5-9: the traffic, the host's work and the races of the core case "d"
+"""
+from __future__ import annotations
+
+from ..hidden.cases import robust_parts
+from .charge import charge
+from .correctness import item_1, items_2_3, part_4_6, part_4_7, robust_part
+from .fused import item_5, item_6, item_7, item_8, item_9
+
+
+def ledgers(sim, gpu=None) -> dict:
+    """{part: Ledger} for every part graded on the CPU (and 4.4, 4.7 with their GPU cases when ``gpu``)."""
+    inputs, outcome = sim
+    dx, dg = items_2_3(inputs, outcome)
+    parts = {"1": item_1(inputs, outcome), "2": dx, "3": dg}
+    for part in robust_parts():
+        parts[part] = robust_part(part, inputs, outcome, gpu)
+    parts["4.6"] = part_4_6(inputs, outcome)
+    parts["4.7"] = part_4_7(outcome, gpu)
+    parts.update({"5": item_5(inputs, outcome), "6": item_6(inputs, outcome), "7": item_7(inputs, outcome),
+                  "8": item_8(inputs, outcome), "9": item_9(inputs, outcome)})
+    return parts
+
+def judge(sim, gpu=None) -> dict:
+    """{part: Verdict} for every part but item 10's."""
+    return charge(ledgers(sim, gpu))

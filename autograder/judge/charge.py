@@ -1,0 +1,81 @@
+"""The charge: each cause once, in the part that owns it (rubric.CAUSE_OWNERS).
+
+A part's *ledger* holds its findings and how many of its outputs were checked; ``charge`` turns every
+part's ledger into its *verdict*: the message that fails it, or the notes of mistakes another part
+charged.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..check import diagnosis as D
+from ..rubric import CAUSE_FAMILIES, CAUSE_OWNERS, NEVER_EXCUSED, PARTS
+
+Finding = D.Finding
+
+
+@dataclasses.dataclass
+class Ledger:
+    """What one part found: its findings, and how many of its outputs were checked."""
+    findings: list = dataclasses.field(default_factory=list)
+    checked: int = 0
+
+    def right(self):
+        self.checked += 1
+
+    def add(self, finding: Finding | None):
+        if finding is None:
+            self.right()
+            return
+        self.findings.append(finding)
+        self.checked += finding.checked
+
+@dataclasses.dataclass
+class Verdict:
+    failure: str | None                              # why the part scores 0, or None
+    notes: list                                      # findings charged in another part
+
+def charge(ledgers: dict) -> dict:
+    """{part: Verdict} from {part: Ledger}."""
+    owner = owners(ledgers)
+    verdicts = {}
+    for part, L in ledgers.items():
+        here = [f for f in L.findings if part in NEVER_EXCUSED or owner.get(f.cause, part) == part]
+        elsewhere = [f for f in L.findings if f not in here]
+        # the message: a cause this part owns, and one the diagnosis could check, first
+        here.sort(key=lambda f: (CAUSE_OWNERS.get(f.cause) != part, not f.checked))
+        if here:
+            verdicts[part] = Verdict(here[0].message, [])
+        elif elsewhere and not L.checked:                # nothing of this part's own could be checked
+            verdicts[part] = Verdict(elsewhere[0].message, [])
+        else:
+            verdicts[part] = Verdict(None, [f.message + _charged_in(f, owner) for f in elsewhere])
+    return verdicts
+
+def owners(ledgers: dict) -> dict:
+    """{cause: the part that charges it}: the part the rubric names, when that part found it; else the
+    first part, in the rubric's order, that did (a dx with NaN charges item 2 when the forward is fine)."""
+    seen = {}
+    for part in (p for p in PARTS if p in ledgers):
+        if part in NEVER_EXCUSED:
+            continue
+        for f in ledgers[part].findings:
+            if f.cause:
+                seen.setdefault(f.cause, []).append(part)
+    def found_by_owner(cause, parts):
+        owner = CAUSE_OWNERS.get(cause)
+        return owner in parts or (owner in ledgers and any(f.cause in CAUSE_FAMILIES.get(cause, ())
+                                                           for f in ledgers[owner].findings))
+    return {cause: CAUSE_OWNERS.get(cause) if found_by_owner(cause, parts) else parts[0]
+            for cause, parts in seen.items()}
+
+def _charged_in(f: Finding, owner: dict) -> str:
+    part = owner[f.cause]
+    return f" (that mistake is charged once, in part {part}: {PARTS[part].name})"
+
+def note(verdict: Verdict) -> str:
+    """What a passing part says: nothing, or the mistakes it did not charge."""
+    if not verdict.notes:
+        return ""
+    more = f" (and {len(verdict.notes) - 1} more like it)" if len(verdict.notes) > 1 else ""
+    return "Full points here. " + verdict.notes[0] + more

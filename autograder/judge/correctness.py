@@ -1,0 +1,170 @@
+"""Items 1-4: the values of every output, case by case.
+
+Items 1-3 run on the core cases (2-D fp32 rows), the backward given the reference r; 4.1-4.5 on the
+cases of their own part (hidden/cases.py); 4.6 checks the properties of every run (dtypes, shapes,
+dy untouched, r saved); 4.7 runs the same step twice.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..check import DTYPE_NAMES, compare, reference
+from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of, robust_parts, task_name
+from .charge import Finding, Ledger
+from .counts import order_dependence
+from .outputs import (backward_failure, backward_outputs, failed, forward_outputs, given, got, no_r_saved,
+                      not_made)
+
+
+def item_1(inputs, outcome) -> Ledger:
+    L = Ledger()
+    for k in CORE:
+        if failed(L, outcome, task_name("fwd", k)):
+            continue
+        x, g, _, story = given(inputs, k, CORE[k])
+        forward_outputs(L, outcome, task_name("fwd", k), x, g, 1e-5, story)
+    return L
+
+def items_2_3(inputs, outcome) -> tuple:
+    dx, dg = Ledger(), Ledger()
+    for k in CORE:
+        task = task_name("bwd", k)
+        if failed(dx, outcome, task) | failed(dg, outcome, task):
+            continue
+        x, g, dy, story = given(inputs, k, CORE[k])
+        story += " (given the reference r)"
+        backward_outputs(dx, dg, outcome, task, x, g, dy, 1e-5, story, r=inputs[k]["r"])
+    return dx, dg
+
+def robust_part(part, inputs, outcome, gpu=None) -> Ledger:
+    """Every case of one robustness part: y (and r) of a forward task, y, dx and dg of an autograd one."""
+    L = Ledger()
+    cases = [(k, ROBUST[k], inputs, outcome) for k in robust_parts()[part]]
+    if gpu is not None:                                # the GPU job's cases of this part, graded with the rest
+        cases += [(k, c, gpu[0], gpu[1]) for k, c in GPU_ROBUST.items() if c.part == part]
+    for k, c, ins, out in cases:
+        task = task_name(c.kind, k)
+        x, g, dy, story = given(ins, k, c)
+        late = backward_failure(out, task, x, story)
+        if late is None and failed(L, out, task):
+            continue
+        if c.forward_only:
+            forward_outputs(L, out, task, x, g, c.eps, story)
+            continue
+        forward_outputs(L, out, task, x, g, c.eps, story, names=("y",))
+        if late:
+            L.add(late)
+        else:
+            backward_outputs(L, L, out, task, x, g, dy, c.eps, story)
+    return L
+
+def _properties(outcome, task, x, story) -> Finding | None:
+    """The first broken property of one run: dy untouched, g.grad set, output dtypes and shapes."""
+    info = outcome.info[task]
+    if info.get("dy_modified"):
+        return Finding("dy", f"your backward modified dy for {story}: callers may reuse dy, so never write into it "
+                             f"(store dx in a tensor of its own)", "dy_modified")
+    if info.get("not_tensors", {}).get("dg") == "NoneType":
+        return Finding("dg", f"g.grad is None after backward for {story}: return dg for g from your backward",
+                       "no_dg")
+    names = ("y", "dx", "dg") if kind_of(task) == "ag" else ("dx", "dg")
+    for name in names:
+        dtype = info.get("dtypes", {}).get(name)
+        if dtype is None:
+            return Finding(name, f"{name} was not returned for {story}")
+        if dtype != str(x.dtype).removeprefix("torch."):
+            return Finding(name, f"{name} has dtype {dtype} for {story}; it must match the input "
+                                 f"({DTYPE_NAMES[x.dtype]})", "output_dtype")
+        shape = tuple(got(outcome, task, name).shape)
+        want = tuple(x.shape) if name != "dg" else (x.shape[-1],)
+        if shape != want:
+            return Finding(name, f"{name} has shape {shape} for {story}; expected {want}", "output_shape")
+    return None
+
+def part_4_6(inputs, outcome) -> Ledger:
+    """Checked on every input where the forward and backward otherwise ran: a crash costs its own part."""
+    L = Ledger()
+    runs = [(task_name("ag", k), k, case) for k, case in [("d", CORE["d"]), *HOST_CASES.items(),
+                                                    *((k, c) for k, c in ROBUST.items() if not c.forward_only)]]
+    runs += [(task_name("bwd", k), k, c) for k, c in CORE.items()]
+    skipped = []                                   # why an input could not be checked: its own part's cause
+    for task, k, c in runs:
+        x, _, _, story = given(inputs, k, c)
+        late = backward_failure(outcome, task, x, story)
+        if late is not None and late.cause:
+            L.add(late)
+        why = outcome.task_error(task) or next((f.message for f in (not_made(outcome, task, n, story)
+                                                                       for n in ("y", "dx", "dg")) if f), None)
+        if why:
+            skipped.append(why)
+            continue
+        L.add(_properties(outcome, task, x, story))
+        if kind_of(task) == "ag":
+            no_r = no_r_saved(outcome, task, x, story)
+            if no_r and _gradients_wrong(inputs, outcome, task, k, c):
+                L.add(no_r)
+    for k in ("fp16_fwd", "bf16_fwd"):                 # rmsnorm_forward on 16 bits: y like x, r fp32 (M,)
+        task, c = task_name("fwd", k), ROBUST[k]
+        if outcome.task_error(task) or any(not_made(outcome, task, n, c.story) for n in ("y", "r")):
+            continue
+        info, rows = outcome.info[task], c.shape[0]
+        dtypes = info.get("dtypes", {})
+        if dtypes.get("y") != c.dtype:
+            L.add(Finding("y", f"y from rmsnorm_forward has dtype {dtypes.get('y')} for {c.story}; it must be "
+                               f"{c.dtype}", "output_dtype"))
+        elif dtypes.get("r") != "float32":
+            L.add(Finding("r", f"r from rmsnorm_forward has dtype {dtypes.get('r')} for {c.story}; it must be "
+                               f"float32 (one reciprocal RMS per row, kept in fp32 for the backward)", "output_dtype"))
+        elif tuple(got(outcome, task, "r").shape) != (rows,):
+            L.add(Finding("r", f"r from rmsnorm_forward has shape {tuple(got(outcome, task, 'r').shape)} for "
+                               f"{c.story}; expected ({rows},), one value per row", "output_shape"))
+        else:
+            L.right()
+    if not L.findings and not L.checked:
+        L.add(Finding("task", skipped[0] if skipped else "your forward and backward did not run, so their outputs "
+                                                         "could not be checked"))
+    return L
+
+def _gradients_wrong(inputs, outcome, task, k, c) -> bool:
+    x, g, dy, story = given(inputs, k, c)
+    _, _, dx, _ = reference(x, g, dy, c.eps)
+    returned = got(outcome, task, "dx")
+    return returned is None or compare("dx", returned, dx, x) is not None
+
+def part_4_7(outcome, gpu=None) -> Ledger:
+    L = Ledger()
+    twice = [(outcome, task_name(kind, "d"), CORE["d"].story, "on the simulator") for kind in ("fwd", "bwd")]
+    if gpu is not None:
+        twice += [(gpu[1], task_name(c.kind, k), c.story, "on the GPU")
+                  for k, c in GPU_ROBUST.items() if c.part == "4.7"]
+    for out, first, story, where in twice:
+        second = again(first)
+        if failed(L, out, first) | failed(L, out, second):
+            continue
+        gate = next((f for n in ("y", "r", "dx", "dg") for f in [not_made(out, first, n, story)] if f), None)
+        if gate:                                       # outputs the kernels did not make prove nothing here
+            L.add(gate)
+            continue
+        why = order_dependence(out.info[first]) or order_dependence(out.info[second])
+        names = {"fwd": ("y", "r"), "bwd": ("dx", "dg")}.get(kind_of(first), ("y", "dx", "dg"))
+        differ = [n for n in names if not _same(out, first, second, n)]
+        if why:
+            what = f"gave different {differ[0]}" if differ else "gave the same bits this time, by luck"
+            run = {"fwd": "forward", "bwd": "backward"}.get(kind_of(first), "forward and backward")
+            L.add(Finding("dg", f"running the same {run} twice on {story} {what} {where}: {why}. "
+                                f"Results must be deterministic: give each program its own row of a partial "
+                                f"buffer and sum the rows in a fixed order", "order_dependent"))
+        elif differ:
+            L.add(Finding(differ[0], f"running the same step twice on {story} gave different "
+                                     f"{differ[0]} {where}: results must be deterministic (no atomics whose order "
+                                     f"changes a sum)"))
+        else:
+            L.right()
+    return L
+
+def _same(outcome, first, second, name) -> bool:
+    """The same bits in both runs (NaN where the other has NaN counts as the same)."""
+    a, b = got(outcome, first, name), got(outcome, second, name)
+    if a is None or b is None or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all()) if a.is_floating_point() else torch.equal(a, b)

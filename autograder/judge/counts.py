@@ -1,0 +1,97 @@
+"""What the simulator counted of a task's launches: the elements each buffer moved, by role.
+
+A job reports, per launch, every argument's loads, stores and distinct elements, and the roles it
+plays (x, dy, dx, g, y, r, dg); a buffer with no role is scratch (a partial dg buffer, lock words).
+Items 5, 6 and 9 read these counts to tell a fused kernel from one that makes extra passes.
+"""
+from __future__ import annotations
+
+
+# Buffers a backward kernel may touch besides these are its scratch: the partial dg buffer, lock words.
+IO_ROLES = ("x", "dy", "dx", "g", "y", "r", "dg")
+
+def roles_of(a) -> list:
+    return a.get("roles") or ([a["role"]] if a.get("role") else [])
+
+def by_role(launches, role, key):
+    return sum(a[key] for L in launches for a in L["args"].values() if role in roles_of(a))
+
+def others(launches, roles):
+    return [(L["kernel"], name, a) for L in launches for name, a in L["args"].items()
+            if not set(roles_of(a)) & set(roles)]
+
+def io(launches, role, key):
+    """(elements moved, distinct elements) of one role in the launches."""
+    args = [a for L in launches for a in L["args"].values() if role in roles_of(a) and a[key]]
+    return sum(a[key] for a in args), sum(a["distinct"] for a in args)
+
+def wrote_a_whole_output(launches, M, N, roles) -> bool:
+    """Did a kernel store all M·N elements of a buffer that is none of ``roles`` (an output of its own, which
+    the wrapper then replaced with one the host computed)?"""
+    return any(a["stored"] and a.get("distinct", 0) >= M * N for _, _, a in others(launches, roles))
+
+def backward_io_problems(launches, M, N) -> list:
+    """[(kind, message)] of a backward that is not fused: "repeat" when an element of x or dy is loaded twice
+    or one of dx stored twice (an extra pass), "coverage" when some are never loaded or stored (a grid or mask
+    that misses elements: its cause is elsewhere), "scratch" for partial buffers that move too much."""
+    if not launches:
+        return [("none", "your backward launched no kernel")]
+    out = []
+    for role, key, what in (("x", "loaded", "loaded x"), ("dy", "loaded", "loaded dy"), ("dx", "stored", "stored dx")):
+        moved, distinct = io(launches, role, key)
+        distinct = min(distinct, M * N)                # two launches that each read all of x read it twice
+        if moved > distinct:
+            out.append(("repeat", f"your backward {what} {moved / max(1, distinct):.1f} times per element; a fused "
+                                  f"backward reads x and dy once and writes dx once"))
+        elif distinct < M * N:
+            out.append(("coverage", f"your backward {what} for only {distinct} of the {M * N} elements"))
+    problem = scratch_problem(launches, M, N)
+    if problem:
+        out.append(("scratch", problem))
+    return out
+
+def backward_traffic_problem(launches, M, N):
+    """Why the backward is not fused, or None: the first of backward_io_problems."""
+    problems = backward_io_problems(launches, M, N)
+    return problems[0][1] if problems else None
+
+def scratch_problem(launches, M, N):
+    """Why a backward's dg reduction moves too much through its scratch buffers (None if it does not).
+
+    Scratch in floats (partial dg buffers): at most M·N + M + N stores (each row's contribution to dg
+    written once, as the lecture's M x N buffer is, or far fewer when programs sum rows in registers),
+    and at most M·N + (their size) + M loads (each contribution read back once, as a lock-protected
+    read-modify-write does, plus one pass over the partial buffers). Integer scratch (lock words,
+    counters) is not counted as data, up to a few accesses per row and program.
+    """
+    scratch = others(launches, IO_ROLES)
+    floats = [(k, name, a) for k, name, a in scratch if "int" not in a.get("dtype", "float")]
+    words = [a for _, _, a in scratch if "int" in a.get("dtype", "float")]
+    stored = sum(a["stored"] for _, _, a in floats)
+    loaded = sum(a["loaded"] for _, _, a in floats)
+    size = sum({a["storage"]: a["numel"] for _, _, a in floats}.values())
+    detail = "; ".join(f"{name} in {k} ({a['numel']} elements): {a['stored']} stored, {a['loaded']} loaded"
+                       for k, name, a in floats)
+    if stored > M * N + M + N:
+        return (f"your backward stored {stored} elements into scratch buffers for x of {M}x{N} ({detail}): a fused "
+                f"backward writes each row's contribution to dg at most once (at most M·N + M + N = "
+                f"{M * N + M + N}); another M x N buffer written by one kernel and read by the next is an "
+                f"extra pass over memory")
+    if loaded > M * N + size + M:
+        return (f"your backward loaded {loaded} elements from scratch buffers for x of {M}x{N} ({detail}): a fused "
+                f"backward reads each contribution to dg back at most once, plus one pass over its partial "
+                f"buffers (at most M·N + {size} + M = {M * N + size + M})")
+    programs = sum(L["programs"] for L in launches)
+    if sum(a["loaded"] + a["stored"] for a in words) > 8 * (M + programs):
+        return (f"your backward moved {sum(a['loaded'] + a['stored'] for a in words)} elements of integer "
+                f"scratch buffers for {M} rows; lock words and counters need a few accesses per program")
+    return None
+
+def order_dependence(info) -> str:
+    """Why a run's result depends on the order programs run, as the simulator saw it ('' if it does not)."""
+    for phase in ("fwd", "bwd"):
+        for L in info.get(phase, {}).get("launches", []):
+            if L.get("order_dependent"):
+                return (f"in {L['kernel']}, {L['order_dependent']} makes the result depend on the order programs "
+                        f"run, which changes from run to run on a GPU (the simulator shuffles it too)")
+    return ""

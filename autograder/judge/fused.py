@@ -1,0 +1,197 @@
+"""Items 5-9: the fused kernels, read from the simulator's counts of the core case "d".
+
+Item 5 (the forward) and 6 (the backward) read each element of their inputs once and write each
+output once; 7 finds torch doing on the host what the kernels should; 8 is the race detector's
+verdict; 9 the improved dg reduction (deterministic, a small partial buffer, dg right).
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+
+from ..check import DTYPE_NAMES, host_work_problem
+from ..hidden.cases import CORE, HOST_CHECK, task_name
+from .charge import Finding, Ledger
+from .counts import (IO_ROLES, backward_io_problems, backward_traffic_problem, by_role, io, order_dependence,
+                     others, roles_of, wrote_a_whole_output)
+from .outputs import backward_failure, backward_outputs, coverage_cause, failed, given, made, task_error
+
+FWD_D, BWD_D = task_name("fwd", "d"), task_name("bwd", "d")      # the core case the traffic items read
+
+
+def item_5(inputs, outcome) -> Ledger:
+    """The fused forward on "d": each of its checks is a finding or a check passed."""
+    L = Ledger()
+    if failed(L, outcome, FWD_D):
+        return L
+    info = outcome.info[FWD_D]
+    M, N = CORE["d"].shape
+    launches = info["fwd"]["launches"]
+    if not launches:
+        L.add(Finding("y", "your forward launched no kernel"))
+        return L
+    x_loads = by_role(launches, "x", "loaded")
+    y_stores = by_role(launches, "y", "stored")
+    r_stores = by_role(launches, "r", "stored")
+    g_loads = by_role(launches, "g", "loaded")
+    g_max = sum(Lc["programs"] for Lc in launches) * N
+    extra = [(k, name, a) for k, name, a in others(launches, ("x", "y", "r", "g"))
+             if a["numel"] >= M * N and (a["loaded"] or a["stored"])]
+    rows_missed = coverage_cause(outcome, FWD_D, "y") or coverage_cause(outcome, FWD_D, "r")
+    x_distinct = min(io(launches, "x", "loaded")[1], M * N)
+    L.add(None if x_loads == x_distinct == M * N else
+          Finding("x", f"your forward loaded x {x_loads / max(1, x_distinct):.1f} times per element; a fused kernel "
+                       f"reads it once", None) if x_loads > x_distinct else
+          Finding("x", f"your forward loaded only {x_distinct} of the {M * N} elements of x", rows_missed))
+    if y_stores == M * N:
+        L.right()
+    elif not made(outcome, FWD_D, "y") and not y_stores:
+        # a kernel that wrote a y of its own, which the wrapper then replaced, is fused all the same
+        L.add(Finding("y", "your forward's kernels stored none of the y it returned: y was made outside them",
+                      "y_not_from_kernels" if wrote_a_whole_output(launches, M, N, ("x", "y", "r", "g")) else None))
+    else:
+        L.add(Finding("y", f"your forward's kernels stored {y_stores / (M * N):.1f} values per element of the y it "
+                           f"returned; a fused kernel writes each element of y once, into the tensor the forward "
+                           f"returns", coverage_cause(outcome, FWD_D, "y") if y_stores < M * N else None))
+    r_cause = (("r_not_from_kernels" if (info.get("host_made") or {}).get("r") else "r_not_stored") if r_stores == 0
+               else coverage_cause(outcome, FWD_D, "r") if r_stores < M else None)
+    L.add(None if r_stores == M else
+          Finding("r", f"your forward stored {r_stores} values of r for {M} rows; store each row's 1/rms once",
+                  r_cause))
+    L.add(None if g_loads <= g_max else
+          Finding("g", f"your forward loaded g {g_loads} times ({g_max} allowed: once per program)"))
+    if extra:
+        k, name, a = extra[0]
+        host_y = not made(outcome, FWD_D, "y")       # the kernel's own y, which the wrapper then replaced
+        L.add(Finding("x", f"your forward moves an extra buffer of {a['numel']} elements ({name} in {k}); a fused "
+                           f"forward reads x and g and writes y and r, nothing else",
+                      "y_not_from_kernels" if host_y else None))
+    return L
+
+def item_6(inputs, outcome) -> Ledger:
+    """The fused backward: rmsnorm_backward on "d", given the reference r. No element of x or dy loaded twice,
+    none of dx stored twice, and a dg reduction whose scratch traffic is bounded; elements never loaded or
+    stored are the grid's or the mask's doing, charged where their cause is."""
+    L = Ledger()
+    if failed(L, outcome, BWD_D):
+        return L
+    M, N = CORE["d"].shape
+    problems = backward_io_problems(outcome.info[BWD_D]["bwd"]["launches"], M, N)
+    if problems and problems[0][0] == "none":
+        L.add(Finding("dx", problems[0][1]))
+        return L
+    launches = outcome.info[BWD_D]["bwd"]["launches"]
+    host_dx = (not made(outcome, BWD_D, "dx") and (outcome.info[BWD_D].get("host_made") or {}).get("dx")
+               and wrote_a_whole_output(launches, M, N, IO_ROLES))
+    coverage = "dx_not_from_kernels" if host_dx else coverage_cause(outcome, BWD_D, "dx")
+    for kind, message in problems:
+        cause = coverage if kind == "coverage" else "dx_not_from_kernels" if kind == "scratch" and host_dx else None
+        L.add(Finding("dx", message, cause))
+    for _ in range(4 - len(problems)):
+        L.right()                                     # the checks that passed
+    return L
+
+def item_7(inputs, outcome) -> Ledger:
+    """No host-side op reads an M·N activation, in any dtype: the forward, the backward given the reference r,
+    and both through autograd (where TritonRMSNorm's own code runs)."""
+    L = Ledger()
+    M, N = CORE["d"].shape
+    by_line = {}                                       # a host line's cause, once known from any phase
+    for k, c in HOST_CHECK.items():
+        name = DTYPE_NAMES[getattr(torch, c.dtype)]
+        phases = []
+        for task, phase, where, out in ((task_name("fwd", k), "fwd", f"forward ({name} x)", "y"),
+                                        (task_name("bwd", k), "bwd", f"backward ({name} x)", "dx"),
+                                        (task_name("ag", k), "fwd", f"forward through rmsnorm ({name} x)", "y"),
+                                        (task_name("ag", k), "bwd", f"backward through rmsnorm ({name} x)", "dx")):
+            x, _, _, story = given(inputs, k, c)
+            late = backward_failure(outcome, task, x, story)
+            if phase in outcome.info.get(task, {}) and not (late and phase == "bwd"):
+                phases.append((task, outcome.info[task][phase], where, out))
+            elif late and phase == "bwd":
+                L.add(late)
+            elif not (late and phase == "fwd"):
+                L.add(task_error(outcome, task))
+        for task, phase, where, out in phases:
+            if not phase["launches"]:
+                L.add(Finding(out, f"your {where} launched no kernel"))
+                continue
+            problem = host_work_problem(phase.get("host_ops", []), M, N, where, file="rmsnorm.py")
+            norms = phase.get("norms") or []
+            if norms and not problem:
+                problem = (f"your {where} called torch's {norms[0]['name']}" +
+                           (f" at {norms[0]['where']}" if norms[0]["where"] else "") +
+                           ": torch's own norm does the work your kernels should")
+            if problem:
+                outs = ("y", "r") if phase is outcome.info[task].get("fwd") else ("dx", "dg")
+                host = next((n for n in outs if not made(outcome, task, n)), None)
+                if host in ("y", "dx") and not wrote_a_whole_output(phase["launches"], M, N, IO_ROLES):
+                    host = None                        # the kernels never computed it: this part's own finding
+                line = re.search(r"at (rmsnorm\.py line \d+)", problem)
+                cause = f"{host}_not_from_kernels" if host else by_line.get(line and line.group(1))
+                if cause and line:
+                    by_line[line.group(1)] = cause
+                L.add(Finding(out, problem, cause))
+                continue
+            covered = max((a["distinct"] for Lc in phase["launches"] for a in Lc["args"].values()
+                           if out in roles_of(a) and a["stored"]), default=0)
+            if covered != M * N:
+                whole = wrote_a_whole_output(phase["launches"], M, N, IO_ROLES)
+                cause = (f"{out}_not_from_kernels" if whole else None) if not covered else \
+                    coverage_cause(outcome, task, out)
+                L.add(Finding(out, f"{out} returned by your {where} was not written by kernel stores ({covered} of "
+                                   f"{M * N} elements were)", cause))
+                continue
+            L.right()
+    return L
+
+def item_8(inputs, outcome) -> Ledger:
+    L = Ledger()
+    for task in sorted(outcome.info):
+        for phase in ("fwd", "bwd"):
+            race = next((Lc["race"] for Lc in outcome.info[task].get(phase, {}).get("launches", []) if Lc.get("race")),
+                        None) if isinstance(outcome.info[task], dict) else None
+            if race:
+                L.add(Finding("race", race, "race"))
+                return L
+    kernel_made = [v for task in (FWD_D, BWD_D) for v in (outcome.info.get(task, {}).get("kernel_made") or {}).values()]
+    err = task_error(outcome, BWD_D)
+    if err:
+        L.add(err)
+    elif not any(kernel_made):
+        L.add(Finding("race", "no output of yours was stored by a kernel, so there was nothing for the race detector "
+                              "to check"))
+    else:
+        L.right()
+    return L
+
+def item_9(inputs, outcome) -> Ledger:
+    """The improved reduction: a fused backward (item 6) whose dg is deterministic (no float atomics, no sums
+    built under a lock) and whose partial buffer is at most M·N/8 elements, and dg right."""
+    L = Ledger()
+    M, N = CORE["d"].shape
+    if failed(L, outcome, BWD_D):
+        return L
+    info = outcome.info[BWD_D]
+    launches = info["bwd"]["launches"]
+    problem = backward_traffic_problem(launches, M, N)
+    why = order_dependence({"bwd": info["bwd"]})
+    scratch = [(name, a) for _, name, a in others(launches, IO_ROLES)
+               if a["stored"] and "int" not in a.get("dtype", "float")]
+    biggest = max(scratch, key=lambda s: s[1]["numel"], default=None)
+    if problem:
+        L.add(Finding("dg", f"the improved reduction starts from a fused backward (item 6): {problem}"))
+    elif why:
+        L.add(Finding("dg", f"your dg is not deterministic: {why}. The improved reduction has each program sum its "
+                            f"rows in registers and store one partial row; the partial rows are then added in a fixed "
+                            f"order"))
+    elif biggest and biggest[1]["numel"] > M * N // 8:
+        L.add(Finding("dg", f"your partial dg buffer ({biggest[0]}) has {biggest[1]['numel']} elements for M·N = "
+                            f"{M * N}; the improved reduction keeps it at most M·N/8 = {M * N // 8}: give each program "
+                            f"many rows and accumulate dg in registers"))
+    else:
+        x, g, dy, story = given(inputs, "d", CORE["d"])
+        backward_outputs(Ledger(), L, outcome, BWD_D, x, g, dy, 1e-5, story + " (given the reference r)",
+                         r=inputs["d"]["r"])
+    return L

@@ -1,0 +1,224 @@
+"""One output of one task: missing, not made by the kernels, or wrong, and why.
+
+Every output is compared with the float64 reference, and a difference becomes a *finding* whose
+cause the shared diagnosis names (starter/tests/rmsnorm_diagnose.py). The names of tasks and of
+their outputs come from hidden/cases.py.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from ..check import DTYPE_NAMES, causes as C, describe, diagnosis as D, reference
+from ..hidden.cases import kind_of, output_key
+from ..worker import apply_view
+from .charge import Finding, Ledger
+from .counts import IO_ROLES, others
+
+
+def got(outcome, task, name, what=""):
+    """An output a task returned (or what is known of it: ``what`` as in cases.output_key), or None."""
+    return outcome.tensors.get(output_key(task, name, what))
+
+
+SOURCES = {"fwd": {"y": " from rmsnorm_forward", "r": " from rmsnorm_forward"},
+           "bwd": {"dx": " from rmsnorm_backward", "dg": " from rmsnorm_backward"},
+           "ag": {"y": " from rmsnorm (your TritonRMSNorm.forward)",
+                  "dx": " (x.grad) from your backward (TritonRMSNorm.backward)",
+                  "dg": " (g.grad) from your backward (TritonRMSNorm.backward)"}}
+SOURCES["speed"] = SOURCES["ag"]
+
+# Who must have made each output: credit for correct values goes only to values the kernels computed.
+MADE_BY = {"y": "forward", "r": "forward", "dx": "backward", "dg": "backward"}
+
+PHASE = {"y": "fwd", "r": "fwd", "dx": "bwd", "dg": "bwd"}
+
+def task_error(outcome, task) -> Finding | None:
+    """The exception (or time-out, or crash) that stopped a task. Its cause is the error itself: the same
+    error in several parts is charged in the first of them, and the others keep their points only if
+    something else of theirs could be checked."""
+    err = outcome.task_error(task)
+    return Finding("task", err, f"error: {err}") if err else None
+
+def failed(ledger, outcome, task) -> bool:
+    f = task_error(outcome, task)
+    if f:
+        ledger.add(f)
+    return f is not None
+
+def not_made(outcome, task, name, story) -> Finding | None:
+    """Why ``name`` earns nothing, if no kernel of the submission stored any of it (known on the simulator)."""
+    info = outcome.info.get(task, {})
+    if (info.get("kernel_made") or {}).get(name) is not False:
+        return None
+    mask = got(outcome, task, name, "stored")
+    if mask is not None and (bool(mask.any()) or not (info.get("host_made") or {}).get(name)):
+        return None                # partly stored, or never written at all: the diagnosis says which elements
+    how = (" (stored by a kernel, or summed on the host from a partial buffer your kernels stored)"
+           if name == "dg" else "")
+    norms = info.get(PHASE[name], {}).get("norms", [])
+    called = (f"; it called torch's {norms[0]['name']}" + (f" at {norms[0]['where']}" if norms[0]["where"] else "")
+              + ", which does the work your kernels should") if norms else ""
+    host = [op for op in info.get(PHASE[name], {}).get("host_ops", [])
+            if op.get("roles") and (op.get("where") or "").startswith("rmsnorm.py line")]
+    if host and not called:
+        called = f"; torch computed it on the host, last at {host[-1]['where']}"
+    return Finding(name, f"your {MADE_BY[name]} returned {name} without any kernel storing it{how}, for {story}"
+                         f"{called}: points for correct values go only to values your Triton kernels compute",
+                   f"{name}_not_from_kernels")
+
+def made(outcome, task, name) -> bool:
+    return (outcome.info.get(task, {}).get("kernel_made") or {}).get(name) is not False
+
+def race_of(outcome, task, phase) -> str | None:
+    """The first data race of a phase of a task, in short."""
+    for L in outcome.info.get(task, {}).get(phase, {}).get("launches", []):
+        if L.get("race"):
+            return L["race"].split(" without an atomic")[0].split(". ")[0]
+    return None
+
+def undefined_lanes(outcome, task, phase) -> str | None:
+    """Where a phase's kernels first loaded masked-off lanes without other= (NaN in the simulator)."""
+    return next((L["undefined_lanes"] for L in outcome.info.get(task, {}).get(phase, {}).get("launches", [])
+                 if L.get("undefined_lanes")), None)
+
+def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(), n_rows=None, fmt=None,
+           rewrite=None, nan_cause=None) -> Finding | None:
+    """Check one output of a task into ``ledger``. ``rewrite``: {cause key: Finding} that stands for a
+    cause found elsewhere (the dx that is right for a wrong r gets r's cause)."""
+    returned = got(outcome, task, name)
+    if returned is None:
+        what = outcome.info.get(task, {}).get("not_tensors", {}).get(name)
+        cause = "no_dg" if name == "dg" and what == "NoneType" else None
+        f = Finding(name, f"{name} was not returned for {story}" + (f" (got {what} instead of a tensor)"
+                                                                   if what else "")
+                    + (": g.grad is None after backward; return dg for g from your backward" if cause else ""), cause)
+        ledger.add(f)
+        return f
+    gate = not_made(outcome, task, name, story)
+    if gate:
+        ledger.add(gate)
+        return gate
+    loads = undefined_lanes(outcome, task, PHASE[name])
+    fmt = {**(fmt or {}), **({"loads": f" (the first: {loads})"} if loads else {})}
+    f = D.diagnose(name, returned, want, x, alternatives=alternatives, stored=got(outcome, task, name, "stored"),
+                   race=race_of(outcome, task, PHASE[name]), story=story, source=SOURCES[kind_of(task)].get(name, ""),
+                   n_rows=n_rows, fmt=fmt, nan_cause=nan_cause, if_zero=got(outcome, task, name, "if_zero"))
+    if f is not None and rewrite and f.cause in rewrite:
+        f = dataclasses.replace(f, cause=rewrite[f.cause].cause, checked=f.checked and rewrite[f.cause].checked)
+    ledger.add(f)
+    return f
+
+def given(inputs, k, case):
+    """x and dy as the submission saw them (views where the case says so), g, and the case's story."""
+    t = inputs[k]
+    x = apply_view(t["x"], case.view)
+    dy = apply_view(t["dy"], None if case.dy_contiguous else case.view) if "dy" in t else None
+    return x, t["g"], dy, case.story or describe(x)
+
+def fmt_of(x, dy, eps):
+    return {"eps": eps, "stride": x.stride(0) if x.dim() > 1 else 1,
+            "dy_stride": dy.stride(0) if dy is not None and dy.dim() > 1 else 1}
+
+def forward_outputs(ledger, outcome, task, x, g, eps, story, names=("r", "y")):
+    """r and y of a forward task (r first: y is made from it)."""
+    y, r, _, _ = reference(x, g, eps=eps)
+    alts = C.forward_alternatives(x, g, eps)
+    order = [("r", r, 1), ("y", y, 0)]
+    unstored = [n for n, _, _ in order if _partly_stored(outcome, task, n)]
+    if unstored:                                   # elements never stored come first: y is made from r
+        order.sort(key=lambda o: (o[0] not in unstored, o[0] == "r"))    # y's pattern says more than r's
+    rewrite, extra = {}, []
+    for name, want, i in order:
+        if name not in names:
+            continue
+        f = output(ledger, outcome, task, name, x, want, story, C.pick(alts, i) + (extra if name == "y" else []),
+                   fmt=fmt_of(x, None, eps), rewrite=rewrite)
+        got_r = got(outcome, task, "r")
+        if name == "r" and f is not None and f.cause and got_r is not None and got_r.numel() == r.numel():
+            # a y that is right for the r this forward made has r's cause: one mistake, not two
+            y_of_r = C.forward_alternatives_plain(x, g, eps)[0] * (got_r.double().reshape(-1, 1) / r.reshape(-1, 1)
+                                                                   ).reshape(*x.shape[:-1], 1)
+            extra = [("r_from_forward", y_of_r, f"it is right for the r your forward made, and that r is wrong "
+                                                f"({f.message})")]
+            rewrite = {"r_from_forward": f}
+
+def _partly_stored(outcome, task, name) -> bool:
+    mask = got(outcome, task, name, "stored")
+    return mask is not None and not bool(mask.all())
+
+def coverage_cause(outcome, task, name) -> str | None:
+    """The cause of an output only partly stored by kernels (its stored mask's pattern), or None."""
+    mask = got(outcome, task, name, "stored")
+    if mask is None or got(outcome, task, name) is None or bool(mask.all()):
+        return None
+    return D.unstored_cause(name, mask)
+
+def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, r=None):
+    """dx and dg of a backward or autograd task. ``r``: the r the backward was given (the reference's when
+    None). In an autograd task, a dx that is right for the r the forward saved gets that r's cause."""
+    _, r_ref, dx_ref, dg_ref = reference(x, g, dy, eps)
+    r_used = r_ref.float() if r is None else r
+    alts = C.backward_alternatives(x, g, dy, r_used, eps)
+    fmt = {**fmt_of(x, dy, eps), "old_memory": _adds_into_scratch(outcome, task)}
+    extra, rewrite = {}, {}
+    wrong_r = _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) if kind_of(task) == "ag" else None
+    if wrong_r is not None:
+        saved = got(outcome, task, "r_saved")
+        dx_r, dg_r = C.backward_plain(x, g, dy, saved)
+        says = f"it is right for the r your forward saved, and that r is wrong ({wrong_r.message})"
+        extra = {"dx": [("r_from_forward", dx_r, says)], "dg": [("r_from_forward", dg_r, says)]}
+        rewrite = {"r_from_forward": wrong_r}
+        if not bool(torch.isfinite(saved).all()):      # NaN in r: every NaN of dx and dg comes from it
+            rewrite.update({k: wrong_r for k in ("masked_nan", "old_memory_nan", "padding_nan")})
+    no_r = no_r_saved(outcome, task, x, story)
+    # NaN from a masked load without other=, when the backward's kernels made one (else: old memory, for dg)
+    nan_cause = "masked_nan" if undefined_lanes(outcome, task, "bwd") else None
+    for ledger, name, want, i in ((ledger_dx, "dx", dx_ref, 0), (ledger_dg, "dg", dg_ref, 1)):
+        choices = C.pick(alts, i) + extra.get(name, []) + ([C.dg_rows(x, dy, r_used)] if name == "dg" else [])
+        f = output(ledger, outcome, task, name, x, want, story, choices, fmt=fmt, rewrite=rewrite, nan_cause=nan_cause)
+        if f is not None and f.cause == "masked_nan":
+            nan_cause = "masked_nan"                       # dg's NaN then comes from the same loads
+        if f is not None and f.cause in ("rows_not_stored_bwd", "elements_not_stored_bwd"):
+            rewrite = {**rewrite, **{k: f for k in (*C.CAUSES, None)}}   # rows the backward skipped: dg lacks them
+        if no_r and f is not None and f.cause is None:
+            ledger.findings[ledger.findings.index(f)] = no_r
+
+def _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) -> Finding | None:
+    """What is wrong with the r an autograd task's forward saved for the backward, or None: a finding of r
+    against the reference, or, when it is within r's tolerance but near a known wrong formula, that cause
+    (it can still show in dx, at N = 1 say)."""
+    saved = got(outcome, task, "r_saved")
+    if saved is None or saved.numel() != r_ref.numel():
+        return None
+    return D.saved_r_finding(saved, r_ref, x, g, eps, story=story, stored=got(outcome, task, "r_saved", "stored"),
+                             fmt=fmt)
+
+def _adds_into_scratch(outcome, task) -> bool:
+    """Does a kernel of the task's backward load and store the same scratch buffer (adding into it)? Then NaN
+    in dg may be old data of a buffer that was not zeroed."""
+    launches = outcome.info.get(task, {}).get("bwd", {}).get("launches", [])
+    return any(a["loaded"] and a["stored"] for _, _, a in others(launches, IO_ROLES))
+
+def no_r_saved(outcome, task, x, story, error="") -> Finding | None:
+    """In an autograd task whose Function saved no (M,) fp32 tensor: the likely cause of a wrong gradient
+    (or of ``error``, raised by the backward)."""
+    info = outcome.info.get(task, {})
+    saved = info.get("saved")
+    if kind_of(task) != "ag" or saved is None or info.get("saved_r"):
+        return None
+    rows = x.numel() // max(1, x.shape[-1])
+    shapes = ", ".join(f"{tuple(s)} {DTYPE_NAMES.get(getattr(torch, d, None), d)}" for s, d in saved) or "nothing"
+    then = f" Your backward then failed: {error}" if error else ""
+    return Finding("dx", f"your TritonRMSNorm.forward saved {shapes} for {story}, and the backward needs r: "
+                         f"({rows},) fp32, one reciprocal RMS per row, from rmsnorm_forward. Save it: "
+                         f"ctx.save_for_backward(x, g, r).{then}", "no_r_saved")
+
+def backward_failure(outcome, task, x, story) -> Finding | None:
+    """The error of an autograd task whose forward ran and whose backward raised: named no_r_saved when
+    the forward saved no r (the likely cause), else as it is; None for any other task."""
+    err = outcome.task_error(task)
+    if not err or outcome.info.get(task, {}).get("failed_in") != "bwd":
+        return None
+    return no_r_saved(outcome, task, x, story, err) or Finding("dx", err, f"error: {err}")

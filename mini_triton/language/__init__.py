@@ -25,6 +25,5 @@ __all__ += list(_ops.TL)
 # they are not Triton's names.
 for _name in [n for n in globals() if not n.startswith("_") and n not in __all__]:
     del globals()[_name]
-del _name
 
 __getattr__ = _missing_name("tl")

@@ -65,7 +65,8 @@ LIBDEVICE = frozenset({
 # triton.language.extra's libraries, and triton.language.extra.cuda's names
 EXTRA = frozenset({"cuda", "hip", "libdevice"})
 CUDA = frozenset({
-    "convert_custom_float8_sm70", "convert_custom_float8_sm80", "gdc_launch_dependents", "gdc_wait", "globaltimer",
+    "convert_custom_float8_sm70", "convert_custom_float8_sm80", "gdc", "gdc_launch_dependents", "gdc_wait",
+    "globaltimer",
     "libdevice", "num_threads", "num_warps", "smid", "utils"
 })
 

@@ -8,17 +8,45 @@ these types, and binary operators combine them by the rules in
 """
 from __future__ import annotations
 
+import enum
+
 import torch
 
 
 class dtype:
-    """A Triton scalar type such as ``tl.float32`` or ``tl.int1``."""
+    """A Triton scalar type such as ``tl.float32`` or ``tl.int1``.
+
+    The attributes and predicates are Triton's (``primitive_bitwidth``, ``int_bitwidth``, ``is_fp16()``,
+    ``is_int_signed()``...): dtype-generic kernels test them to pick an accumulator type. ``torch`` and
+    ``kind`` are the simulator's own: how it stores the values, and their kind as a word.
+    """
+
+    SINT_TYPES = ["int8", "int16", "int32", "int64"]
+    UINT_TYPES = ["int1", "uint8", "uint16", "uint32", "uint64"]
+    FP_TYPES = ["fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64"]
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+    OTHER_TYPES = ["void"]
+
+    class SIGNEDNESS(enum.Enum):
+        SIGNED = 0
+        UNSIGNED = 1
+
+    class KIND(enum.Enum):
+        BOOLEAN = 0
+        INTEGRAL = 1
+        FLOATING = 2
 
     def __init__(self, name: str, torch_dtype: torch.dtype | None, kind: str, bits: int):
         self.name = name            # Triton's spelling: fp32, bf16, int32, int1...
         self.torch = torch_dtype    # how the simulator stores values of this type
         self.kind = kind            # "bool", "uint", "int" or "float"
         self.primitive_bitwidth = bits
+        self.itemsize = bits // 8
+        if kind in ("bool", "uint", "int"):
+            self.int_signedness = dtype.SIGNEDNESS.SIGNED if kind == "int" else dtype.SIGNEDNESS.UNSIGNED
+            self.int_bitwidth = bits
+        elif kind == "float":
+            self.fp_mantissa_width, self.exponent_bias = _FLOAT_LAYOUT[name]
 
     # -- predicates used throughout the simulator (and by kernels) --------
     def is_ptr(self):
@@ -26,6 +54,9 @@ class dtype:
 
     def is_floating(self):
         return self.kind == "float"
+
+    def is_standard_floating(self):
+        return self.name in dtype.STANDARD_FP_TYPES
 
     def is_int(self):
         return self.kind in ("int", "uint", "bool")
@@ -36,21 +67,42 @@ class dtype:
     def is_int_signed(self):
         return self.kind == "int"
 
-    def is_fp16(self):
-        return self.name == "fp16"
+    def is_int_unsigned(self):
+        return self.kind in ("uint", "bool")
 
-    def is_bf16(self):
-        return self.name == "bf16"
+    def is_fp8(self):
+        return "fp8" in self.name
 
-    def is_fp32(self):
-        return self.name == "fp32"
+    def is_block(self):
+        return False
 
-    def is_fp64(self):
-        return self.name == "fp64"
+    def is_const(self):
+        return False
+
+    def is_void(self):
+        return False
+
+    @staticmethod
+    def is_dtype(type_str):
+        return type_str in dtype.SINT_TYPES + dtype.UINT_TYPES + dtype.FP_TYPES + dtype.OTHER_TYPES
+
+    def get_int_max_value(self):
+        return int_range(self)[1]
+
+    def get_int_min_value(self):
+        return int_range(self)[0]
 
     @property
     def scalar(self):
         return self
+
+    def __eq__(self, other):
+        if not isinstance(other, dtype):
+            return NotImplemented
+        return type(other) is type(self) and other.name == self.name
+
+    def __hash__(self):
+        return hash(self.name)
 
     def __repr__(self):
         return f"tl.{_PUBLIC_NAME.get(self.name, self.name)}"
@@ -61,12 +113,31 @@ class dtype:
         raise NotImplementedError(f"calling {self!r} as a constructor is not supported; use tl.full or .to()")
 
 
+def _name_predicate(name):
+    def predicate(self):
+        return self.name == name
+    predicate.__name__ = f"is_{name}"
+    return predicate
+
+
+# is_fp16(), is_bf16(), is_int64(), is_uint8()...: one per type name, as Triton has them
+for _name in ("fp16", "bf16", "fp32", "fp64", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16",
+              "uint32", "uint64", "fp8e4nv", "fp8e4b8", "fp8e4b15", "fp8e5", "fp8e5b16"):
+    setattr(dtype, f"is_{_name}", _name_predicate(_name))
+del _name
+
+# (mantissa bits, exponent bias) of the float types
+_FLOAT_LAYOUT = {"fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127), "fp64": (52, 1023)}
+
+
 class pointer_type(dtype):
     """``pointer<element_ty>``: what a tensor argument becomes inside a kernel."""
 
     def __init__(self, element_ty: dtype):
         super().__init__(f"ptr<{element_ty.name}>", torch.int64, "ptr", 64)
         self.element_ty = element_ty
+        self.address_space = "global"
+        self.const = False
 
     def is_ptr(self):
         return True

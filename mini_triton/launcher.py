@@ -24,7 +24,7 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from . import dtypes as D
-from . import memory, observers, runtime
+from . import boolops, memory, observers, runtime
 from .blocks import constexpr, scalar, tensor
 from .errors import CompilationError, describe_program, student_traceback
 
@@ -86,6 +86,7 @@ class JITFunction:
         self.constexprs = {n for n, p in self.signature.parameters.items()
                            if _is_constexpr_annotation(p.annotation)}
         runtime.KERNEL_CODES.add(fn.__code__)
+        self._body = None
         self._chunk_hint = {}
         self._order_dependent = False          # a launch of it used float atomics or locks
         self._may_diverge = None
@@ -98,6 +99,15 @@ class JITFunction:
             self._may_diverge = _may_diverge(self.fn, set())
         return self._may_diverge
 
+    @property
+    def body(self):
+        """What runs: ``fn``, its ``and``/``or`` between blocks made element-wise as Triton compiles them
+        (boolops.py)."""
+        if self._body is None:
+            self._body = boolops.rewrite(self.fn)
+            runtime.KERNEL_CODES.add(self._body.__code__)
+        return self._body
+
     def __repr__(self):
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
 
@@ -106,7 +116,7 @@ class JITFunction:
 
     def __call__(self, *args, **kwargs):
         if runtime.CURRENT is not None:          # a @jit helper called from a kernel
-            return self.fn(*args, **kwargs)
+            return self.body(*args, **kwargs)
         raise CompilationError(f"{self.__name__} is a kernel: launch it as {self.__name__}[grid](...), "
                                f"with grid a tuple such as (n_rows,)")
 
@@ -187,7 +197,7 @@ class JITFunction:
         chunk = runtime.Chunk(launch, pids, may_diverge=self.may_diverge)
         outer, runtime.CURRENT = runtime.CURRENT, chunk
         try:
-            self.fn(*kargs)
+            self.body(*kargs)
         except runtime.Divergence as d:
             memory.undo(chunk)
             runtime.CURRENT = outer

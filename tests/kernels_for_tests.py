@@ -219,3 +219,120 @@ def persistent_softmax_kernel(x_ptr, y_ptr, n_rows, n_cols, BLOCK: tl.constexpr)
         x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
         e = tl.exp(x - tl.max(x, axis=0))
         tl.store(y_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), mask=mask)
+
+
+# --- features of library kernels (Liger, FlagGems, unsloth, bitsandbytes), written here in their style ------
+
+@triton.jit
+def _accumulator_type(dtype):
+    """fp32 for 16-bit floats, the type itself otherwise: a dtype passed to a helper is a constant there."""
+    if dtype.is_fp16() or dtype.is_bf16():
+        return tl.float32
+    return dtype
+
+
+@triton.jit
+def dtype_generic_sum_kernel(x_ptr, out_ptr, info_ptr, n, BLOCK: tl.constexpr):
+    """One partial sum per program, accumulated in a type chosen from the input's (FlagGems' reductions);
+    info_ptr gets what the dtype says of itself."""
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    if tl.constexpr(x_ptr.dtype.element_ty == tl.float16) or tl.constexpr(x_ptr.dtype.element_ty == tl.bfloat16):
+        cdtype = tl.float32
+    else:
+        cdtype = x_ptr.dtype.element_ty
+    acc_dtype = _accumulator_type(x_ptr.dtype.element_ty)
+    tl.static_assert(acc_dtype == cdtype)
+    acc = tl.zeros((BLOCK,), dtype=acc_dtype)
+    acc += tl.load(x_ptr + offs, mask=offs < n, other=0).to(cdtype)
+    tl.store(out_ptr + pid, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty))
+    ty = x_ptr.dtype.element_ty
+    if pid == 0:
+        tl.store(info_ptr + 0, ty.primitive_bitwidth)
+        tl.store(info_ptr + 1, ty.is_floating() + 2 * ty.is_int_signed() + 4 * ty.is_int64() + 8 * ty.is_fp32())
+        if ty.is_int():
+            tl.store(info_ptr + 2, ty.int_bitwidth)
+
+
+@triton.jit
+def int4_unpack_kernel(packed_ptr, lut_ptr, scale_ptr, out_ptr, n_packed, GROUP: tl.constexpr, BLOCK: tl.constexpr):
+    """bitsandbytes-style 4-bit dequantisation: each byte holds two codes (high nibble first); each code
+    indexes a table of 16 values, scaled per group; tl.interleave puts the two halves back in order."""
+    offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_packed
+    a = tl.load(packed_ptr + offs, mask, other=0, eviction_policy="evict_first")
+    high = tl.load(lut_ptr + (a >> 4), eviction_policy="evict_last")
+    low = tl.load(lut_ptr + (a & 0xF))
+    scale = tl.load(scale_ptr + offs // (GROUP // 2), mask=mask, other=1.0)
+    out = tl.interleave(high * scale, low * scale)
+    out_offs = tl.program_id(0) * BLOCK * 2 + tl.arange(0, 2 * BLOCK)
+    tl.store(out_ptr + out_offs, out, out_offs < 2 * n_packed)
+
+
+CASTING_LLAMA = tl.constexpr(0)
+CASTING_GEMMA = tl.constexpr(1)
+
+
+@triton.jit
+def casting_rmsnorm_kernel(y_ptr, x_ptr, w_ptr, n_cols, eps, offset, casting_mode: tl.constexpr,
+                           BLOCK: tl.constexpr):
+    """Liger's RMSNorm: a constexpr casting mode picks where fp32 is used; the row's dtype is kept in a
+    variable and used by .to(). (Liger writes eps.to(tl.float32), which compiled Triton and mini_triton
+    accept; Triton's interpreter passes a float argument as a Python float, without .to(): tl.full here.)"""
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0)
+    x_dtype = x.dtype
+    w = tl.load(w_ptr + cols, mask=mask, other=0)
+    if casting_mode == CASTING_LLAMA or casting_mode == CASTING_GEMMA:
+        x = x.to(tl.float32)
+    if casting_mode == CASTING_GEMMA:
+        w = w.to(tl.float32)
+    rstd = tl.math.rsqrt(tl.sum(x * x, axis=0) / n_cols + tl.full((), eps, tl.float32))
+    x = x * rstd
+    if casting_mode == CASTING_LLAMA:
+        x = x.to(x_dtype)
+    y = x * (offset + w)
+    tl.store(y_ptr + row * n_cols + cols, y.to(y_ptr.dtype.element_ty), mask=mask, cache_modifier=".cg")
+
+
+@triton.jit
+def geglu_kernel(e_ptr, g_ptr, h_ptr, n, BLOCK: tl.constexpr, LONG_INDEXING: tl.constexpr):
+    """unsloth's exact GEGLU forward: erf of a scaled input, a constexpr switch to int64 offsets."""
+    pid = tl.program_id(0)
+    if LONG_INDEXING:
+        offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+        n = tl.cast(n, tl.int64)
+    else:
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    e = tl.load(e_ptr + offs, mask=mask, other=0).to(tl.float32)
+    g = tl.load(g_ptr + offs, mask=mask, other=0)
+    f = 0.5 * e * (tl.math.erf(tl.math.rsqrt(2.0) * e) + 1.0)
+    tl.store(h_ptr + offs, f.to(g.dtype) * g, mask=mask)
+
+
+@triton.jit
+def scalar_and_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, DEBUG: tl.constexpr):
+    """`and` between scalars in an `if` (the same under the interpreter and compiled Triton), and a
+    constexpr that short-circuits: with DEBUG false the out-of-bounds load is never made."""
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    if DEBUG and tl.load(x_ptr + n + 1000000) > 0:
+        x = x * 0.0
+    if pid > 0 and pid < tl.num_programs(0) - 1:
+        x = x + 100.0
+    tl.store(out_ptr + offs, x, mask=offs < n)
+
+
+@triton.jit
+def block_logic_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """`and`/`or` between blocks: element-wise in compiled Triton (Triton's interpreter asks bool() of the
+    first block instead, so this one is checked against torch)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    inside = (offs < n) and (x > -1.0) and (x < 1.0)
+    tail = (x < -2.0) or (x > 2.0)
+    tl.store(out_ptr + offs, tl.where(inside, 1.0, 0.0) + tl.where(tail, 2.0, 0.0), mask=offs < n)

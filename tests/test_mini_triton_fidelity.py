@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from backends import kernels, triton_available
+from mini_triton import cdiv, next_power_of_2
 
 pytestmark = pytest.mark.skipif(not triton_available(), reason="triton (with numpy) is not installed")
 BACKENDS = ["mini", "interpret"]
@@ -30,14 +31,10 @@ def test_vector_add_agrees(n):
     def f(K):
         x, y = torch.randn(n), torch.randn(n)
         out = torch.empty(n)
-        K.add_kernel[(triton_cdiv(n, 128),)](x, y, out, n, BLOCK=128)
+        K.add_kernel[(cdiv(n, 128),)](x, y, out, n, BLOCK=128)
         return out
     a, b = run_both(f)
     assert_same(a, b)
-
-
-def triton_cdiv(a, b):
-    return (a + b - 1) // b
 
 
 @pytest.mark.parametrize("M,N", [(1, 1), (37, 100), (4, 513), (16, 1024)])
@@ -45,14 +42,10 @@ def test_rmsnorm_forward_agrees(M, N):
     def f(K):
         x, g = torch.randn(M, N), torch.randn(N)
         y, r = torch.empty(M, N), torch.empty(M)
-        K.row_rmsnorm_fwd[(M,)](x, g, y, r, N, x.stride(0), 1e-5, BLOCK=next_pow2(N))
+        K.row_rmsnorm_fwd[(M,)](x, g, y, r, N, x.stride(0), 1e-5, BLOCK=next_power_of_2(N))
         return y, r
     a, b = run_both(f)
     assert_same(a, b, rtol=1e-6, atol=1e-6)
-
-
-def next_pow2(n):
-    return 1 << (n - 1).bit_length() if n > 1 else 1
 
 
 @pytest.mark.parametrize("M,N", [(37, 100), (8, 256)])
@@ -61,7 +54,7 @@ def test_rmsnorm_backward_agrees(M, N):
         x, g, dy = torch.randn(M, N), torch.randn(N), torch.randn(M, N)
         r = torch.rsqrt(x.pow(2).mean(-1) + 1e-5)
         dx, dgp = torch.empty(M, N), torch.empty(M, N)
-        K.row_rmsnorm_bwd[(M,)](x, g, dy, r, dx, dgp, N, x.stride(0), BLOCK=next_pow2(N))
+        K.row_rmsnorm_bwd[(M,)](x, g, dy, r, dx, dgp, N, x.stride(0), BLOCK=next_power_of_2(N))
         return dx, dgp
     a, b = run_both(f)
     assert_same(a, b, rtol=1e-6, atol=1e-6)
@@ -72,7 +65,7 @@ def test_softmax_agrees(M, N):
     def f(K):
         x = torch.randn(M, N)
         out = torch.empty(M, N)
-        K.softmax_kernel[(M,)](out, x, x.stride(0), out.stride(0), N, BLOCK=next_pow2(N))
+        K.softmax_kernel[(M,)](out, x, x.stride(0), out.stride(0), N, BLOCK=next_power_of_2(N))
         return out, x
     (a, x), (b, _) = run_both(f)
     assert_same(a, b, rtol=1e-6, atol=1e-7)
@@ -85,7 +78,7 @@ def test_matmul_with_dot_agrees(M, N, K_):
         a = torch.randn(M, K_, dtype=torch.float16)
         b = torch.randn(K_, N, dtype=torch.float16)
         c = torch.empty(M, N)
-        K.matmul_kernel[(triton_cdiv(M, 16), triton_cdiv(N, 32))](
+        K.matmul_kernel[(cdiv(M, 16), cdiv(N, 32))](
             a, b, c, M, N, K_, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
             BM=16, BN=32, BK=16)
         return c, a, b
@@ -109,7 +102,7 @@ def test_2d_grid_agrees():
     def f(K):
         x = torch.randn(50, 70)
         out = torch.empty(50, 70)
-        K.grid2d_kernel[(triton_cdiv(50, 16), triton_cdiv(70, 32))](x, out, 50, 70, BR=16, BC=32)
+        K.grid2d_kernel[(cdiv(50, 16), cdiv(70, 32))](x, out, 50, 70, BR=16, BC=32)
         return out
     a, b = run_both(f)
     assert_same(a, b)
@@ -215,7 +208,7 @@ def test_libdevice_and_tensor_cast_agree():
 def test_tensor_descriptor_load_and_store_agree(M, N):
     def f(K):
         x = torch.randn(M, N)
-        K.descriptor_abs_kernel[(triton_cdiv(M, 16), triton_cdiv(N, 32))](x, M, N, BM=16, BN=32)
+        K.descriptor_abs_kernel[(cdiv(M, 16), cdiv(N, 32))](x, M, N, BM=16, BN=32)
         return x
     a, b = run_both(f)
     assert_same(a, b)
@@ -251,6 +244,82 @@ def test_the_simulators_list_of_tritons_names_holds_the_installed_tritons():
     assert set(tl.__all__) <= names.TL
     assert functions(tl.math) <= names.MATH
     assert functions(libdevice) <= names.LIBDEVICE
-    mini = {n for n in dir(mini_libdevice) if not n.startswith("_") and callable(getattr(mini_libdevice, n))}
-    mini -= {"as_block", "full_rank", "tensor"}              # its imports, not functions it offers
-    assert mini <= names.LIBDEVICE, mini - names.LIBDEVICE
+    mini = {n for n in dir(mini_libdevice) if not n.startswith("_")}
+    assert mini == set(mini_libdevice.__all__) and mini <= names.LIBDEVICE, mini - names.LIBDEVICE
+
+
+# --- features of library kernels: dtype predicates, dtypes passed to helpers, interleave, and/or ------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64])
+def test_a_dtype_generic_reduction_picks_its_accumulator_from_the_dtype(dtype):
+    def f(K):
+        x = (torch.randn(1000) * 10).to(dtype)
+        out, info = torch.empty(8, dtype=dtype), torch.zeros(3, dtype=torch.int32)
+        K.dtype_generic_sum_kernel[(8,)](x, out, info, 1000, BLOCK=128)
+        return out, info
+    (a, info), (b, info_b) = run_both(f)
+    # the interpreter truncates fp32 -> bf16 where the simulator rounds (see the bf16 store test above)
+    tol = {"rtol": 1e-2, "atol": 0} if dtype is torch.bfloat16 else {"rtol": 1e-6, "atol": 1e-5}
+    assert_same((a, info), (b, info_b), **(tol if dtype.is_floating_point else {}))
+    bits = torch.finfo(dtype).bits if dtype.is_floating_point else torch.iinfo(dtype).bits
+    assert info[0] == bits
+
+
+def test_int4_codes_unpacked_with_interleave_agree():
+    def f(K):
+        packed = torch.randint(0, 256, (300,), dtype=torch.uint8)
+        lut, scale = torch.randn(16), torch.rand(10) + 0.5
+        out = torch.empty(600)
+        K.int4_unpack_kernel[(cdiv(300, 128),)](packed, lut, scale, out, 300, GROUP=64, BLOCK=128)
+        return out, packed, lut, scale
+    (a, packed, lut, scale), (b, _, _, _) = run_both(f)
+    assert_same(a, b)
+    codes = torch.stack([packed.long() >> 4, packed.long() & 0xF], dim=1).reshape(-1)
+    assert torch.equal(a, lut[codes] * scale[torch.arange(600) // 64])
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])     # the interpreter's bf16 .to() is wrong here
+def test_a_casting_mode_rmsnorm_agrees(mode, dtype):
+    def f(K):
+        x, w = torch.randn(6, 100).to(dtype), torch.randn(100).to(dtype)
+        y = torch.empty_like(x)
+        K.casting_rmsnorm_kernel[(6,)](y, x, w, 100, 1e-6, 0.0, casting_mode=mode, BLOCK=128)
+        return y
+    a, b = run_both(f)
+    assert_same(a, b, rtol=1e-3 if dtype is torch.float16 else 1e-6, atol=1e-3 if dtype is torch.float16 else 1e-6)
+
+
+@pytest.mark.parametrize("long_indexing", [False, True])
+def test_geglu_with_constexpr_int64_offsets_agrees(long_indexing):
+    def f(K):
+        e, g = torch.randn(1000), torch.randn(1000)
+        h = torch.empty(1000)
+        K.geglu_kernel[(cdiv(1000, 256),)](e, g, h, 1000, BLOCK=256, LONG_INDEXING=long_indexing)
+        return h
+    a, b = run_both(f)
+    assert_same(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_and_between_scalars_and_a_short_circuiting_constexpr_agree():
+    def f(K):
+        x = torch.randn(500)
+        out = torch.empty(500)
+        K.scalar_and_kernel[(4,)](x, out, 500, BLOCK=128, DEBUG=False)
+        return out, x
+    (a, x), (b, _) = run_both(f)
+    assert_same(a, b)
+    assert torch.equal(a[128:384], x[128:384] + 100) and torch.equal(a[:128], x[:128])
+
+
+def test_and_or_between_blocks_are_element_wise_as_in_compiled_triton():
+    """Compiled Triton turns `and`/`or` between blocks into & and | (with a warning); Triton's interpreter
+    asks Python for bool() of the first block and returns one operand, so the simulator follows the compiler
+    and is checked against torch here."""
+    from backends import kernels as load
+    x = torch.randn(1000) * 2
+    out = torch.empty(1000)
+    with pytest.warns(UserWarning, match="'and' and 'or' are deprecated for non-scalar tensors"):
+        load("mini").block_logic_kernel[(8,)](x, out, 1000, BLOCK=128)
+    expected = ((x > -1) & (x < 1)).float() + ((x < -2) | (x > 2)).float() * 2
+    assert torch.equal(out, expected)

@@ -1,10 +1,8 @@
-"""``tl.math``: the same element-wise functions under their math-library names."""
-from .core import (abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, maximum as max,  # noqa: F401
-                   minimum as min, rsqrt, sigmoid, sin, sqrt, sqrt_rn, tanh, cdiv)
-from .core import unsupported as _unsupported
+"""``tl.math``: the element-wise functions Triton keeps in ``triton.language.math`` (the same functions
+as ``tl.exp``, ``tl.rsqrt``...), taken from the one table of tl operations (ops.py)."""
+from . import ops as _ops
+from .unsupported import missing_name as _missing_name
 
-
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise _unsupported(name, "tl.math")
+globals().update(_ops.MATH)
+__all__ = sorted(_ops.MATH)
+__getattr__ = _missing_name("tl.math")

@@ -1,4 +1,4 @@
-"""The names Triton itself has (3.6 and 3.9, the course's versions): ``tl``, ``tl.math`` and libdevice.
+"""The names Triton itself has (3.6 and 3.9, the course's versions): ``tl``, ``tl.math``, libdevice, ``tl.extra``.
 
 When a kernel asks the simulator for a name it lacks, these lists tell the two cases apart: a
 name Triton has but mini_triton does not simulate, and a name Triton has no more than the simulator
@@ -60,6 +60,14 @@ LIBDEVICE = frozenset({
     "trunc", "uint2double_rn", "uint2float_rd", "uint2float_rn", "uint2float_ru", "uint2float_rz",
     "uint_as_float", "ull2double_rd", "ull2double_rn", "ull2double_ru", "ull2double_rz", "ull2float_rd",
     "ull2float_rn", "ull2float_ru", "ull2float_rz", "y0", "y1", "yn"
+})
+
+# triton.language.extra's libraries, and triton.language.extra.cuda's names
+EXTRA = frozenset({"cuda", "hip", "libdevice"})
+CUDA = frozenset({
+    "convert_custom_float8_sm70", "convert_custom_float8_sm80", "gdc", "gdc_launch_dependents", "gdc_wait",
+    "globaltimer",
+    "libdevice", "num_threads", "num_warps", "smid", "utils"
 })
 
 # Names from other math libraries that kernels reach for, and what Triton calls them.

@@ -29,7 +29,7 @@ from .check import DTYPE_NAMES, compare, describe, diagnosis as D, host_work_pro
 from .hidden.cases import (CORE, GPU_ROBUST, GPU_ROBUST_PARTS, HOST_CASES, HOST_CHECK, ROBUST, ROBUST_PARTS,
                            core_case)
 from .rubric import CAUSE_FAMILIES, CAUSE_OWNERS, NEVER_EXCUSED, PARTS
-from .worker import apply_view
+from .check import apply_view
 
 Finding = D.Finding
 

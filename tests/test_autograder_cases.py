@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 
 from autograder import rubric
 from conftest import ROOT
@@ -18,6 +19,7 @@ def guide_example():
     return re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
 
 
+@pytest.mark.usefixtures("sandbox_accounts")          # grades through the sandbox (conftest.py)
 def test_a_hidden_case_added_as_the_guide_shows_is_graded(grader_copy, tmp_path):
     example = guide_example()
     assert example.startswith("# autograder/hidden/cases.py")

@@ -16,6 +16,8 @@ from autograder import accounts, config, isolation, runner, runtime, sandbox
 from autograder.errors import GraderError
 from conftest import ROOT
 
+pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
+
 FAST = sandbox.Limits(timeout_s=8, cpu_s=20)
 AS_ROOT = os.geteuid() == 0
 

@@ -130,6 +130,7 @@ def test_a_part_that_keeps_its_points_says_where_the_mistake_was_charged(graded)
     assert any("that mistake is charged once, in part 4.5" in n for n in notes), notes
 
 
+@pytest.mark.usefixtures("sandbox_accounts")          # grades through the sandbox (conftest.py)
 def test_the_hidden_tests_report_the_same_verdicts(graded, tmp_path):
     """`make grade`'s path (the hidden tests, results.json) fails exactly the parts the verdicts fail."""
     for name in ("eps_left_out", "y_on_the_host"):

@@ -16,7 +16,7 @@ from autograder.errors import GraderError
 from autograder.judge import SOURCES, judge, not_made, note
 from autograder.rubric import COPY_NEEDED, PARTS, SPEEDUP_NEEDED
 from autograder.speed import baseline_times, gpu_verdict, reference_at_rows
-from autograder.worker import GRAPH_SEED, PROFILE_SEED
+from autograder.job.speed import GRAPH_SEED, PROFILE_SEED
 
 from autograder.hidden.cases import ROBUST_PARTS, SPEED_ROWS, SPEED_SEED, SPEED_SHAPE
 

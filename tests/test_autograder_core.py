@@ -55,6 +55,8 @@ def test_the_solution_and_the_starter_pass_the_scan():
     ("import numpy as np\nnp.genfromtxt('x')\n", ".genfromtxt reads or writes files"),
     ("import linecache\n", "importing linecache is not allowed"),
     ("import codecs\n", "importing codecs is not allowed"),
+    ("import rmsnorm_timing\n", "importing rmsnorm_timing is not allowed"),         # the job's kept timing functions
+    ("from autograder.job import protocol\n", "importing autograder.job is not allowed"),
 ])
 def test_scan_flags_forbidden_constructs_by_name(code, expect):
     missing, problems = scan.scan(code)

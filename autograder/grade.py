@@ -93,8 +93,8 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
 
 @contextlib.contextmanager
 def _runtime(env: dict):
-    """``env`` with RMSNORM_RUNTIME set: the folder the submission's jobs import the worker and the
-    simulator from. Gradescope's setup.sh makes one; grading from a checkout, a fresh copy of the two is
+    """``env`` with RMSNORM_RUNTIME set: the folder the submission's jobs import the job package and the
+    simulator from. Gradescope's setup.sh makes one; grading from a checkout, a fresh copy of them is
     made for this grading (world-readable, removed afterwards), never the checkout itself, whose solution
     and hidden tests a submission could otherwise import."""
     if env.get(RUNTIME_VAR):

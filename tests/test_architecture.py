@@ -1,7 +1,6 @@
 """The layers import one way. Read from the source (ast), for mini_triton and the autograder:
 no import cycle, and no import of the package's own modules from inside a function, which is
-how a cycle is usually dodged. (Imports of other libraries inside functions are fine: the
-worker, for one, imports torch only once its job has started.)
+how a cycle is usually dodged. (Imports of other libraries inside functions are fine.)
 """
 import ast
 

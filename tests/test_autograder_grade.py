@@ -6,7 +6,7 @@ import pytest
 
 from autograder import grade, rubric
 from autograder.job.main import load_submission
-from autograder.job.tasks import run_tasks
+from autograder.job.tasks import TASKS, run_task, run_tasks
 from conftest import ROOT
 
 pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
@@ -108,6 +108,12 @@ def test_a_repeated_reason_names_the_part_that_gave_it_unless_it_is_the_one_just
     assert lines.count("reason A") == 1 and lines.count("reason B") == 1
     after = {lines[i - 1].split()[0]: ln for i, ln in enumerate(lines) if ln.startswith("(the same reason")}
     assert after == {"2": "(the same reason as above)", "5": "(the same reason as 1)"}
+
+
+def test_a_job_dispatches_each_kind_of_task_from_its_table_and_refuses_others():
+    assert set(TASKS) == {"forward", "backward", "autograd", "speed"}
+    with pytest.raises(ValueError, match="unknown task 'fwd'"):
+        run_task(None, {"op": "fwd"}, {}, None)
 
 
 def test_the_jobs_tasks_run_as_on_a_gpu_where_nothing_is_recorded(monkeypatch):

@@ -6,7 +6,7 @@ requirements unmet (a deterministic, fused, exact dg) does not earn it, which is
 A kernel that crashes or hangs leaves nothing to check, so its error costs every part whose inputs it
 reaches: those mistakes are listed with all the parts they cost.
 
-The gradings run the grader's own jobs, worker code and verdicts in-process (tests/grade_in_process.py:
+The gradings run the grader's own jobs, job code and verdicts in-process (tests/grade_in_process.py:
 everything but the sandbox, whose process starts would cost more than the tasks); the hidden tests report
 those verdicts, which test_the_hidden_tests_report_the_same_verdicts checks through `make grade`'s path on
 two of them.

@@ -16,14 +16,15 @@ def dtype_name(dtype) -> str:
 
 
 # How much of a long text a message keeps, in characters.
-MESSAGE_CHARS = 4000      # a whole message: a part's feedback in results.json, or the error a job reports. Far more
-                          # than any message the grader writes; it stops a runaway one (an exception that prints a
-                          # whole tensor) from burying the rest of the feedback
+MESSAGE_CHARS = 4000      # a whole message: a part's feedback from the grader, or the error a grading job reports.
+                          # Far more than any message the grader writes; it stops a runaway one (an exception that
+                          # prints a whole tensor) from burying the rest of the feedback
 CODE_LINE_CHARS = 100     # a line of the student's code quoted in a message: one line of an editor
 ERROR_LINE_CHARS = 200    # an error told in one line (what stopped a CUDA graph, a failed profile, a cell of
                           # `make bench`'s table): the first line of its message, where its cause is said
-SUMMARY_CHARS = 300       # a message repeated in a one-line summary for staff (`make grade`'s table, grade-all's
-                          # commonest reason, the self-test, calibrate): enough to tell it; results.json has it whole
+SUMMARY_CHARS = 300       # a message repeated in a one-line summary for the course staff (the grader's table of
+                          # points, the commonest reason in a regrading, its self-test and calibration): enough to
+                          # tell it; the feedback itself has it whole
 LOG_TAIL_CHARS = 1500     # the end of a failed child process's stderr (the preflight, one shape of `make bench`):
                           # the error and the lines of traceback just above it
 

@@ -6,7 +6,7 @@ import pytest
 
 from autograder import grade, rubric
 from autograder.job.main import load_submission
-from autograder.job.tasks import TASKS, run_task, run_tasks
+from autograder.job.tasks import TASKS, run_task, run_tasks, saved_r
 from conftest import ROOT
 
 pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
@@ -114,6 +114,25 @@ def test_a_job_dispatches_each_kind_of_task_from_its_table_and_refuses_others():
     assert set(TASKS) == {"forward", "backward", "autograd", "speed"}
     with pytest.raises(ValueError, match="unknown task 'fwd'"):
         run_task(None, {"op": "fwd"}, {}, None)
+
+
+def test_a_job_reports_what_the_function_saved_and_finds_its_r():
+    import torch
+
+    class Saves(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, torch.ones(x.shape[0]))
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, dy):
+            return dy * 2
+    x = torch.randn(3, 4, requires_grad=True)
+    r, kinds = saved_r(Saves.apply(x), rows=3)
+    assert kinds == [[[3, 4], "float32"], [[3], "float32"]] and r.shape == (3,)
+    assert saved_r(Saves.apply(x), rows=4) == (None, kinds)
+    assert saved_r(x.detach(), rows=3) == (None, None)
 
 
 def test_the_jobs_tasks_run_as_on_a_gpu_where_nothing_is_recorded(monkeypatch):

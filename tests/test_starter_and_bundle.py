@@ -115,12 +115,17 @@ def test_bundle_holds_the_starter_simulator_tests_and_no_answers(bundle):
         assert not leaked, f"{path.name} holds solution code: {sorted(leaked)[:3]}"
 
 
-def _make(top, *targets):
+def _student_env():
+    """A student's environment without a GPU: the simulator, nothing of the project's own settings."""
     env = dict(os.environ, MINI_TRITON="1")
     env.pop("TRITON_INTERPRET", None)
     env.pop("RMSNORM_IMPL", None)
-    return subprocess.run(["make", *targets, f"PY={sys.executable}"], cwd=top, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return env
+
+
+def _make(top, *targets):
+    return subprocess.run(["make", *targets, f"PY={sys.executable}"], cwd=top, env=_student_env(),
+                          capture_output=True, text=True, timeout=600)
 
 
 def test_bundle_part_a_passes_alone_while_parts_b_and_c_are_stubs(bundle, tmp_path):
@@ -164,12 +169,9 @@ def test_bundle_make_test_k_runs_the_matching_tests_only(bundle, tmp_path):
 
 def test_bundle_bench_runs_on_the_files_the_bundle_holds(bundle, tmp_path):
     """bench.py takes its timing and traffic model from tests/rmsnorm_timing.py, which the bundle holds."""
-    _, _, top = bundle
-    env = dict(os.environ, MINI_TRITON="1")
-    env.pop("TRITON_INTERPRET", None)
-    run = subprocess.run([sys.executable, "-I", "bench.py", "--impl", str(ROOT / "solution" / "rmsnorm.py"),
-                          "--shapes", "4x64", "--out", str(tmp_path)], cwd=top, env=env, capture_output=True,
-                         text=True, timeout=600)
+    work = student_with_solution(bundle, tmp_path)
+    run = subprocess.run([sys.executable, "-I", "bench.py", "--shapes", "4x64"], cwd=work, env=_student_env(),
+                         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0 and re.search(r"^ +4x64 +forward +yours .* 1\.00 ", run.stdout, flags=re.M), \
         run.stdout + run.stderr
 

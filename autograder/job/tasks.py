@@ -148,15 +148,9 @@ def _after_forward(run: Run, y, fwd: Phase):
 
 def saved_r(y, rows):
     """What the autograd Function saved for its backward: the fp32 tensor of one value per row (its r), or
-    None, and the shapes and dtypes of all it saved (what the backward will use)."""
-    try:
-        saved = tuple(y.grad_fn.saved_tensors)
-    except Exception:                                # noqa: BLE001 -- not a custom Function, or nothing saved
-        return None, None
-    kinds = [[list(t.shape), str(t.dtype).removeprefix("torch.")] for t in saved if isinstance(t, torch.Tensor)]
-    r = next((t for t in saved if isinstance(t, torch.Tensor) and t.numel() == rows and t.dim() <= 1
-              and t.dtype == torch.float32), None)
-    return r, kinds
+    None, and the shapes and dtypes of all it saved (what the backward will use), or None."""
+    r, saved = check.saved_for_backward(y, rows)
+    return r, None if saved is None else [[list(t.shape), str(t.dtype).removeprefix("torch.")] for t in saved]
 
 
 def phase_task(body):

@@ -233,6 +233,16 @@ def strided_inputs(dtype=torch.float32, device="cpu", seed=0):
     return apply_view(base_x, STRIDED_VIEW), g[:n].contiguous(), apply_view(base_dy, STRIDED_VIEW)
 
 
+def saved_for_backward(y, rows):
+    """(r, saved): the tensors y's autograd Function saved for its backward (None when y has no custom Function
+    behind it, or it saved nothing), and among them its r, the fp32 tensor of one value per row (or None)."""
+    try:
+        saved = [t for t in y.grad_fn.saved_tensors if isinstance(t, torch.Tensor)]
+    except Exception:                                 # noqa: BLE001 -- not a custom Function, or nothing saved
+        return None, None
+    return next((t for t in saved if t.numel() == rows and t.dim() <= 1 and t.dtype == torch.float32), None), saved
+
+
 def leave_garbage(numels, device="cpu"):
     """Fill buffers of these sizes with NaN and free them at once. A ``torch.empty`` that follows
     (of one of these sizes) then likely gets that memory back, NaN and all, as it gets old data from

@@ -62,7 +62,7 @@ def reference_at_rows(shape, dtype: str, seed: int, rows, device: str = "cuda") 
 WHAT = {step: what for step, (what, _) in timing.STEPS.items()}         # "fwd" -> "forward"
 
 
-def least_copies(kind: str) -> tuple[float, str]:
+def least_time(kind: str) -> tuple[float, str]:
     """(the least time of a step, in copies of x; why): (1, "read x, write y"), or for forward+backward
     (2.5, "forward 1; backward 1.5: read x and dy, write dx")."""
     kernels = timing.kernels_of(kind)
@@ -72,7 +72,7 @@ def least_copies(kind: str) -> tuple[float, str]:
     return timing.least_copies(kind), why
 
 
-LEAST_COPIES = {kind: least_copies(kind) for kind in timing.STEPS}
+LEAST_COPIES = {kind: least_time(kind) for kind in timing.STEPS}
 # The kernels the assignment names, and the least time each can take, in copies of x.
 OWN_KERNELS = {kernel: timing.least_copies(kernel) for kernel in timing.KERNELS}
 KERNEL_NAME_CHARS = 60       # a kernel's name as the feedback lists it: C++ template arguments cut off

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import config, grade
 from .errors import GraderError
+from .job.shared import text
 from .rubric import COPY_NEEDED, PARTS
 
 GPU = re.compile(r"the GPU ran your [\w+]+ in (?P<ms>[\d.]+) ms \((?P<how>\w+).*?= (?P<pct>\d+)% of copy", re.S)
@@ -91,7 +92,8 @@ def main(argv):
 def _print_rows(rows, show: bool):
     for (sub, num, name, lo, med, hi, need, verdict, passed, margin, kx, wx, how, note, output) in rows:
         print(f"{sub:<18}{num:<6}{name:<24}{lo:>6}{med:>7.0f}{hi:>6}{need:>6}  {verdict:<14}{passed:>7}"
-              f"{margin:>7.2f}{kx:>16.2f}{wx:>13.2f}  {how}" + (f"  {note[:160]}" if note else ""), flush=True)
+              f"{margin:>7.2f}{kx:>16.2f}{wx:>13.2f}  {how}" + (f"  {note[:text.SUMMARY_CHARS]}" if note else ""),
+              flush=True)
         if show:
             print(f"    {output}", flush=True)
 

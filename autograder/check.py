@@ -4,31 +4,17 @@ of a wrong output (starter/tests/rmsnorm_diagnose.py) from the known mistakes (r
 get these files.
 
 The grader loads them by their paths, once, as the modules ``rmsnorm_check``, ``rmsnorm_causes`` and
-``rmsnorm_diagnose``:
-importing any part of the grader never depends on what is on sys.path.
+``rmsnorm_diagnose``
+(job/shared.py, as the job loads its own): importing any part of the grader never depends on what is on
+sys.path.
 """
-import importlib.util
-import sys
+from .job.shared import load
 
-from .config import ROOT
-
-TESTS = ROOT / "starter" / "tests"
-
-
-def _load(name):
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, TESTS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-rmsnorm_check = _load("rmsnorm_check")
-causes = _load("rmsnorm_causes")
-diagnosis = _load("rmsnorm_diagnose")
-PATH = TESTS / "rmsnorm_check.py"
+rmsnorm_check = load("rmsnorm_check")
+causes = load("rmsnorm_causes")
+diagnosis = load("rmsnorm_diagnose")
 DTYPE_NAMES = rmsnorm_check.DTYPE_NAMES
+apply_view = rmsnorm_check.apply_view
 compare = rmsnorm_check.compare
 describe = rmsnorm_check.describe
 eager = rmsnorm_check.eager

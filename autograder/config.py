@@ -11,8 +11,6 @@ import dataclasses
 import os
 from pathlib import Path
 
-# The files of starter/tests/ the grader shares with the public tests (the second imports the first).
-SHARED_CHECKS = ("rmsnorm_check", "rmsnorm_causes", "rmsnorm_diagnose")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -65,7 +63,7 @@ def sim_limits(cuda_available: bool) -> Limits:
 
 # --- Paths and switches passed through the environment -----------------------------------------------------
 
-RUNTIME_VAR = "RMSNORM_RUNTIME"        # the folder jobs import worker.py and mini_triton from (runtime.py)
+RUNTIME_VAR = "RMSNORM_RUNTIME"        # the folder jobs run from: the job, mini_triton (runtime.py)
 SUBMISSION_VAR = "RMSNORM_SUBMISSION"      # grade.py -> the hidden tests: the rmsnorm.py being graded
 RESULTS_VAR = "RMSNORM_RESULTS"            # grade.py -> plugin.py: where results.json goes
 SCAN_VAR = "RMSNORM_SCAN"                  # "off" skips the static scan (the project's tests of the sandbox)

@@ -19,6 +19,7 @@ from pathlib import Path
 from . import config, isolation, runtime
 from .config import RESULTS_VAR, RUNTIME_VAR, SUBMISSION_VAR
 from .errors import STUDENT_MESSAGE, GraderError
+from .job.shared import text
 from .plugin import open_private, write_results
 from .rubric import ITEMS, PARTS
 
@@ -92,8 +93,8 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
 
 @contextlib.contextmanager
 def _runtime(env: dict):
-    """``env`` with RMSNORM_RUNTIME set: the folder the submission's jobs import the worker and the
-    simulator from. Gradescope's setup.sh makes one; grading from a checkout, a fresh copy of the two is
+    """``env`` with RMSNORM_RUNTIME set: the folder the submission's jobs import the job package and the
+    simulator from. Gradescope's setup.sh makes one; grading from a checkout, a fresh copy of them is
     made for this grading (world-readable, removed afterwards), never the checkout itself, whose solution
     and hidden tests a submission could otherwise import."""
     if env.get(RUNTIME_VAR):
@@ -194,13 +195,14 @@ def table(res: dict) -> str:
                                         f"{t['score']:g}", f"{t['max_score']:g}"))
             if t["output"] and (t["status"] == "failed" or it.gpu_only):
                 said = ("(the same reason as above)" if t["output"] == last else
-                        f"(the same reason as {notes[t['output']]})" if t["output"] in notes else t["output"][:400])
+                        f"(the same reason as {notes[t['output']]})" if t["output"] in notes else
+                        t["output"][:text.SUMMARY_CHARS])
                 lines.append("          " + said)
                 notes.setdefault(t["output"], t["number"])
                 last = t["output"]
     for t in res["tests"]:
         if t["number"] == "0" and (t["status"] == "failed" or t["output"]):
-            lines.append(f"static checks: {t['output'][:400]}")
+            lines.append(f"static checks: {t['output'][:text.SUMMARY_CHARS]}")
     extra_items = {i.number for i in ITEMS if i.extra_credit}
     regular = [t for t in res["tests"] if t["number"].split(".")[0] not in extra_items]
     extra = sum(t["score"] for t in res["tests"] if t["number"].split(".")[0] in extra_items)

@@ -39,6 +39,7 @@ import yaml
 from . import config, grade
 from .config import SCAN_SKIPPED
 from .errors import GraderError
+from .job import shared
 from .plugin import open_private
 from .rubric import BY_NUMBER, ITEMS, PARTS, item_of
 
@@ -313,7 +314,7 @@ def note(res: dict) -> str:
     if any(t.get("status") == "passed" for t in parts):
         return ""
     reasons = collections.Counter(t["output"] for t in parts if t.get("output"))
-    return reasons.most_common(1)[0][0][:300] if reasons else ""
+    return reasons.most_common(1)[0][0][:shared.text.SUMMARY_CHARS] if reasons else ""
 
 
 NOT_GRADED = "NOT GRADED"

@@ -8,7 +8,7 @@ containers), whose root is a fresh, empty tmpfs holding only
 - the system, read-only: /usr, /etc and the top-level links into /usr (/bin, /lib, /lib64, ...);
 - /dev, /proc and /sys, which the GPU driver and torch need;
 - the Python that runs the job (its venv and the installation the venv points to), the runtime
-  folder (worker.py and mini_triton) and the folders CUDA is configured in, read-only;
+  folder (the job, mini_triton, the files they share) and the folders CUDA is configured in, read-only;
 - the job's own folder, writable, and an empty /tmp.
 
 ``pivot_root`` makes that tmpfs the job's ``/`` and the old root is detached, so no path leads back

@@ -13,7 +13,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from .config import SHARED_CHECKS
+from .job import shared
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_ON_GRADESCOPE = ("triton", "matplotlib")
@@ -23,7 +23,7 @@ def files():
     """(path in the zip, source path) of every file shipped."""
     out = [("setup.sh", ROOT / "autograder" / "zip" / "setup.sh"),
            ("run_autograder", ROOT / "autograder" / "zip" / "run_autograder"),
-           *((f"starter/tests/{name}.py", ROOT / "starter" / "tests" / f"{name}.py") for name in SHARED_CHECKS),
+           *((f"starter/tests/{name}.py", shared.FOLDER / f"{name}.py") for name in shared.FILES),
            ("autograder/selftest/rmsnorm.py", ROOT / "tests" / "corpus" / "simple.py")]   # setup.sh's self-test
     for folder in ("autograder", "mini_triton"):
         for p in sorted((ROOT / folder).rglob("*")):

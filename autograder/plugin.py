@@ -25,9 +25,9 @@ import pytest
 
 from .config import RESULTS_VAR
 from .errors import STUDENT_MESSAGE, GraderError
+from .job.shared import text
 from .rubric import PARTS, item_of
 
-MESSAGE_CAP = 4000
 WITHHELD = "(this message quoted the grader's own files and was withheld)"
 
 
@@ -35,7 +35,7 @@ def _hidden_lines() -> set:
     """Distinctive lines of the grader's code: feedback that quotes one is withheld."""
     here = Path(__file__).resolve().parent
     lines = set()
-    for f in [*here.glob("*.py"), *(here / "hidden").glob("*.py")]:
+    for f in here.rglob("*.py"):
         lines |= {ln.strip() for ln in f.read_text().splitlines() if len(ln.strip()) >= 30}
     return lines
 
@@ -44,7 +44,7 @@ def scrub(msg: str, hidden: set) -> str:
     """Cap a message, and withhold it if it quotes the grader's code (a submission that read the tests)."""
     if "def test_" in msg or any(line in msg for line in hidden):
         return WITHHELD
-    return msg[:MESSAGE_CAP]
+    return msg[:text.MESSAGE_CHARS]
 
 
 class ResultsWriter:
@@ -75,7 +75,7 @@ class ResultsWriter:
                 entry["output"] = scrub(str(value), self.hidden)
         if rep.skipped:
             entry["skipped"] = True
-            reason = _skip_reason(rep)[:MESSAGE_CAP]
+            reason = _skip_reason(rep)[:text.MESSAGE_CHARS]
             if reason not in self.notes:
                 self.notes.append(reason)
         elif rep.failed:

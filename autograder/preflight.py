@@ -21,6 +21,7 @@ from pathlib import Path
 
 from . import accounts, config, runner
 from .errors import GraderError
+from .job.shared import text
 
 CPU_TORCH_FIX = ("install the CPU build of torch: pip install --index-url https://download.pytorch.org/whl/cpu "
                  "torch=={version}")
@@ -43,7 +44,7 @@ def probe() -> dict:
             raise GraderError(f"preflight: {e.cause}", e.fix) from e
     if outcome.error or "_worker" not in outcome.info:
         raise GraderError(f"preflight: the grader's worker ran, but an empty probe submission failed: "
-                          f"{outcome.error or 'no report'}; stderr: {outcome.run.stderr[-1500:]}")
+                          f"{outcome.error or 'no report'}; stderr: {outcome.run.stderr[-text.LOG_TAIL_CHARS:]}")
     facts = dict(outcome.info["_worker"])
     pool = [p.pw_name for p in accounts.existing()]
     facts["account"] = "the grader's own user" if os.geteuid() else f"{pool[0]} .. {pool[-1]} ({len(pool)} accounts)"

@@ -25,9 +25,9 @@ import torch
 from . import accounts, check, isolation, runtime, sandbox
 from .config import Limits
 from .errors import GraderError
-from .worker import READY, RUNNING, signature
+from .job.protocol import INPUTS, JOB, KEY_BYTES, OUTPUTS_JSON, OUTPUTS_PT, READY, RUNNING, SIGNATURE, signature
 
-WORKER_LINES = (READY, RUNNING)
+JOB_LINES = (READY, RUNNING)
 
 
 @dataclasses.dataclass
@@ -70,7 +70,7 @@ def run_jobs(submission: Path, jobs: dict, inputs: dict, **kw) -> Combined:
 
 def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | None = None,
             backend: str = "mini_triton", runtime_root: Path | None = None) -> Outcome:
-    """Run ``tasks`` on ``submission`` in one sandboxed worker; raises GraderError if the worker never started."""
+    """Run ``tasks`` on ``submission`` in one sandboxed job; raises GraderError if the job never started."""
     limits = limits or Limits()
     runtime_root = runtime_root or runtime.root()
     with accounts.for_job() as account:
@@ -84,9 +84,8 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | Non
             for k in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH"):
                 if k in os.environ:
                     env[k] = os.environ[k]
-            worker = Path(runtime_root) / "autograder" / "worker.py"
-            key = secrets.token_bytes(32)              # the worker signs its outputs with it (see worker.py)
-            res = sandbox.run(sandbox.python_argv(worker, job / "rmsnorm.py", job, runtime_root), cwd=job,
+            key = secrets.token_bytes(KEY_BYTES)       # the job signs its outputs with it (job/protocol.py)
+            res = sandbox.run(sandbox.python_argv(Path(runtime_root) / runtime.ENTRY, job / "rmsnorm.py", job), cwd=job,
                               env=env, limits=limits, account=account, stdin=key,
                               private=(job, isolation.readable_paths(runtime_root)))
             return _collect(job, res, limits, key, account)
@@ -99,8 +98,8 @@ def _job_dir(submission: Path, tasks: dict, inputs: dict, backend: str, account)
     job = Path(tempfile.mkdtemp(prefix="rmsnorm-job-"))
     try:
         shutil.copyfile(submission, job / "rmsnorm.py")
-        (job / "job.json").write_text(json.dumps({"backend": backend, "tasks": tasks}))
-        torch.save({k: v.contiguous() for k, v in inputs.items()}, job / "inputs.pt")
+        (job / JOB).write_text(json.dumps({"backend": backend, "tasks": tasks}))
+        torch.save({k: v.contiguous() for k, v in inputs.items()}, job / INPUTS)
         (job / "tmp").mkdir()
         if account is not None:
             for p in (job, *job.iterdir()):
@@ -117,26 +116,26 @@ TAMPERED = ("the grader's output files were changed after the grader wrote them:
 
 
 def _signed(job: Path, key: bytes):
-    """(outputs.json, outputs.pt) as bytes if the worker's signature matches them, else None."""
+    """(outputs.json, outputs.pt) as bytes if the job's signature matches them, else None."""
     try:
-        js = (job / "outputs.json").read_bytes()
-        pt = (job / "outputs.pt").read_bytes() if (job / "outputs.pt").exists() else b""
-        ok = hmac.compare_digest((job / "outputs.sig").read_text().strip(), signature(key, js, pt))
+        js = (job / OUTPUTS_JSON).read_bytes()
+        pt = (job / OUTPUTS_PT).read_bytes() if (job / OUTPUTS_PT).exists() else b""
+        ok = hmac.compare_digest((job / SIGNATURE).read_text().strip(), signature(key, js, pt))
     except OSError:
         return None
     return (js, pt) if ok else None
 
 
 def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None) -> Outcome:
-    """What the job produced: read only once the worker's signature proves the worker wrote it."""
+    """What the job produced: read only once the job's signature proves the job wrote it."""
     if READY not in res.stdout:
         raise GraderError(*_not_started(res, limits, account))
     if res.timed_out:
         return Outcome({}, {}, check.timed_out(limits.timeout_s, _where(res)), res)
     if res.out_of_cpu:
         return Outcome({}, {}, f"ran out of CPU time ({limits.cpu_s} s){_where(res)}: {check.SLOW_HINT}", res)
-    if not (job / "outputs.json").exists():
-        own = [ln for ln in res.stdout.splitlines() if not ln.startswith(WORKER_LINES)]
+    if not (job / OUTPUTS_JSON).exists():
+        own = [ln for ln in res.stdout.splitlines() if not ln.startswith(JOB_LINES)]
         tail = (res.stderr.strip().splitlines() or own)[-3:]
         if res.returncode == 0:
             what = (f"the submission ended the process{_where(res)} (exit code 0: os._exit, or an exit from another "
@@ -155,13 +154,13 @@ def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None) -
 
 
 def _where(res: sandbox.Result) -> str:
-    """" while running rmsnorm_forward on x of shape ...": what the worker said it was doing last."""
+    """" while running rmsnorm_forward on x of shape ...": what the job said it was doing last."""
     doing = [ln[len(RUNNING):] for ln in res.stdout.splitlines() if ln.startswith(RUNNING)]
     return f" while {doing[-1]}" if doing else ""
 
 
 def _not_started(res: sandbox.Result, limits, account) -> tuple[str, str]:
-    """(cause, fix) of a worker that stopped before it loaded the submission: always the grader's problem."""
+    """(cause, fix) of a job that stopped before it loaded the submission: always the grader's problem."""
     who = f" as {account.pw_name}" if account is not None else ""
     tail = " | ".join((res.stderr or res.stdout).strip().splitlines()[-4:])
     if res.timed_out:

@@ -1,10 +1,12 @@
 """The runtime folder: what a submission's process may read, and nothing else.
 
-A job runs ``worker.py``, which imports only itself and ``mini_triton``, as a sandbox account. So
-those two are all that account needs, besides the Python it runs. On Gradescope, setup.sh copies
-them out of the grader's private folder into a world-readable folder and sets RMSNORM_RUNTIME.
-Grading from a checkout, ``grade.grade`` makes a fresh copy for each grading; any other process
-that runs jobs (the preflight, the project's tests) gets one copy of its own, made on first use. The
+A job runs the package ``autograder/job``, which imports only itself, ``mini_triton`` and the two files
+of ``starter/tests/`` it shares with the public tests (``job.shared.FOR_JOBS``: comparisons and names,
+GPU timing; both are in the student bundle), as a sandbox account. So those are all that account needs,
+besides the Python it runs, laid out as in the checkout. On Gradescope, setup.sh makes this folder
+(``python -m autograder.runtime FOLDER``) out of the grader's private folder and sets RMSNORM_RUNTIME.
+Grading from a checkout, ``grade.grade`` makes a fresh copy for each grading; any other process that
+runs jobs (the preflight, the project's tests) gets one copy of its own, made on first use. The
 checkout itself is never the runtime: its solution and hidden tests must not be on a submission's
 import path, and as root the checkout is closed to other users (``grade.keep_checkout_private``).
 """
@@ -14,17 +16,27 @@ import atexit
 import functools
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 from .config import ROOT, RUNTIME_VAR
+from .job import shared
+
+ENTRY = Path("autograder") / "job" / "__main__.py"      # what a job runs, relative to the runtime folder
 
 
 def copy_into(folder: Path) -> Path:
-    """Copy worker.py and mini_triton into ``folder`` (made world-readable); return ``folder``."""
+    """Copy the job, mini_triton and the files it shares into ``folder`` (made world-readable); return it."""
+    ignore = shutil.ignore_patterns("__pycache__")
     (folder / "autograder").mkdir(parents=True)
-    shutil.copy(ROOT / "autograder" / "worker.py", folder / "autograder" / "worker.py")
-    shutil.copytree(ROOT / "mini_triton", folder / "mini_triton", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "autograder" / "__init__.py", folder / "autograder" / "__init__.py")
+    shutil.copytree(ROOT / "autograder" / "job", folder / "autograder" / "job", ignore=ignore)
+    shutil.copytree(ROOT / "mini_triton", folder / "mini_triton", ignore=ignore)
+    tests = folder / shared.FOLDER.relative_to(ROOT)
+    tests.mkdir(parents=True)
+    for name in shared.FOR_JOBS:
+        shutil.copy(shared.FOLDER / f"{name}.py", tests / f"{name}.py")
     for path in (folder, *folder.rglob("*")):
         path.chmod(0o755 if path.is_dir() else 0o644)
     return folder
@@ -41,3 +53,9 @@ def root() -> Path:
     """The runtime of this process: RMSNORM_RUNTIME when set, else a copy made for this process."""
     preset = os.environ.get(RUNTIME_VAR)
     return Path(preset) if preset else _own_copy()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or Path(sys.argv[1]).exists():
+        sys.exit("usage: python -m autograder.runtime FOLDER (a folder that does not exist yet)")
+    print(copy_into(Path(sys.argv[1])))

@@ -120,7 +120,7 @@ def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
 
     ``account``: the pwd entry of the sandbox account to run as (accounts.for_job()); None runs
     as the grader's own user, which is refused when that user is root.
-    ``stdin``: bytes the child can read once from its standard input (the worker's signing key).
+    ``stdin``: bytes the child can read once from its standard input (the job's signing key).
     ``private``: (job folder, folders to read) to run the child in a private view of the file system
     that holds only those and the system (isolation.py), where the machine allows it (root, Linux).
     """

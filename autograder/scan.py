@@ -5,7 +5,7 @@ file runs it is too late: forbidden imports, file access, reaching into the inte
 the other rules), patching a library, and touching the simulator's own modules (which grade the
 submission). ``os`` is allowed for ``os.environ`` only, read or written (the backend choice uses it).
 What the grader can see while the file runs is not the scan's business: a call of torch's own
-``rms_norm`` on the graded path is named by the worker (worker.watch_norms), and costs the points of
+``rms_norm`` on the graded path is named by the job (job/norms.py), and costs the points of
 the outputs it made; in a test of the student's own, it costs nothing.
 
 ``RULES`` holds each rule as the handout's section 10 states it, with an example the scan lets through
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ast
 import typing
+
+from .job import shared
 
 
 class Rule(typing.NamedTuple):
@@ -52,7 +54,9 @@ FORBIDDEN_MODULES = {"subprocess", "socket", "ctypes", "importlib", "multiproces
                      "__main__", "runpy", "pty", "resource", "pytest", "_thread", "asyncio", "sysconfig",
                      "pathlib", "io", "tempfile", "glob", "fileinput", "mmap", "fcntl", "posix", "atexit",
                      "weakref", "zipfile", "tarfile", "sqlite3", "code", "codeop", "types", "linecache",
-                     "codecs", "tokenize", "pkgutil", "zipimport", "shelve", "dbm", "traceback", "site"}
+                     "codecs", "tokenize", "pkgutil", "zipimport", "shelve", "dbm", "traceback", "site",
+                     # the grader's own, loaded in a job: they time, record and sign the submission
+                     "autograder", *shared.FILES}
 # File access through libraries: torch.save/np.load..., Path.write_text...
 FILE_ATTRS = {"write_text", "write_bytes", "read_text", "read_bytes", "tofile", "fromfile", "memmap", "from_file"}
 FILE_ATTRS_OF = {"torch": {"save", "load"},

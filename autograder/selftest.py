@@ -12,6 +12,7 @@ from pathlib import Path
 
 from . import grade, rubric
 from .errors import GraderError
+from .job.shared import text
 
 HERE = Path(__file__).resolve().parent
 CANDIDATES = (HERE / "selftest" / "rmsnorm.py", HERE.parent / "tests" / "corpus" / "simple.py")
@@ -29,7 +30,8 @@ def main(argv) -> int:
             and not rubric.item_of(t["number"]).extra_credit]
     if lost:
         print("self-test: the known-good submission lost points, so grading is broken here:\n  "
-              + "\n  ".join(f"{t['number']} {t['name']}: {t['output'][:300]}" for t in lost), file=sys.stderr)
+              + "\n  ".join(f"{t['number']} {t['name']}: {t['output'][:text.SUMMARY_CHARS]}" for t in lost),
+              file=sys.stderr)
         return 1
     print(f"self-test: ok, {submission.name} graded end to end through the sandbox: "
           f"{sum(t['score'] for t in res['tests']):g} / {rubric.total(gpu=False):g}")

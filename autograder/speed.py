@@ -1,31 +1,32 @@
 """GPU speed (rubric item 10), the trusted side: baselines, references and verdicts.
 
-The submission's kernels are timed in its sandboxed job (worker.run_speed, with
-CUDA event functions captured before the submission is imported). The grader
-times PyTorch eager and a plain device copy itself, in its own process, on the
-same inputs, and decides here. A reported time faster than a copy of the same
-bytes is physically impossible and is rejected as a broken measurement.
+The submission's kernels are timed in its sandboxed job (job/speed.py, with the
+timing functions of rmsnorm_timing kept before the submission is imported). The
+grader times PyTorch eager and a plain device copy itself, in its own process, on
+the same inputs, with the same functions, and decides here. A reported time faster
+than a copy of the same bytes is physically impossible and is rejected as a broken
+measurement. Every byte count and "copies of x" comes from rmsnorm_timing's traffic model.
 """
 from __future__ import annotations
 
 import torch
 
 from .check import eager, reference
-from .worker import NotCapturable, run_graph, speed_inputs, time_cuda
+from .job.shared import load, text
+
+timing = load("rmsnorm_timing")
 
 PLAUSIBLE = 1.15        # no kernel moves its bytes faster than this multiple of the measured copy
 
 
 def traffic_bytes(kind: str, shape, dtype: str) -> int:
-    """Minimum bytes moved: forward reads x, writes y (2·M·N); backward reads x, dy, writes dx (3·M·N)."""
-    M, N = shape
-    elem = torch.empty((), dtype=getattr(torch, dtype)).element_size()
-    return (2 if kind == "fwd" else 5) * M * N * elem
+    """Minimum bytes a step moves: forward reads x, writes y (2·M·N); backward reads x, dy, writes dx (3·M·N)."""
+    return timing.least_bytes(kind, shape, dtype)
 
 
 def baseline_times(shape, dtype: str, seed: int) -> dict:
     """Milliseconds of PyTorch eager (forward, forward+backward) and of a copy of x."""
-    times = _baseline_times(*speed_inputs(shape, dtype, seed, device="cuda"))
+    times = _baseline_times(*timing.speed_inputs(shape, dtype, seed, device="cuda"))
     torch.cuda.empty_cache()                     # the inputs are gone with _baseline_times' frame
     return times
 
@@ -34,21 +35,21 @@ def _baseline_times(x, g, dy) -> dict:
     """Eager launched as usual, eager replayed from a CUDA graph (its kernels alone), and a copy."""
     xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
     out = torch.empty_like(x)
-    times = {"fwd": time_cuda(lambda: eager(x, g)),
-             "fwdbwd": time_cuda(lambda: torch.autograd.grad(eager(xg, gg), (xg, gg), dy)),
-             "copy": time_cuda(lambda: out.copy_(x))}
+    times = {"fwd": timing.time_cuda(lambda: eager(x, g)),
+             "fwdbwd": timing.time_cuda(lambda: torch.autograd.grad(eager(xg, gg), (xg, gg), dy)),
+             "copy": timing.time_cuda(lambda: out.copy_(x))}
     try:
-        times["fwd_graph"], _ = run_graph(lambda: eager(x, g), (), lambda s: None, ("y",))
-        times["fwdbwd_graph"], _ = run_graph(lambda: torch.autograd.grad(eager(xg, gg), (xg, gg), dy), (),
-                                             lambda s: None, ("dx", "dg"))
-    except NotCapturable:                            # never seen; the verdict does not need these
+        times["fwd_graph"], _ = timing.run_graph(lambda: eager(x, g), (), lambda s: None, ("y",))
+        times["fwdbwd_graph"], _ = timing.run_graph(lambda: torch.autograd.grad(eager(xg, gg), (xg, gg), dy),
+                                                    (), lambda s: None, ("dx", "dg"))
+    except timing.NotCapturable:                     # never seen; the verdict does not need these
         pass
     return times
 
 
 def reference_at_rows(shape, dtype: str, seed: int, rows, device: str = "cuda") -> tuple:
     """(x rows, float64 reference of y and dx at those rows and of the full dg) for the timing inputs."""
-    x, g, dy = speed_inputs(shape, dtype, seed, device=device)
+    x, g, dy = timing.speed_inputs(shape, dtype, seed, device=device)
     y, _, dx, dg = reference(x, g, dy)
     idx = torch.tensor(rows, device=device)
     out = x[idx].cpu(), {"y": y[idx].cpu(), "dx": dx[idx].cpu(), "dg": dg.cpu()}
@@ -58,15 +59,23 @@ def reference_at_rows(shape, dtype: str, seed: int, rows, device: str = "cuda") 
     return out
 
 
-WHAT = {"fwd": "forward", "fwdbwd": "forward+backward"}
-SHORT = {"float32": "fp32", "bfloat16": "bf16"}
-# the least time a step can take, in copies of x: a forward reads x and writes y (one copy's bytes),
-# a backward reads x and dy and writes dx (one and a half)
-LEAST_COPIES = {"fwd": (1.0, "read x, write y"), "fwdbwd": (2.5, "forward 1; backward 1.5: read x and dy, write dx")}
+WHAT = {step: what for step, (what, _) in timing.STEPS.items()}         # "fwd" -> "forward"
 
 
+def least_time(kind: str) -> tuple[float, str]:
+    """(the least time of a step, in copies of x; why): (1, "read x, write y"), or for forward+backward
+    (2.5, "forward 1; backward 1.5: read x and dy, write dx")."""
+    kernels = timing.kernels_of(kind)
+    why = timing.moves(kernels[-1])
+    if len(kernels) > 1:
+        why = "; ".join(f"{timing.KERNELS[k][0]} {timing.least_copies(k):g}" for k in kernels) + ": " + why
+    return timing.least_copies(kind), why
+
+
+LEAST_COPIES = {kind: least_time(kind) for kind in timing.STEPS}
 # The kernels the assignment names, and the least time each can take, in copies of x.
-OWN_KERNELS = {"rmsnorm_fwd_kernel": 1.0, "rmsnorm_bwd_kernel": 1.5}
+OWN_KERNELS = {kernel: timing.least_copies(kernel) for kernel in timing.KERNELS}
+KERNEL_NAME_CHARS = 60       # a kernel's name as the feedback lists it: C++ template arguments cut off
 PYTORCH_PREFIXES = ("at::", "cub", "Memcpy", "Memset", "elementwise_kernel", "reduce_kernel")
 
 
@@ -93,7 +102,7 @@ def kernel_name(name: str) -> str:
     name = name.removeprefix("void ")
     for stop in "<(":
         name = name.split(stop, 1)[0]
-    return name.strip()[:60] or "?"
+    return name.strip()[:KERNEL_NAME_CHARS] or "?"
 
 
 def is_pytorch(name: str) -> bool:
@@ -150,7 +159,7 @@ def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct
     autograd, allocations, launches) is up to twice its kernels' time and varies between runs,
     while a model hides it (CUDA graphs, or a GPU kept busy). The message says which kernels took
     the time, how much of a normal call was host time, and what to try when the part fails."""
-    what, name = WHAT[kind], SHORT[dtype]
+    what, name = WHAT[kind], text.dtype_name(dtype)
     head = f"{what} {name} at {shape[0]}x{shape[1]}"
     if wrong:
         return False, (f"{head}: while it was being timed (replayed from a CUDA graph with new inputs, or "
@@ -158,7 +167,7 @@ def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct
                        f"normally. Does your wrapper behave differently under a CUDA graph or the profiler?")
     ms, how, note = gpu_time(kind, info)
     nbytes = traffic_bytes(kind, shape, dtype)
-    copy_gbs = traffic_bytes("fwd", shape, dtype) / base["copy"] / 1e6      # a copy moves what a forward does
+    copy_gbs = copy_bandwidth(shape, dtype, base)
     if ms is None:                                   # the profiler failed too: the wall clock decides
         ok, msg = verdict(kind, dtype, shape, info.get(f"{kind}_ms"), base, wall_needed)
         return ok, f"{msg}. No GPU time could be measured ({how}), so the wall time was graded."
@@ -185,12 +194,16 @@ def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct
     return pct >= needed_pct, msg
 
 
+def copy_bandwidth(shape, dtype: str, base: dict) -> float:
+    """GB/s of the measured copy of x (``base["copy"]`` ms)."""
+    return timing.copy_bytes(shape, dtype) / base["copy"] / 1e6
+
+
 def verdict(kind: str, dtype: str, shape, ms: float, base: dict, needed: float) -> tuple[bool, str]:
     """(passed, message) for one timing against eager, with GB/s and the percentage of copy bandwidth."""
-    what = {"fwd": "forward", "fwdbwd": "forward+backward"}[kind]
-    name = {"float32": "fp32", "bfloat16": "bf16"}[dtype]
+    what, name = WHAT[kind], text.dtype_name(dtype)
     nbytes = traffic_bytes(kind, shape, dtype)
-    copy_gbs = traffic_bytes("fwd", shape, dtype) / base["copy"] / 1e6      # a copy moves what a forward does
+    copy_gbs = copy_bandwidth(shape, dtype, base)
     if not ms or ms <= 0:
         return False, f"{what} {name}: no valid time was measured"
     gbs = nbytes / ms / 1e6

@@ -5,7 +5,8 @@ On a GPU (real Triton): for each dtype and shape, the forward and the forward+ba
 and Liger-Kernel (when installed), timed two ways:
 
 - GPU time: the call captured once in a CUDA graph and replayed, i.e. the kernels alone, what the
-  GPU spends; shown with GB/s as a percentage of the GPU's copy bandwidth. Item 10 grades this.
+  GPU spends; shown with GB/s as a percentage of the GPU's copy bandwidth. Item 10 grades this, timed
+  the same way (tests/rmsnorm_timing.py: the grader uses it too).
   Beside it, "kernels": the sum of the durations of the kernels one call runs, from the profiler
   (the graph's replay also counts the short gaps between one kernel and the next).
 - wall time: the call launched from Python as usual, what a stopwatch sees: GPU time plus the
@@ -20,9 +21,9 @@ bytes your kernels move against the minimum a fused kernel needs, beside the byt
 moves for the same work (from the simulator's log of host-side torch ops), as a table and a plot
 (build/bench_sim.png).
 
-Traffic counted: forward reads x and writes y (2·M·N elements); backward reads x and dy and
-writes dx (3·M·N), so a step moves 5·M·N. The copy bandwidth is measured in the same process:
-2·M·N elements / time.
+Traffic counted (rmsnorm_timing.KERNELS): forward reads x and writes y (2·M·N elements); backward
+reads x and dy and writes dx (3·M·N), so a step moves 5·M·N. The copy bandwidth is measured in the
+same process: 2·M·N elements / time.
 """
 import argparse
 import concurrent.futures
@@ -37,12 +38,17 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "tests"))
-from rmsnorm_check import compare, eager, load_impl, reference  # noqa: E402
+from rmsnorm_check import DTYPES, compare, eager, load_impl, reference  # noqa: E402
+from rmsnorm_text import LOG_TAIL_CHARS, error_line  # noqa: E402
+from rmsnorm_timing import (KERNELS, STEPS, NotCapturable, captured, copy_bytes, kernel_times,  # noqa: E402
+                            least_bytes, speed_inputs, time_cuda)
 
 # Shapes with M·N = 2^26 (256 MB per fp32 tensor) over the N a transformer uses, and one small shape.
 GPU_SHAPES = [(131072, 512), (65536, 1024), (16384, 4096), (8192, 8192), (4096, 16384), (2048, 4096)]
 SIM_SHAPES = [(256, 128), (128, 512), (64, 1024), (32, 4096), (16, 8192), (4, 16384)]
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+TIMED_DTYPES = ("fp32", "bf16")
+# time_cuda as the grader calls it, shorter: one round of 100 ms (do_bench's defaults), as every provider is timed
+BENCH_TIMING = {"warmup_ms": 25.0, "rep_ms": 100.0, "rounds": 1}
 
 
 def wrong_outputs(impl, x, g, dy):
@@ -80,13 +86,9 @@ def providers(impl):
 
 def measure_one(impl_path, dtype_name, M, N):
     """Times of every provider at one shape and dtype (run in its own process): a dict for JSON."""
-    import triton
     impl = load_impl(impl_path)
-    bench = lambda f: triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median")  # noqa: E731
-    dtype = DTYPES[dtype_name]
-    x = torch.randn(M, N, device="cuda", dtype=dtype)
-    g = torch.rand(N, device="cuda", dtype=dtype) + 0.5
-    dy = torch.randn_like(x)
+    bench = lambda f: time_cuda(f, **BENCH_TIMING)  # noqa: E731
+    x, g, dy = speed_inputs((M, N), DTYPES[dtype_name], seed=0, device="cuda")
     xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
     out = torch.empty_like(x)
     res = {"copy": bench(lambda: out.copy_(x)), "providers": {}, "wrong": wrong_outputs(impl, x, g, dy)}
@@ -98,53 +100,25 @@ def measure_one(impl_path, dtype_name, M, N):
             try:
                 t[kind] = bench(step)
             except Exception as e:                               # noqa: BLE001 -- report, keep going
-                t["error"] = f"{type(e).__name__}: {str(e)[:120]}"
+                t["error"] = error_line(e)
                 break
             try:
-                t[f"{kind}_gpu"] = bench(graphed(step))
+                t[f"{kind}_gpu"] = bench(captured(step)[0])
             except Exception as e:                               # noqa: BLE001 -- the wall time stands
-                t[f"{kind}_gpu_error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:120]}"
+                t[f"{kind}_gpu_error"] = str(e) if isinstance(e, NotCapturable) else error_line(e)
                 torch.cuda.synchronize()
             try:
                 t[f"{kind}_kernels"] = kernel_ms(step)
             except Exception as e:                               # noqa: BLE001 -- the other times stand
-                t[f"{kind}_kernels_error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:120]}"
+                t[f"{kind}_kernels_error"] = error_line(e)
     return res
 
 
 def kernel_ms(step, reps=5):
     """What the GPU spends running ``step``'s kernels (and its copies and fills), in ms: the sum of
     their durations as the profiler records them, for one call launched normally (the median of
-    ``reps`` calls, each after the L2 cache is flushed, as do_bench does before each timed call)."""
-    flush = torch.empty(64 * 2**20, dtype=torch.int32, device="cuda")       # 256 MB, more than L2
-    sums = []
-    for _ in range(reps):
-        flush.zero_()
-        torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            step()
-            torch.cuda.synchronize()
-        sums.append(sum(e.time_range.elapsed_us() for e in prof.events()
-                        if str(e.device_type).rsplit(".", 1)[-1] == "CUDA") / 1e3)
-    return statistics.median(sums)
-
-
-def graphed(step, warmup=3):
-    """``step`` captured in a CUDA graph; its replay runs the same kernels with no Python in between.
-
-    Warm-up calls on a side stream first (compilation, autotuning and the allocator settle), as
-    PyTorch's CUDA-graph recipe does. A step that reads a value back to the host (.item(),
-    printing a tensor) cannot be captured: capture raises."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(warmup):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
-    return graph.replay
+    ``reps`` calls, each after the L2 cache is flushed, as time_cuda does before each timed call)."""
+    return statistics.median(sum(ms for _, ms in kernel_times(step)[1]) for _ in range(reps))
 
 
 def _run_one(impl_path, dtype_name, M, N, gpu):
@@ -152,7 +126,7 @@ def _run_one(impl_path, dtype_name, M, N, gpu):
     p = subprocess.run([sys.executable, __file__, "--one", dtype_name, str(M), str(N), "--impl", str(impl_path)],
                        capture_output=True, text=True, env=env)
     if p.returncode:
-        print(f"{dtype_name} {M}x{N}: failed\n{p.stderr[-1500:]}")
+        print(f"{dtype_name} {M}x{N}: failed\n{p.stderr[-LOG_TAIL_CHARS:]}")
         return None
     return dtype_name, M, N, json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -160,7 +134,7 @@ def _run_one(impl_path, dtype_name, M, N, gpu):
 def gpu_report(impl_path, shapes, out_dir):
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     gpus = [d for d in visible.split(",") if d.strip()] if visible else list(range(torch.cuda.device_count()))
-    jobs = [(d, M, N) for d in DTYPES for M, N in shapes]
+    jobs = [(d, M, N) for d in TIMED_DTYPES for M, N in shapes]
     free = list(gpus)
     out_dir.mkdir(parents=True, exist_ok=True)
     partial = (out_dir / "bench_gpu.jsonl").open("w")         # each shape as it finishes
@@ -185,8 +159,8 @@ def gpu_report(impl_path, shapes, out_dir):
 
 def print_gpu_tables(rows):
     """rows: (dtype name, M, N, measure_one's dict) for each shape."""
-    for dtype_name in DTYPES:
-        elem = torch.empty((), dtype=DTYPES[dtype_name]).element_size()
+    for dtype_name in TIMED_DTYPES:
+        dtype = DTYPES[dtype_name]
         print(f"\n{dtype_name}: GPU time (a CUDA graph's replay: the kernels alone) with GB/s as % of copy "
               f"bandwidth, the kernels' durations summed (profiler), and wall time (a normal call from "
               f"Python), in ms; host = step wall - step GPU")
@@ -195,7 +169,7 @@ def print_gpu_tables(rows):
         for d, M, N, r in rows:
             if d != dtype_name:
                 continue
-            copy = 2 * M * N * elem / r["copy"] / 1e6
+            copy = copy_bytes((M, N), dtype) / r["copy"] / 1e6
             if r.get("wrong"):
                 print(f"{f'{M}x{N}':>12}  your outputs are wrong here, so your times mean little: {r['wrong']}")
             for name, t in r["providers"].items():
@@ -203,9 +177,9 @@ def print_gpu_tables(rows):
                     print(f"{f'{M}x{N}':>12} {copy:>9.0f} {name:>14}   {t['error']}")
                     continue
                 cells = []
-                for kind, elems in (("fwd", 2), ("fwdbwd", 5)):
+                for kind in STEPS:
                     gpu, kernels = t.get(f"{kind}_gpu"), t.get(f"{kind}_kernels")
-                    pct = f"{100 * elems * M * N * elem / gpu / 1e6 / copy:>4.0f}" if gpu else f"{'':>4}"
+                    pct = f"{100 * least_bytes(kind, (M, N), dtype) / gpu / 1e6 / copy:>4.0f}" if gpu else f"{'':>4}"
                     cells.append((f"{gpu:>8.3f}" if gpu else f"{'no graph':>8}") + f" {pct} "
                                  + (f"{kernels:>7.3f}" if kernels else f"{'-':>7}") + f" {t[kind]:>7.3f}")
                 host = t["fwdbwd"] - t["fwdbwd_gpu"] if t.get("fwdbwd_gpu") else None
@@ -224,20 +198,20 @@ def plot_gpu(rows, path):
     if plt is None or not rows:
         return
     fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
-    for i, dtype_name in enumerate(DTYPES):
-        elem = torch.empty((), dtype=DTYPES[dtype_name]).element_size()
+    for i, dtype_name in enumerate(TIMED_DTYPES):
+        dtype = DTYPES[dtype_name]
         big = sorted((N, M, r) for d, M, N, r in rows if d == dtype_name and M * N >= 2 ** 24)
-        for j, (kind, factor) in enumerate((("fwd", 2), ("fwdbwd", 5))):
+        for j, kind in enumerate(STEPS):
             ax = axes[i][j]
             names = sorted({n for _, _, r in big for n in r["providers"]})
             for k, name in enumerate(names):
                 colour = f"C{k}"
                 for key, style, label in ((f"{kind}_gpu", "-", f"{name} GPU"), (kind, "--", f"{name} wall")):
-                    pts = [(N, factor * M * N * elem / r["providers"][name][key] / 1e6) for N, M, r in big
+                    pts = [(N, least_bytes(kind, (M, N), dtype) / r["providers"][name][key] / 1e6) for N, M, r in big
                            if r["providers"].get(name, {}).get(key)]
                     if pts:
                         ax.plot(*zip(*pts), style, color=colour, marker="o", label=label)
-            ax.plot([N for N, _, _ in big], [2 * M * N * elem / r["copy"] / 1e6 for N, M, r in big], "k:",
+            ax.plot([N for N, _, _ in big], [copy_bytes((M, N), dtype) / r["copy"] / 1e6 for N, M, r in big], "k:",
                     label="copy")
             ax.set_xscale("log", base=2)
             ax.set_title(f"{dtype_name} {'forward' if kind == 'fwd' else 'forward+backward step'}")
@@ -291,8 +265,8 @@ def sim_report(impl_path, shapes, out_dir):
         wrong = wrong_outputs(impl, x, g, dy)
         if wrong:
             print(f"{f'{M}x{N}':>10}  your outputs are wrong here, so the counts below mean little: {wrong}")
-        for name, rec, erec, passes in (("forward", fwd, eager_fwd, 2), ("backward", bwd, eager_bwd, 3)):
-            big = other = 0
+        for kernel, rec, erec in (("rmsnorm_fwd_kernel", fwd, eager_fwd), ("rmsnorm_bwd_kernel", bwd, eager_bwd)):
+            name, big, other = KERNELS[kernel][0], 0, 0
             for L in rec.launches:
                 for a in L.args.values():
                     moved = a.loaded_bytes + a.stored_bytes
@@ -300,8 +274,8 @@ def sim_report(impl_path, shapes, out_dir):
                         big += moved
                     else:
                         other += moved
-            minimum = passes * M * N * 4
-            e_big, e_other = eager_traffic(erec, M, N, 4)
+            minimum = least_bytes(kernel, (M, N), x.dtype)
+            e_big, e_other = eager_traffic(erec, M, N, x.element_size())
             e_ops = sum(1 for op in erec.host_ops if op.reads)
             rows.append((name, N, big / minimum, e_big / minimum))
             print(f"{f'{M}x{N}':>10} {name:>9} {'yours':>6} {big:>12,} {minimum:>12,} {big / minimum:>6.2f} "

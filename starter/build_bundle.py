@@ -2,7 +2,9 @@
 
 rmsnorm-student/
     README.md  Makefile  requirements*.txt  rmsnorm.py (the starter)  bench.py  viz.py
-    tests/       the public tests
+    tests/       the public tests, and the files they share with the grader (never a file of the grader's
+                 own): rmsnorm_text.py, rmsnorm_check.py, rmsnorm_diagnose.py, and rmsnorm_timing.py,
+                 the GPU timing bench.py uses
     mini_triton/ the simulator
     handout/     the handout
 """
@@ -24,7 +26,7 @@ def files():
     yield ROOT / "starter" / "rmsnorm.py", "rmsnorm.py"
     yield ROOT / "starter" / "bench.py", "bench.py"
     yield ROOT / "starter" / "viz.py", "viz.py"
-    for p in sorted((ROOT / "starter" / "tests").glob("*.py")):
+    for p in sorted((ROOT / "starter" / "tests").glob("*.py")):       # the shared files among them
         yield p, f"tests/{p.name}"
     for p in sorted((ROOT / "mini_triton").rglob("*")):
         if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".md"):

@@ -2,6 +2,7 @@ import os
 import shutil
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,18 +13,22 @@ import torch
 # one, they run real Triton instead.
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "starter" / "tests"))      # rmsnorm_check: shared comparison helpers
 
-# As root, the grader runs submissions as sandbox accounts: `make check` creates them first
-# (`make sandbox-accounts`); a direct `pytest tests` as root gets them here.
-if os.geteuid() == 0:
-    from autograder import accounts
-    if not accounts.existing():
+from autograder import accounts  # noqa: E402
+from autograder.job import shared  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def sandbox_accounts():
+    """As root, the grader runs submissions as sandbox accounts: `make check` creates them first
+    (`make sandbox-accounts`); a direct `pytest tests` as root gets them here, once, for the first
+    test that grades through the sandbox (its module says so: pytestmark = usefixtures)."""
+    if os.geteuid() == 0 and not accounts.existing():
         accounts.create()
 
 
@@ -36,9 +41,8 @@ def grader_copy():
     for folder in ("autograder", "mini_triton"):
         shutil.copytree(ROOT / folder, d / folder, ignore=ignore)
     (d / "starter" / "tests").mkdir(parents=True)
-    from autograder.config import SHARED_CHECKS
-    for name in SHARED_CHECKS:
-        shutil.copy(ROOT / "starter" / "tests" / f"{name}.py", d / "starter" / "tests")
+    for name in shared.FILES:
+        shutil.copy(shared.FOLDER / f"{name}.py", d / "starter" / "tests")
     shutil.copy(ROOT / "pyproject.toml", d)
     for path in (d, *d.rglob("*")):
         path.chmod(0o755 if path.is_dir() else 0o644)

@@ -2,7 +2,7 @@
 
 A real grading runs each job in a sandboxed process, and a process start (Python, torch) costs more than
 the tasks of a small submission. Here two spawned processes run the same jobs (cases.sim_jobs), with the
-worker's own code (worker.run_tasks) and the grader's judge (judge.ledgers, judge.charge): only the
+job's own code (job.tasks.run_tasks) and the grader's judge (judge.ledgers, judge.charge): only the
 sandbox is left out, which tests/test_autograder_*.py test on their own.
 
     verdicts({"name": Path("rmsnorm.py"), ...}) -> {name: {"failed": {part: message}, "notes": {...},
@@ -19,27 +19,31 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _start():
     os.environ["MINI_TRITON"] = "1"
-    os.environ["MINI_TRITON_RACES"] = "record"           # as the worker runs: a race is noted, not raised
+    os.environ["MINI_TRITON_RACES"] = "record"           # as a job runs: a race is noted, not raised
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     sys.path.insert(0, str(ROOT))
 
 
 def _grade(path: str) -> dict:
-    from autograder import runner, worker
+    from autograder import runner
     from autograder.check import reference
+    from autograder.job.errors import describe
+    from autograder.job.main import load_submission, setup_backend
+    from autograder.job.norms import watch_norms
+    from autograder.job.tasks import run_tasks
     from autograder.hidden.cases import flat, sim_inputs, sim_jobs
     from autograder.judge import ledgers
     from autograder.judge.charge import charge
-    triton = worker._setup(ROOT, "mini_triton")
-    worker.watch_norms(Path(path))
+    triton = setup_backend(ROOT, "mini_triton")
+    watch_norms(Path(path))
     inputs = sim_inputs(lambda x, g, eps: reference(x, g, eps=eps)[1].float())
     try:
-        mod = worker._load_submission(Path(path))
-    except BaseException as e:                              # noqa: BLE001 -- as the worker reports it
-        outcome = runner.Outcome({}, {}, f"importing rmsnorm.py failed: {worker._describe(e)}", None)
+        mod = load_submission(Path(path))
+    except BaseException as e:                              # noqa: BLE001 -- as a job reports it
+        outcome = runner.Outcome({}, {}, f"importing rmsnorm.py failed: {describe(e)}", None)
     else:
         tasks = {k: v for job in sim_jobs().values() for k, v in job.items()}
-        results, tensors = worker.run_tasks(mod, tasks, flat(inputs), triton)
+        results, tensors = run_tasks(mod, tasks, flat(inputs), triton)
         outcome = runner.Outcome(tensors, results, None, None)
     found = ledgers((inputs, outcome))
     verdicts = charge(found)

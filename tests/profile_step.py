@@ -21,18 +21,18 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "starter" / "tests")]
-from rmsnorm_check import load_impl  # noqa: E402
-
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+from rmsnorm_check import DTYPES, load_impl  # noqa: E402
+from rmsnorm_timing import COPY_ELEMENTS, least_elements  # noqa: E402
 
 
 def steps(impl, x, g, dy):
     xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
     y, r = impl.rmsnorm_forward(x, g)
-    return {"copy x->y": (lambda: y.copy_(x), 2),
-            "rmsnorm_forward": (lambda: impl.rmsnorm_forward(x, g), 2),
-            "rmsnorm_backward": (lambda: impl.rmsnorm_backward(dy, x, g, r), 3),
-            "autograd fwd+bwd": (lambda: torch.autograd.grad(impl.rmsnorm(xg, gg), (xg, gg), dy), 5)}
+    return {"copy x->y": (lambda: y.copy_(x), COPY_ELEMENTS),
+            "rmsnorm_forward": (lambda: impl.rmsnorm_forward(x, g), least_elements("rmsnorm_fwd_kernel")),
+            "rmsnorm_backward": (lambda: impl.rmsnorm_backward(dy, x, g, r), least_elements("rmsnorm_bwd_kernel")),
+            "autograd fwd+bwd": (lambda: torch.autograd.grad(impl.rmsnorm(xg, gg), (xg, gg), dy),
+                                 least_elements("fwdbwd"))}
 
 
 class Times2(torch.autograd.Function):
@@ -140,7 +140,7 @@ def main(argv):
             x, g, dy = inputs(M, N, DTYPES[d])
             times = {name: (bench(f), passes) for name, (f, passes) in steps(impl, x, g, dy).items()}
             copy = times["copy x->y"][0]
-            print(f"{d} {M}x{N}: " + "  ".join(f"{name} {ms:.4f} ms {100 * passes * copy / 2 / ms:.0f}%"
+            print(f"{d} {M}x{N}: " + "  ".join(f"{name} {ms:.4f} ms {100 * passes * copy / COPY_ELEMENTS / ms:.0f}%"
                                                for name, (ms, passes) in times.items()), flush=True)
             if args.table:
                 from torch.profiler import ProfilerActivity, profile

@@ -10,6 +10,8 @@ import pytest
 from autograder import grade, rubric
 from conftest import ROOT
 
+pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
+
 CALIBRATION = ROOT / "tests" / "calibration"
 NOT_IMPROVED = "partial dg buffer"                  # the lecture's M x N buffer: no extra credit
 

@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from autograder import rubric
@@ -20,6 +21,7 @@ def guide_example():
     return re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
 
 
+@pytest.mark.usefixtures("sandbox_accounts")          # grades through the sandbox (conftest.py)
 def test_a_hidden_case_and_new_points_added_as_the_guide_shows_are_graded(grader_copy, tmp_path):
     """Two recipes in one grading: the guide's hidden case, and points changed in rubric.py alone (4.4 from 3
     to 4 points, so item 4 from 15 to 16)."""

@@ -1,4 +1,6 @@
-"""The rubric and the static scan."""
+"""The rubric, the static scan, and the lengths messages are cut to."""
+import re
+
 import pytest
 
 from autograder import rubric, scan
@@ -55,6 +57,8 @@ def test_the_solution_and_the_starter_pass_the_scan():
     ("import numpy as np\nnp.genfromtxt('x')\n", ".genfromtxt reads or writes files"),
     ("import linecache\n", "importing linecache is not allowed"),
     ("import codecs\n", "importing codecs is not allowed"),
+    ("import rmsnorm_timing\n", "importing rmsnorm_timing is not allowed"),         # the job's kept timing functions
+    ("from autograder.job import protocol\n", "importing autograder.job is not allowed"),
 ])
 def test_scan_flags_forbidden_constructs_by_name(code, expect):
     missing, problems = scan.scan(code)
@@ -82,8 +86,8 @@ def test_scan_lets_a_submission_write_os_environ():
     assert scan.scan(code)[1] == []
 
 
-def test_scan_leaves_torchs_own_norms_to_the_worker_which_sees_them_called():
-    """F.rms_norm in a test helper of the student's own is fine; called on the graded path, the worker names it
+def test_scan_leaves_torchs_own_norms_to_the_job_which_sees_them_called():
+    """F.rms_norm in a test helper of the student's own is fine; called on the graded path, the job names it
     (tests/test_autograder_corpus.py, "torch_rms_norm_forward")."""
     code = "import torch.nn.functional as F\n\n\ndef _check(x):\n    return F.rms_norm(x, (x.shape[-1],))\n"
     assert scan.scan(code)[1] == []
@@ -103,3 +107,15 @@ def test_scan_names_each_missing_api():
 def test_scan_reads_a_file_with_a_utf8_byte_order_mark_as_python_does():
     source = (ROOT / "solution" / "rmsnorm.py").read_text()
     assert scan.scan("\ufeff" + source) == ([], [])
+
+
+def test_texts_are_cut_only_at_the_lengths_rmsnorm_text_names():
+    """How much of a long text a message keeps is said once, with why (starter/tests/rmsnorm_text.py): no
+    text is cut at a number written in place (a slice like [:300] or [-1500:])."""
+    cut = re.compile(r"\[:-?\d{3,}\]|\[-\d{3,}:\]")
+    files = [*(ROOT / "autograder").rglob("*.py"), *(ROOT / "starter" / "tests").glob("*.py"),
+             ROOT / "starter" / "bench.py"]
+    assert cut.search("msg[:4000]") and cut.search("err[-1500:]") and not cut.search("rows[:3]")
+    found = [f"{p.relative_to(ROOT)} line {n}: {ln.strip()}" for p in files
+             for n, ln in enumerate(p.read_text().splitlines(), 1) if cut.search(ln)]
+    assert not found, found

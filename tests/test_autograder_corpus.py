@@ -15,6 +15,8 @@ import pytest
 from autograder import grade, isolation, scan
 from conftest import ROOT
 
+pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
+
 CORPUS = ROOT / "tests" / "corpus"
 sys.path.insert(0, str(CORPUS))
 SIMPLE = (CORPUS / "simple.py").read_text()

@@ -5,7 +5,11 @@ import json
 import pytest
 
 from autograder import grade, rubric
+from autograder.job.main import load_submission
+from autograder.job.tasks import TASKS, run_task, run_tasks, saved_r
 from conftest import ROOT
+
+pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
 
 
 @pytest.fixture(scope="module")
@@ -106,24 +110,48 @@ def test_a_repeated_reason_names_the_part_that_gave_it_unless_it_is_the_one_just
     assert after == {"2": "(the same reason as above)", "5": "(the same reason as 1)"}
 
 
-def test_the_workers_tasks_run_as_on_a_gpu_where_nothing_is_recorded(monkeypatch):
-    """With real Triton the worker records no launches (Phase.rec is None): every task of the GPU job's kinds
+def test_a_job_dispatches_each_kind_of_task_from_its_table_and_refuses_others():
+    assert set(TASKS) == {"forward", "backward", "autograd", "speed"}
+    with pytest.raises(ValueError, match="unknown task 'fwd'"):
+        run_task(None, {"op": "fwd"}, {}, None)
+
+
+def test_a_job_reports_what_the_function_saved_and_finds_its_r():
+    import torch
+
+    class Saves(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, torch.ones(x.shape[0]))
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, dy):
+            return dy * 2
+    x = torch.randn(3, 4, requires_grad=True)
+    r, kinds = saved_r(Saves.apply(x), rows=3)
+    assert kinds == [[[3, 4], "float32"], [[3], "float32"]] and r.shape == (3,)
+    assert saved_r(Saves.apply(x), rows=4) == (None, kinds)
+    assert saved_r(x.detach(), rows=3) == (None, None)
+
+
+def test_the_jobs_tasks_run_as_on_a_gpu_where_nothing_is_recorded(monkeypatch):
+    """With real Triton a job records no launches (Phase.rec is None): every task of the GPU job's kinds
     must still run and report, with no stored masks and no simulator statistics. Run here with the
     simulator's kernels but no recording, which takes the same paths."""
     import sys
 
-    from autograder import worker
     from autograder.check import reference
     from autograder.hidden.cases import GPU_ROBUST, case, flat, make_inputs
     monkeypatch.setenv("MINI_TRITON", "1")
     monkeypatch.setattr(sys, "path", [str(ROOT), *sys.path])
-    mod = worker._load_submission(ROOT / "solution" / "rmsnorm.py")
+    mod = load_submission(ROOT / "solution" / "rmsnorm.py")
     cases = {"small": case((6, 64)), **{k: v for k, v in GPU_ROBUST.items() if v.shape[-1] <= 1024}}
     inputs = make_inputs(cases)
     inputs["small"]["r"] = reference(inputs["small"]["x"], inputs["small"]["g"])[1].float()
     tasks = {"fwd": {"op": "forward", "tensors": {"x": "x.small", "g": "g.small"}},
              "bwd": {"op": "backward", "tensors": {t: f"{t}.small" for t in ("x", "g", "dy", "r")}},
              "ag": {"op": "autograd", "tensors": {t: f"{t}.small" for t in ("x", "g", "dy")}}}
-    results, tensors = worker.run_tasks(mod, tasks, flat(inputs), triton=None)
+    results, tensors = run_tasks(mod, tasks, flat(inputs), triton=None)
     assert all(r.get("ok") for r in results.values()), results
     assert not any(k.endswith(".stored") for k in tensors) and "ag.r_saved" in tensors

@@ -10,6 +10,8 @@ import pytest
 from autograder import grade_all
 from conftest import ROOT
 
+pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
+
 # As Gradescope writes it: besides :submitters:, each submission carries its :results:,
 # whose tests have name:, score:, output: keys (the old regex reader took them for students).
 METADATA = """\

@@ -1,9 +1,11 @@
 """The grader's sandbox and job runner survive hostile submissions, and its own failures are
 autograder errors, never a student's zero. Run as root, these tests use the sandbox accounts
 (`make sandbox-accounts`); as an ordinary user, the submission runs as that user."""
+import ast
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import textwrap
 import threading
@@ -14,7 +16,10 @@ import torch
 
 from autograder import accounts, config, isolation, runner, runtime, sandbox
 from autograder.errors import GraderError
+from autograder.job import shared
 from conftest import ROOT
+
+pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
 
 FAST = sandbox.Limits(timeout_s=8, cpu_s=20)
 AS_ROOT = os.geteuid() == 0
@@ -235,3 +240,38 @@ def test_as_root_a_job_cannot_read_a_world_readable_file_outside_its_folder(tmp_
             isolation.available.cache_clear()
     finally:
         shutil.rmtree(other)
+
+
+def test_the_runtime_holds_the_job_the_simulator_and_the_files_they_share_only(tmp_path):
+    folder = runtime.copy_into(tmp_path / "runtime")
+    files = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    job = {f"autograder/job/{p.name}" for p in (ROOT / "autograder" / "job").glob("*.py")}
+    assert {f for f in files if not f.startswith("mini_triton/")} == {
+        "autograder/__init__.py", *job, *(f"starter/tests/{name}.py" for name in shared.FOR_JOBS)}
+    assert "mini_triton/__init__.py" in files and (folder / runtime.ENTRY).is_file()
+
+
+def imports_of(path):
+    """(module, line) of every import in ``path``; relative imports as ".name"."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            out.append(("." * node.level + (node.module or ""), node.lineno))
+    return out
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "autograder" / "job").glob("*.py")) +
+                         [shared.FOLDER / f"{name}.py" for name in shared.FOR_JOBS], ids=lambda p: p.name)
+def test_the_job_imports_nothing_of_the_grader_beyond_the_runtime(path):
+    """What a job runs must import only what the runtime folder holds: the job, the files it shares (each of
+    them only those before it), the standard library and torch; never another module of the grader."""
+    allowed = shared.FOR_JOBS[:shared.FOR_JOBS.index(path.stem)] if path.stem in shared.FOR_JOBS else shared.FOR_JOBS
+    found = imports_of(path)
+    assert found or path.name in ("__init__.py", "rmsnorm_text.py")
+    for module, line in found:
+        top = module.split(".")[0]
+        ok = (module.startswith(".") or module.startswith("autograder.job") or top in allowed or top == "torch"
+              or top in sys.stdlib_module_names)
+        assert ok, f"{path.name} line {line} imports {module}"

@@ -4,14 +4,18 @@ import torch
 
 from autograder import speed
 from autograder.check import compare, reference
+from autograder.job import speed as job_speed
 from conftest import ROOT
+from fake_gpu import FakeGPU
+
+timing = speed.timing                   # rmsnorm_timing, as the grader and the job load it
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_reference_at_sampled_rows_is_the_full_reference_at_those_rows(dtype):
     shape, rows = (64, 48), [0, 5, 63]
     xs, ref = speed.reference_at_rows(shape, dtype, 7, rows, device="cpu")
-    x, g, dy = speed.speed_inputs(shape, dtype, 7)
+    x, g, dy = timing.speed_inputs(shape, dtype, 7)
     y, _, dx, dg = reference(x, g, dy)
     assert torch.equal(xs, x[rows])
     for name, full in (("y", y[rows]), ("dx", dx[rows]), ("dg", dg)):
@@ -19,7 +23,7 @@ def test_reference_at_sampled_rows_is_the_full_reference_at_those_rows(dtype):
 
 
 def test_speed_inputs_are_the_same_for_grader_and_submission():
-    a, b = speed.speed_inputs((8, 16), "bfloat16", 3), speed.speed_inputs((8, 16), "bfloat16", 3)
+    a, b = timing.speed_inputs((8, 16), "bfloat16", 3), timing.speed_inputs((8, 16), "bfloat16", 3)
     assert all(torch.equal(p, q) for p, q in zip(a, b)) and a[0].dtype == torch.bfloat16
 
 
@@ -35,10 +39,24 @@ def test_verdict_reports_bandwidth_and_rejects_faster_than_copy():
     assert speed.traffic_bytes("fwdbwd", shape, "bfloat16") == 5 * 16384 * 4096 * 2
 
 
+@pytest.mark.parametrize("what, elements", [("rmsnorm_fwd_kernel", 2), ("rmsnorm_bwd_kernel", 3), ("fwd", 2),
+                                             ("fwdbwd", 5)])
+def test_each_kernel_s_least_traffic_gives_the_elements_a_step_moves(what, elements):
+    assert timing.least_elements(what) == elements
+    assert timing.least_copies(what) == elements / 2              # a copy reads and writes each element once
+    assert timing.least_bytes(what, (3, 8), "bfloat16") == elements * 3 * 8 * 2
+
+
+def test_the_grader_s_figures_of_copies_and_bytes_are_derived_from_the_traffic_model():
+    assert speed.OWN_KERNELS == {"rmsnorm_fwd_kernel": 1.0, "rmsnorm_bwd_kernel": 1.5}
+    assert speed.LEAST_COPIES == {"fwd": (1.0, "read x, write y"),
+                                  "fwdbwd": (2.5, "forward 1; backward 1.5: read x and dy, write dx")}
+    assert speed.traffic_bytes("fwd", (16, 32), "float32") == timing.copy_bytes((16, 32), "float32") == 2 * 16 * 32 * 4
+
+
 def test_time_cuda_takes_the_best_median_of_its_rounds(monkeypatch):
     """time_cuda's logic with CPU stand-ins for CUDA events: each round's median, then the best round."""
     import itertools
-    from autograder import worker
     clock = itertools.count()
     durations = iter([5.0] * 6 + [2.0] * 10_000)          # a slow start, then steady 2 ms calls
 
@@ -50,10 +68,10 @@ def test_time_cuda_takes_the_best_median_of_its_rounds(monkeypatch):
     def fn():
         now["t"] += next(durations)
         next(clock)
-    monkeypatch.setattr(worker, "_CUDA", {
+    monkeypatch.setattr(timing, "CUDA", {
         "event": Event, "record": lambda ev: setattr(ev, "t", now["t"]), "elapsed": lambda a, b: b.t - a.t,
         "sync": lambda: None, "empty": lambda *a, **k: torch.empty(1)})
-    ms = worker.time_cuda(fn, warmup_ms=0.0, rep_ms=50.0, min_reps=5, rounds=3)
+    ms = timing.time_cuda(fn, warmup_ms=0.0, rep_ms=50.0, min_reps=5, rounds=3)
     assert ms == 2.0
     calls = next(clock)
     assert calls >= 3 * 5
@@ -61,74 +79,6 @@ def test_time_cuda_takes_the_best_median_of_its_rounds(monkeypatch):
 
 # -- kernels timed alone: a CUDA graph's replay, or the profiler, with CPU stand-ins --------------------
 SHAPE, SEED = (16, 32), 5
-
-
-class FakeGPU:
-    """CUDA graphs, events and the profiler on the CPU. A "kernel" is a Python function passed to
-    launch(): it runs at once, costs 1 ms of the fake GPU clock (and one profiler event), and runs
-    again on each replay of a graph that captured it."""
-
-    def __init__(self):
-        import contextlib
-        self.now, self.capturing, self.profiling = 0.0, None, None
-        gpu = self
-
-        class Graph:
-            def __init__(self):
-                self.kernels = []
-
-        class Event:
-            def __init__(self, enable_timing=True):
-                self.t = None
-
-        @contextlib.contextmanager
-        def graph(g):
-            gpu.capturing = g
-            try:
-                yield
-            finally:
-                gpu.capturing = None
-
-        class Profile:
-            def __init__(self, activities):
-                self.recorded = []
-
-            def __enter__(self):
-                gpu.profiling = self.recorded
-                return self
-
-            def __exit__(self, *exc):
-                gpu.profiling = None
-
-            def events(self):
-                return self.recorded
-
-        self.table = {"event": Event, "record": lambda ev: setattr(ev, "t", gpu.now),
-                      "elapsed": lambda a, b: b.t - a.t, "sync": lambda: None,
-                      "empty": lambda *a, **k: torch.empty(1) if k.get("device") == "cuda" else torch.empty(*a, **k),
-                      "graph_class": Graph, "graph": graph,
-                      "replay": lambda g: [k() for k in g.kernels], "stream_class": lambda: None,
-                      "current_stream": lambda: None, "use_stream": lambda s: contextlib.nullcontext(),
-                      "wait_stream": lambda a, b: None, "no_grad": torch.no_grad, "profile": Profile,
-                      "cuda_activity": "CUDA", "generator": torch.Generator, "manual_seed": torch.Generator.manual_seed,
-                      "randn": torch.randn, "rand": torch.rand, "copy": torch.Tensor.copy_, "add_": torch.Tensor.add_,
-                      "zero_": torch.Tensor.zero_, "tensor_class": torch.Tensor, "index_select": torch.index_select,
-                      "detach": torch.Tensor.detach, "clone": torch.Tensor.clone,
-                      "as_subclass": torch.Tensor.as_subclass}
-
-    def launch(self, kernel, name="rmsnorm_fwd_kernel", ms=1.0):
-        import types
-
-        def timed():
-            kernel()
-            self.now += ms
-            if self.profiling is not None:
-                self.profiling.append(types.SimpleNamespace(
-                    name=name, device_type="DeviceType.CUDA",
-                    time_range=types.SimpleNamespace(elapsed_us=lambda: ms * 1e3)))
-        timed()
-        if self.capturing is not None:
-            self.capturing.kernels.append(timed)
 
 
 def stand_in(gpu, cheat=None, sync=False):
@@ -156,13 +106,12 @@ def stand_in(gpu, cheat=None, sync=False):
 
 
 def timed(gpu, mod, monkeypatch):
-    """worker._gpu_timed's forward on the CPU: (info, outputs of the graded run, the reference they need)."""
-    from autograder import worker
-    monkeypatch.setattr(worker, "_CUDA", gpu.table)
+    """The job's gpu_timed, forward, on the CPU: (info, outputs of the graded run, the reference they need)."""
+    monkeypatch.setattr(timing, "CUDA", gpu.table)
     info, rows = {"fwd_ms": 9.0}, torch.tensor([0, 3, 15])
     task = {"shape": SHAPE, "dtype": "float32", "seed": SEED, "device": "cpu"}
-    got = worker._gpu_timed(mod, "fwd", ("y",), task, rows, info)
-    seed = SEED + (worker.GRAPH_SEED if "fwd_graph_ms" in info else worker.PROFILE_SEED)
+    got = job_speed.gpu_timed(mod, "fwd", ("y",), task, rows, info)
+    seed = SEED + (job_speed.GRAPH_SEED if "fwd_graph_ms" in info else job_speed.PROFILE_SEED)
     x, ref = speed.reference_at_rows(SHAPE, "float32", seed, rows.tolist(), device="cpu")
     return info, got, compare("y", got["y"], ref["y"], x) if "y" in got else "no y"
 
@@ -248,7 +197,6 @@ def test_a_failed_capture_names_the_first_error_and_the_submissions_line(tmp_pat
     """A sync under capture raises inside torch, called from the submission's line; the capture then fails
     again as it ends, with the first error as its context. The message gives the first error and the line."""
     from pathlib import Path
-    from autograder import worker
     ns = {}
     torch_side = ("def item():\n    raise RuntimeError('CUDA error: operation not permitted when stream is "
                   "capturing\\nCUDA kernel errors might be asynchronously reported')\n")
@@ -261,7 +209,7 @@ def test_a_failed_capture_names_the_first_error_and_the_submissions_line(tmp_pat
             ns["forward"](ns["item"])
         except RuntimeError:
             raise RuntimeError("CUDA error: operation failed due to a previous error during capture")
-    msg = worker.capture_failure(info.value)
+    msg = timing.capture_failure(info.value)
     assert msg.startswith("RuntimeError: CUDA error: operation not permitted when stream is capturing"), msg
     assert "asynchronously" not in msg and msg.endswith("raised at rmsnorm.py line 2: if item():"), msg
 

@@ -19,6 +19,8 @@ from autograder import accounts, grade, grade_all
 from autograder.errors import STUDENT_MESSAGE
 from conftest import ROOT
 
+pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
+
 SOLUTION = ROOT / "solution" / "rmsnorm.py"
 AS_ROOT = os.geteuid() == 0 and shutil.which("useradd") is not None
 needs_root = pytest.mark.skipif(not AS_ROOT, reason="needs root (creating accounts, switching users)")

@@ -6,6 +6,8 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "starter"))
 import bench  # noqa: E402
+import rmsnorm_timing  # noqa: E402
+from fake_gpu import FakeGPU  # noqa: E402
 
 
 def test_traffic_table_and_plot_on_the_simulator(tmp_path, capsys):
@@ -93,3 +95,16 @@ def test_the_handouts_traffic_example_is_what_the_solution_prints(tmp_path, caps
         block = next(b for b in re.findall(r"^```text\n(.*?)^```", text, flags=re.M | re.S) if "M·N bytes" in b)
         shown = [ln.split() for ln in block.splitlines() if ln.split()[:1] in (["32x4096"], ["eager"])]
         assert shown == printed, f"handout/{handout}'s traffic table differs from `make bench`'s: update it"
+
+
+def test_kernel_ms_is_the_median_of_the_profiled_calls_sums(monkeypatch):
+    """bench.kernel_ms on the fake GPU: each profiled call follows a warm-up call (rmsnorm_timing.kernel_times)."""
+    gpu = FakeGPU()
+    monkeypatch.setattr(rmsnorm_timing, "CUDA", gpu.table)
+    costs = iter([9.0, 1.0, 9.0, 3.0, 9.0, 2.0, 9.0, 5.0, 9.0, 4.0])      # warm-up, profiled, warm-up, ...
+
+    def step():
+        ms = next(costs)
+        gpu.launch(lambda: None, ms=ms / 2)
+        gpu.launch(lambda: None, name="copy_kernel", ms=ms / 2)
+    assert bench.kernel_ms(step, reps=5) == 3.0

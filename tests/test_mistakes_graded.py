@@ -6,7 +6,7 @@ requirements unmet (a deterministic, fused, exact dg) does not earn it, which is
 A kernel that crashes or hangs leaves nothing to check, so its error costs every part whose inputs it
 reaches: those mistakes are listed with all the parts they cost.
 
-The gradings run the grader's own jobs, worker code and verdicts in-process (tests/grade_in_process.py:
+The gradings run the grader's own jobs, job code and verdicts in-process (tests/grade_in_process.py:
 everything but the sandbox, whose process starts would cost more than the tasks); the hidden tests report
 those verdicts, which test_the_hidden_tests_report_the_same_verdicts checks through `make grade`'s path on
 two of them.
@@ -130,6 +130,7 @@ def test_a_part_that_keeps_its_points_says_where_the_mistake_was_charged(graded)
     assert any("that mistake is charged once, in part 4.5" in n for n in notes), notes
 
 
+@pytest.mark.usefixtures("sandbox_accounts")          # grades through the sandbox (conftest.py)
 def test_the_hidden_tests_report_the_same_verdicts(graded, tmp_path):
     """`make grade`'s path (the hidden tests, results.json) fails exactly the parts the verdicts fail."""
     for name in ("eps_left_out", "y_on_the_host"):

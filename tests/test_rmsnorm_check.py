@@ -1,8 +1,10 @@
 """The comparison every test and hidden item uses: one tolerance rule, and messages that name the
 element actually rejected, with its tolerance, the output's source and the input's story."""
+import pytest
 import torch
 
-from rmsnorm_check import compare, tolerance
+from rmsnorm_check import DTYPE_NAMES, DTYPES, compare, strided_inputs, tolerance
+from rmsnorm_text import DTYPE_SHORT, ERROR_LINE_CHARS, dtype_name, error_line
 
 
 def test_the_named_element_is_the_one_furthest_outside_its_tolerance():
@@ -63,3 +65,27 @@ def test_the_reference_gradients_are_autograds_in_float64():
     torch.testing.assert_close(dx, xa.grad, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(dg, ga.grad, rtol=1e-12, atol=1e-12)
     assert r.shape == (10,) and reference(x, g)[2:] == (None, None)
+
+
+@pytest.mark.parametrize("dtype, name", [(torch.float32, "fp32"), ("float16", "fp16"), (torch.bfloat16, "bf16"),
+                                         ("bfloat16", "bf16"), (torch.float64, "float64")])
+def test_a_dtype_has_one_short_name_whether_given_as_torch_s_or_by_its_name(dtype, name):
+    assert dtype_name(dtype) == name
+
+
+def test_the_dtype_tables_are_one_table_read_both_ways():
+    assert {str(d).removeprefix("torch."): n for d, n in DTYPE_NAMES.items()} == DTYPE_SHORT
+    assert {DTYPE_NAMES[d]: d for d in DTYPE_NAMES} == DTYPES
+
+
+def test_strided_inputs_are_views_whose_rows_are_160_elements_apart_while_n_is_80():
+    x, g, dy = strided_inputs(torch.bfloat16)
+    assert x.shape == dy.shape == (24, 80) and x.stride() == dy.stride() == (160, 1)
+    assert g.shape == (80,) and g.is_contiguous() and x.dtype == g.dtype == torch.bfloat16
+
+
+def test_an_error_in_one_line_keeps_its_first_line_cut_to_the_limit():
+    assert error_line(RuntimeError("CUDA error: not permitted\nCUDA kernel errors...")) == \
+        "RuntimeError: CUDA error: not permitted"
+    assert error_line(ValueError("x" * 5000)) == "ValueError: " + "x" * ERROR_LINE_CHARS
+    assert error_line(KeyError()) == "KeyError: "

@@ -104,7 +104,7 @@ def test_bundle_holds_the_starter_simulator_tests_and_no_answers(bundle):
     _, names, top = bundle
     for must in ("rmsnorm.py", "Makefile", "README.md", "requirements.txt", "bench.py", "viz.py",
                  "tests/test_part_a.py", "tests/test_part_b.py", "tests/test_part_c.py", "tests/test_part_d.py",
-                 "tests/conftest.py",
+                 "tests/conftest.py", "tests/rmsnorm_text.py", "tests/rmsnorm_check.py", "tests/rmsnorm_timing.py",
                  "mini_triton/__init__.py", "mini_triton/README.md", "mini_triton/viz.py",
                  "handout/img/traffic_fused.png", "handout/img/traffic_reads_x_twice.png"):
         assert f"rmsnorm-student/{must}" in names
@@ -115,12 +115,17 @@ def test_bundle_holds_the_starter_simulator_tests_and_no_answers(bundle):
         assert not leaked, f"{path.name} holds solution code: {sorted(leaked)[:3]}"
 
 
-def _make(top, *targets):
+def _student_env():
+    """A student's environment without a GPU: the simulator, nothing of the project's own settings."""
     env = dict(os.environ, MINI_TRITON="1")
     env.pop("TRITON_INTERPRET", None)
     env.pop("RMSNORM_IMPL", None)
-    return subprocess.run(["make", *targets, f"PY={sys.executable}"], cwd=top, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return env
+
+
+def _make(top, *targets):
+    return subprocess.run(["make", *targets, f"PY={sys.executable}"], cwd=top, env=_student_env(),
+                          capture_output=True, text=True, timeout=600)
 
 
 def test_bundle_part_a_passes_alone_while_parts_b_and_c_are_stubs(bundle, tmp_path):
@@ -160,6 +165,15 @@ def test_bundle_make_test_k_runs_the_matching_tests_only(bundle, tmp_path):
     strided = sum(len(re.findall(r"^def test_\w*strided", p.read_text(), flags=re.M))
                   for p in (work / "tests").glob("test_*.py"))
     assert strided >= 3 and re.search(rf"\b{strided} passed, \d+ deselected", out.stdout), out.stdout[-1000:]
+
+
+def test_bundle_bench_runs_on_the_files_the_bundle_holds(bundle, tmp_path):
+    """bench.py takes its timing and traffic model from tests/rmsnorm_timing.py, which the bundle holds."""
+    work = student_with_solution(bundle, tmp_path)
+    run = subprocess.run([sys.executable, "-I", "bench.py", "--shapes", "4x64"], cwd=work, env=_student_env(),
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and re.search(r"^ +4x64 +forward +yours .* 1\.00 ", run.stdout, flags=re.M), \
+        run.stdout + run.stderr
 
 
 def test_bundle_make_viz_draws_the_solutions_traffic(bundle, tmp_path):

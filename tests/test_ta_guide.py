@@ -71,6 +71,7 @@ def test_make_partial_as_the_guide_writes_it(tmp_path):
     assert run.returncode == 0 and "rmsnorm_bwd_kernel[(m,)](" in out.read_text(), run.stdout + run.stderr
 
 
+@pytest.mark.usefixtures("sandbox_accounts")          # grades through the sandbox (conftest.py)
 def test_the_python_commands_run_or_print_their_usage(tmp_path):
     env = dict(os.environ)
     for _, line in commands():

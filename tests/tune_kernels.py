@@ -21,11 +21,10 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "starter" / "tests"), str(ROOT / "starter")]
-from bench import graphed  # noqa: E402
-from rmsnorm_check import compare, eager, load_impl, reference  # noqa: E402
+sys.path[:0] = [str(ROOT), str(ROOT / "starter" / "tests")]
+from rmsnorm_check import DTYPES, compare, eager, load_impl, reference  # noqa: E402
+from rmsnorm_timing import captured  # noqa: E402
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 FWD_GRID = {"block_m": (1, 2, 4), "warps": (4, 8, 16)}
 BWD_GRID = {"per_sm": (1, 2, 4, 8, 16), "block_m": (1, 2, 4), "warps": (4, 8, 16), "stages": (1, 2, 3)}
 SIM_BWD_GRID = {**BWD_GRID, "per_sm": (2, 8), "stages": (1,)}       # the simulator ignores num_stages
@@ -107,7 +106,7 @@ def step_rows(impl, x, g, dy, grid, bench, pct):
     rows = []
     if gpu:
         compiled = torch.compile(eager, dynamic=False)
-        ms = bench(graphed(lambda: torch.autograd.grad(compiled(xg, gg), (xg, gg), dy)))
+        ms = bench(captured(lambda: torch.autograd.grad(compiled(xg, gg), (xg, gg), dy))[0])
         rows.append(("step", "torch.compile (for comparison)", ms, pct(5, ms), True))
     original = impl._bwd_config
     try:
@@ -121,7 +120,7 @@ def step_rows(impl, x, g, dy, grid, bench, pct):
                 out["dx"], out["dg"] = torch.autograd.grad(impl.rmsnorm(xg, gg), (xg, gg), dy)
             step()
             ok = not (compare("dx", out["dx"], ref_dx, x) or compare("dg", out["dg"], ref_dg, x))
-            ms = bench(graphed(step) if gpu else step)
+            ms = bench(captured(step)[0] if gpu else step)
             rows.append(("step", f"programs={per_sm}xSM BLOCK_M={bm} warps={w}", ms, pct(5, ms), ok))
     finally:
         impl._bwd_config = original

@@ -21,7 +21,7 @@ import zlib
 
 import torch
 
-from autograder.check import DTYPE_NAMES
+from autograder.job.shared import text
 
 
 class Case(typing.NamedTuple):
@@ -45,7 +45,7 @@ class Case(typing.NamedTuple):
 
 def case(shape, dtype="float32", eps=1e-5, view=None, note="", forward_only=False, zero_rows=(), part=None):
     """A Case whose story is the shape, the dtype and ``note``."""
-    story = f"x of shape {shape} {DTYPE_NAMES[getattr(torch, dtype)]}" + (f" ({note})" if note else "")
+    story = f"x of shape {shape} {text.dtype_name(dtype)}" + (f" ({note})" if note else "")
     return Case(shape, dtype, eps, view, story, forward_only, zero_rows=zero_rows, part=part)
 
 

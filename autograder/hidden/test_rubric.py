@@ -11,14 +11,15 @@ import torch
 from autograder.decorators import number, visibility, weight
 
 from autograder import config
-from autograder.check import DTYPE_NAMES, compare
+from autograder.check import compare
 from autograder.errors import GraderError
 from autograder.judge import judge
 from autograder.judge.charge import note
 from autograder.judge.outputs import SOURCES, not_made
 from autograder.rubric import COPY_NEEDED, PARTS, SPEEDUP_NEEDED
 from autograder.speed import baseline_times, gpu_verdict, reference_at_rows
-from autograder.worker import GRAPH_SEED, PROFILE_SEED
+from autograder.job.shared import text
+from autograder.job.speed import GRAPH_SEED, PROFILE_SEED
 
 from autograder.hidden.cases import SPEED_ROWS, SPEED_SEED, SPEED_SHAPE, kind_of, output_key, robust_parts, task_name
 
@@ -157,7 +158,7 @@ def _speed(gpu, baseline, part, record_property):
     inputs, outcome = gpu
     info = need(outcome, task_name("speed", dtype))
     x, ref = _speed_reference(dtype)
-    story = (f"x of shape {SPEED_SHAPE} {DTYPE_NAMES[getattr(torch, dtype)]} (the timing input; y and dx "
+    story = (f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)} (the timing input; y and dx "
              f"compared at rows {SPEED_ROWS})")
     check(outcome, task_name("speed", dtype), names, x, ref, story, n_rows=SPEED_SHAPE[0])
     wrong = _timed_outputs_wrong(outcome, dtype, kind, info, story.replace("(the timing input;",

@@ -47,6 +47,7 @@ def ledgers(sim, gpu=None) -> dict:
                   "8": item_8(inputs, outcome), "9": item_9(inputs, outcome)})
     return parts
 
+
 def judge(sim, gpu=None) -> dict:
     """{part: Verdict} for every part but item 10's."""
     return charge(ledgers(sim, gpu))

@@ -30,10 +30,12 @@ class Ledger:
         self.findings.append(finding)
         self.checked += finding.checked
 
+
 @dataclasses.dataclass
 class Verdict:
     failure: str | None                              # why the part scores 0, or None
     notes: list                                      # findings charged in another part
+
 
 def charge(ledgers: dict) -> dict:
     """{part: Verdict} from {part: Ledger}."""
@@ -52,6 +54,7 @@ def charge(ledgers: dict) -> dict:
             verdicts[part] = Verdict(None, [f.message + _charged_in(f, owner) for f in elsewhere])
     return verdicts
 
+
 def owners(ledgers: dict) -> dict:
     """{cause: the part that charges it}: the part the rubric names, when that part found it; else the
     first part, in the rubric's order, that did (a dx with NaN charges item 2 when the forward is fine)."""
@@ -69,9 +72,11 @@ def owners(ledgers: dict) -> dict:
     return {cause: CAUSE_OWNERS.get(cause) if found_by_owner(cause, parts) else parts[0]
             for cause, parts in seen.items()}
 
+
 def _charged_in(f: Finding, owner: dict) -> str:
     part = owner[f.cause]
     return f" (that mistake is charged once, in part {part}: {PARTS[part].name})"
+
 
 def note(verdict: Verdict) -> str:
     """What a passing part says: nothing, or the mistakes it did not charge."""

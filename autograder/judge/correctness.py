@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import torch
 
-from ..check import DTYPE_NAMES, compare, reference
+from ..check import compare, reference
 from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of, robust_parts, task_name
+from ..job.shared import text
 from .charge import Finding, Ledger
 from .counts import order_dependence
 from .outputs import (backward_failure, backward_outputs, failed, forward_outputs, given, got, no_r_saved,
@@ -25,6 +26,7 @@ def item_1(inputs, outcome) -> Ledger:
         forward_outputs(L, outcome, task_name("fwd", k), x, g, 1e-5, story)
     return L
 
+
 def items_2_3(inputs, outcome) -> tuple:
     dx, dg = Ledger(), Ledger()
     for k in CORE:
@@ -35,6 +37,7 @@ def items_2_3(inputs, outcome) -> tuple:
         story += " (given the reference r)"
         backward_outputs(dx, dg, outcome, task, x, g, dy, 1e-5, story, r=inputs[k]["r"])
     return dx, dg
+
 
 def robust_part(part, inputs, outcome, gpu=None) -> Ledger:
     """Every case of one robustness part: y (and r) of a forward task, y, dx and dg of an autograd one."""
@@ -58,6 +61,7 @@ def robust_part(part, inputs, outcome, gpu=None) -> Ledger:
             backward_outputs(L, L, out, task, x, g, dy, c.eps, story)
     return L
 
+
 def _properties(outcome, task, x, story) -> Finding | None:
     """The first broken property of one run: dy untouched, g.grad set, output dtypes and shapes."""
     info = outcome.info[task]
@@ -74,12 +78,13 @@ def _properties(outcome, task, x, story) -> Finding | None:
             return Finding(name, f"{name} was not returned for {story}")
         if dtype != str(x.dtype).removeprefix("torch."):
             return Finding(name, f"{name} has dtype {dtype} for {story}; it must match the input "
-                                 f"({DTYPE_NAMES[x.dtype]})", "output_dtype")
+                                 f"({text.dtype_name(x.dtype)})", "output_dtype")
         shape = tuple(got(outcome, task, name).shape)
         want = tuple(x.shape) if name != "dg" else (x.shape[-1],)
         if shape != want:
             return Finding(name, f"{name} has shape {shape} for {story}; expected {want}", "output_shape")
     return None
+
 
 def part_4_6(inputs, outcome) -> Ledger:
     """Checked on every input where the forward and backward otherwise ran: a crash costs its own part."""
@@ -125,11 +130,13 @@ def part_4_6(inputs, outcome) -> Ledger:
                                                          "could not be checked"))
     return L
 
+
 def _gradients_wrong(inputs, outcome, task, k, c) -> bool:
     x, g, dy, story = given(inputs, k, c)
     _, _, dx, _ = reference(x, g, dy, c.eps)
     returned = got(outcome, task, "dx")
     return returned is None or compare("dx", returned, dx, x) is not None
+
 
 def part_4_7(outcome, gpu=None) -> Ledger:
     L = Ledger()
@@ -161,6 +168,7 @@ def part_4_7(outcome, gpu=None) -> Ledger:
         else:
             L.right()
     return L
+
 
 def _same(outcome, first, second, name) -> bool:
     """The same bits in both runs (NaN where the other has NaN counts as the same)."""

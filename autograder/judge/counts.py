@@ -10,25 +10,31 @@ from __future__ import annotations
 # Buffers a backward kernel may touch besides these are its scratch: the partial dg buffer, lock words.
 IO_ROLES = ("x", "dy", "dx", "g", "y", "r", "dg")
 
+
 def roles_of(a) -> list:
     return a.get("roles") or ([a["role"]] if a.get("role") else [])
+
 
 def by_role(launches, role, key):
     return sum(a[key] for L in launches for a in L["args"].values() if role in roles_of(a))
 
+
 def others(launches, roles):
     return [(L["kernel"], name, a) for L in launches for name, a in L["args"].items()
             if not set(roles_of(a)) & set(roles)]
+
 
 def io(launches, role, key):
     """(elements moved, distinct elements) of one role in the launches."""
     args = [a for L in launches for a in L["args"].values() if role in roles_of(a) and a[key]]
     return sum(a[key] for a in args), sum(a["distinct"] for a in args)
 
+
 def wrote_a_whole_output(launches, M, N, roles) -> bool:
     """Did a kernel store all M·N elements of a buffer that is none of ``roles`` (an output of its own, which
     the wrapper then replaced with one the host computed)?"""
     return any(a["stored"] and a.get("distinct", 0) >= M * N for _, _, a in others(launches, roles))
+
 
 def backward_io_problems(launches, M, N) -> list:
     """[(kind, message)] of a backward that is not fused: "repeat" when an element of x or dy is loaded twice
@@ -50,10 +56,12 @@ def backward_io_problems(launches, M, N) -> list:
         out.append(("scratch", problem))
     return out
 
+
 def backward_traffic_problem(launches, M, N):
     """Why the backward is not fused, or None: the first of backward_io_problems."""
     problems = backward_io_problems(launches, M, N)
     return problems[0][1] if problems else None
+
 
 def scratch_problem(launches, M, N):
     """Why a backward's dg reduction moves too much through its scratch buffers (None if it does not).
@@ -86,6 +94,7 @@ def scratch_problem(launches, M, N):
         return (f"your backward moved {sum(a['loaded'] + a['stored'] for a in words)} elements of integer "
                 f"scratch buffers for {M} rows; lock words and counters need a few accesses per program")
     return None
+
 
 def order_dependence(info) -> str:
     """Why a run's result depends on the order programs run, as the simulator saw it ('' if it does not)."""

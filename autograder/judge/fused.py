@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 
-import torch
 
-from ..check import DTYPE_NAMES, host_work_problem
+from ..check import host_work_problem
 from ..hidden.cases import CORE, HOST_CHECK, task_name
+from ..job.shared import text
 from .charge import Finding, Ledger
 from .counts import (IO_ROLES, backward_io_problems, backward_traffic_problem, by_role, io, order_dependence,
                      others, roles_of, wrote_a_whole_output)
@@ -69,6 +69,7 @@ def item_5(inputs, outcome) -> Ledger:
                       "y_not_from_kernels" if host_y else None))
     return L
 
+
 def item_6(inputs, outcome) -> Ledger:
     """The fused backward: rmsnorm_backward on "d", given the reference r. No element of x or dy loaded twice,
     none of dx stored twice, and a dg reduction whose scratch traffic is bounded; elements never loaded or
@@ -92,6 +93,7 @@ def item_6(inputs, outcome) -> Ledger:
         L.right()                                     # the checks that passed
     return L
 
+
 def item_7(inputs, outcome) -> Ledger:
     """No host-side op reads an M·N activation, in any dtype: the forward, the backward given the reference r,
     and both through autograd (where TritonRMSNorm's own code runs)."""
@@ -99,7 +101,7 @@ def item_7(inputs, outcome) -> Ledger:
     M, N = CORE["d"].shape
     by_line = {}                                       # a host line's cause, once known from any phase
     for k, c in HOST_CHECK.items():
-        name = DTYPE_NAMES[getattr(torch, c.dtype)]
+        name = text.dtype_name(c.dtype)
         phases = []
         for task, phase, where, out in ((task_name("fwd", k), "fwd", f"forward ({name} x)", "y"),
                                         (task_name("bwd", k), "bwd", f"backward ({name} x)", "dx"),
@@ -146,6 +148,7 @@ def item_7(inputs, outcome) -> Ledger:
             L.right()
     return L
 
+
 def item_8(inputs, outcome) -> Ledger:
     L = Ledger()
     for task in sorted(outcome.info):
@@ -165,6 +168,7 @@ def item_8(inputs, outcome) -> Ledger:
     else:
         L.right()
     return L
+
 
 def item_9(inputs, outcome) -> Ledger:
     """The improved reduction: a fused backward (item 6) whose dg is deterministic (no float atomics, no sums

@@ -10,9 +10,10 @@ import dataclasses
 
 import torch
 
-from ..check import DTYPE_NAMES, causes as C, describe, diagnosis as D, reference
+from ..check import apply_view, causes as C, describe, diagnosis as D, reference
 from ..hidden.cases import kind_of, output_key
-from ..worker import apply_view
+from ..job.phases import MADE_BY, MADE_IN
+from ..job.shared import text
 from .charge import Finding, Ledger
 from .counts import IO_ROLES, others
 
@@ -29,10 +30,6 @@ SOURCES = {"fwd": {"y": " from rmsnorm_forward", "r": " from rmsnorm_forward"},
                   "dg": " (g.grad) from your backward (TritonRMSNorm.backward)"}}
 SOURCES["speed"] = SOURCES["ag"]
 
-# Who must have made each output: credit for correct values goes only to values the kernels computed.
-MADE_BY = {"y": "forward", "r": "forward", "dx": "backward", "dg": "backward"}
-
-PHASE = {"y": "fwd", "r": "fwd", "dx": "bwd", "dg": "bwd"}
 
 def task_error(outcome, task) -> Finding | None:
     """The exception (or time-out, or crash) that stopped a task. Its cause is the error itself: the same
@@ -41,11 +38,13 @@ def task_error(outcome, task) -> Finding | None:
     err = outcome.task_error(task)
     return Finding("task", err, f"error: {err}") if err else None
 
+
 def failed(ledger, outcome, task) -> bool:
     f = task_error(outcome, task)
     if f:
         ledger.add(f)
     return f is not None
+
 
 def not_made(outcome, task, name, story) -> Finding | None:
     """Why ``name`` earns nothing, if no kernel of the submission stored any of it (known on the simulator)."""
@@ -57,10 +56,10 @@ def not_made(outcome, task, name, story) -> Finding | None:
         return None                # partly stored, or never written at all: the diagnosis says which elements
     how = (" (stored by a kernel, or summed on the host from a partial buffer your kernels stored)"
            if name == "dg" else "")
-    norms = info.get(PHASE[name], {}).get("norms", [])
+    norms = info.get(MADE_IN[name], {}).get("norms", [])
     called = (f"; it called torch's {norms[0]['name']}" + (f" at {norms[0]['where']}" if norms[0]["where"] else "")
               + ", which does the work your kernels should") if norms else ""
-    host = [op for op in info.get(PHASE[name], {}).get("host_ops", [])
+    host = [op for op in info.get(MADE_IN[name], {}).get("host_ops", [])
             if op.get("roles") and (op.get("where") or "").startswith("rmsnorm.py line")]
     if host and not called:
         called = f"; torch computed it on the host, last at {host[-1]['where']}"
@@ -68,8 +67,10 @@ def not_made(outcome, task, name, story) -> Finding | None:
                          f"{called}: points for correct values go only to values your Triton kernels compute",
                    f"{name}_not_from_kernels")
 
+
 def made(outcome, task, name) -> bool:
     return (outcome.info.get(task, {}).get("kernel_made") or {}).get(name) is not False
+
 
 def race_of(outcome, task, phase) -> str | None:
     """The first data race of a phase of a task, in short."""
@@ -78,10 +79,12 @@ def race_of(outcome, task, phase) -> str | None:
             return L["race"].split(" without an atomic")[0].split(". ")[0]
     return None
 
+
 def undefined_lanes(outcome, task, phase) -> str | None:
     """Where a phase's kernels first loaded masked-off lanes without other= (NaN in the simulator)."""
     return next((L["undefined_lanes"] for L in outcome.info.get(task, {}).get(phase, {}).get("launches", [])
                  if L.get("undefined_lanes")), None)
+
 
 def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(), n_rows=None, fmt=None,
            rewrite=None, nan_cause=None) -> Finding | None:
@@ -100,15 +103,16 @@ def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(),
     if gate:
         ledger.add(gate)
         return gate
-    loads = undefined_lanes(outcome, task, PHASE[name])
+    loads = undefined_lanes(outcome, task, MADE_IN[name])
     fmt = {**(fmt or {}), **({"loads": f" (the first: {loads})"} if loads else {})}
     f = D.diagnose(name, returned, want, x, alternatives=alternatives, stored=got(outcome, task, name, "stored"),
-                   race=race_of(outcome, task, PHASE[name]), story=story, source=SOURCES[kind_of(task)].get(name, ""),
+                   race=race_of(outcome, task, MADE_IN[name]), story=story, source=SOURCES[kind_of(task)].get(name, ""),
                    n_rows=n_rows, fmt=fmt, nan_cause=nan_cause, if_zero=got(outcome, task, name, "if_zero"))
     if f is not None and rewrite and f.cause in rewrite:
         f = dataclasses.replace(f, cause=rewrite[f.cause].cause, checked=f.checked and rewrite[f.cause].checked)
     ledger.add(f)
     return f
+
 
 def given(inputs, k, case):
     """x and dy as the submission saw them (views where the case says so), g, and the case's story."""
@@ -117,9 +121,11 @@ def given(inputs, k, case):
     dy = apply_view(t["dy"], None if case.dy_contiguous else case.view) if "dy" in t else None
     return x, t["g"], dy, case.story or describe(x)
 
+
 def fmt_of(x, dy, eps):
     return {"eps": eps, "stride": x.stride(0) if x.dim() > 1 else 1,
             "dy_stride": dy.stride(0) if dy is not None and dy.dim() > 1 else 1}
+
 
 def forward_outputs(ledger, outcome, task, x, g, eps, story, names=("r", "y")):
     """r and y of a forward task (r first: y is made from it)."""
@@ -144,9 +150,11 @@ def forward_outputs(ledger, outcome, task, x, g, eps, story, names=("r", "y")):
                                                 f"({f.message})")]
             rewrite = {"r_from_forward": f}
 
+
 def _partly_stored(outcome, task, name) -> bool:
     mask = got(outcome, task, name, "stored")
     return mask is not None and not bool(mask.all())
+
 
 def coverage_cause(outcome, task, name) -> str | None:
     """The cause of an output only partly stored by kernels (its stored mask's pattern), or None."""
@@ -154,6 +162,7 @@ def coverage_cause(outcome, task, name) -> str | None:
     if mask is None or got(outcome, task, name) is None or bool(mask.all()):
         return None
     return D.unstored_cause(name, mask)
+
 
 def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, r=None):
     """dx and dg of a backward or autograd task. ``r``: the r the backward was given (the reference's when
@@ -185,6 +194,7 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
         if no_r and f is not None and f.cause is None:
             ledger.findings[ledger.findings.index(f)] = no_r
 
+
 def _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) -> Finding | None:
     """What is wrong with the r an autograd task's forward saved for the backward, or None: a finding of r
     against the reference, or, when it is within r's tolerance but near a known wrong formula, that cause
@@ -195,11 +205,13 @@ def _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) -> Finding | Non
     return D.saved_r_finding(saved, r_ref, x, g, eps, story=story, stored=got(outcome, task, "r_saved", "stored"),
                              fmt=fmt)
 
+
 def _adds_into_scratch(outcome, task) -> bool:
     """Does a kernel of the task's backward load and store the same scratch buffer (adding into it)? Then NaN
     in dg may be old data of a buffer that was not zeroed."""
     launches = outcome.info.get(task, {}).get("bwd", {}).get("launches", [])
     return any(a["loaded"] and a["stored"] for _, _, a in others(launches, IO_ROLES))
+
 
 def no_r_saved(outcome, task, x, story, error="") -> Finding | None:
     """In an autograd task whose Function saved no (M,) fp32 tensor: the likely cause of a wrong gradient
@@ -209,11 +221,12 @@ def no_r_saved(outcome, task, x, story, error="") -> Finding | None:
     if kind_of(task) != "ag" or saved is None or info.get("saved_r"):
         return None
     rows = x.numel() // max(1, x.shape[-1])
-    shapes = ", ".join(f"{tuple(s)} {DTYPE_NAMES.get(getattr(torch, d, None), d)}" for s, d in saved) or "nothing"
+    shapes = ", ".join(f"{tuple(s)} {text.dtype_name(d)}" for s, d in saved) or "nothing"
     then = f" Your backward then failed: {error}" if error else ""
     return Finding("dx", f"your TritonRMSNorm.forward saved {shapes} for {story}, and the backward needs r: "
                          f"({rows},) fp32, one reciprocal RMS per row, from rmsnorm_forward. Save it: "
                          f"ctx.save_for_backward(x, g, r).{then}", "no_r_saved")
+
 
 def backward_failure(outcome, task, x, story) -> Finding | None:
     """The error of an autograd task whose forward ran and whose backward raised: named no_r_saved when

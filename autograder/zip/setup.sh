@@ -41,13 +41,11 @@ fi
 "${PIP[@]}" -r "$SRC/requirements.txt"
 chmod -R a+rX "$ROOT/venv"
 
-# 3. What a submission's process needs (the worker and the simulator), readable by everyone.
+# 3. What a submission's process needs (the job, the simulator, the files they share with the public tests),
+#    readable by everyone (autograder/runtime.py).
 rm -rf "$ROOT/runtime"
-mkdir -p "$ROOT/runtime/autograder"
-cp "$SRC/autograder/worker.py" "$ROOT/runtime/autograder/"
-cp -r "$SRC/mini_triton" "$ROOT/runtime/"
-find "$ROOT/runtime" -name __pycache__ -prune -exec rm -rf {} +
-chmod -R a+rX "$ROOT/runtime"
+(cd "$SRC" && "$ROOT/venv/bin/python" -m autograder.runtime "$ROOT/runtime" >/dev/null) \
+    || die "could not make the runtime folder $ROOT/runtime"
 chmod o+x "$ROOT"
 export RMSNORM_RUNTIME="$ROOT/runtime"
 

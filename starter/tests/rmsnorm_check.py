@@ -9,13 +9,16 @@ from pathlib import Path
 
 import torch
 
+from rmsnorm_text import DTYPE_SHORT
+
 # Tolerances per dtype (atol, rtol) against a float64 reference; fp32 math inside.
 TOLERANCES = {
     torch.float32: (1e-5, 1e-5),
     torch.float16: (2e-3, 1e-2),
     torch.bfloat16: (1.6e-2, 2e-2),
 }
-DTYPE_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+DTYPE_NAMES = {getattr(torch, name): short for name, short in DTYPE_SHORT.items()}     # torch.float32 -> "fp32"
+DTYPES = {short: dtype for dtype, short in DTYPE_NAMES.items()}                         # "fp32" -> torch.float32
 
 
 @contextmanager
@@ -211,6 +214,33 @@ def random_inputs(shape, dtype=torch.float32, device="cpu", seed=0):
     g = torch.randn(shape[-1], dtype=dtype).to(device)
     dy = torch.randn(*shape, dtype=dtype).to(device)
     return x, g, dy
+
+
+def apply_view(t, spec):
+    """``t[..., start:stop:step]`` for ``spec`` = (start, stop[, step]), or ``t`` itself for None: a view of the
+    last dimension whose rows stay as far apart as ``t``'s. How the tests and the grader make strided inputs."""
+    return t[..., slice(*spec)] if spec else t
+
+
+STRIDED_SHAPE, STRIDED_VIEW = (24, 160), (0, 80)      # the strided tests: views x[:, 0:80] of (24, 160) tensors
+
+
+def strided_inputs(dtype=torch.float32, device="cpu", seed=0):
+    """x, g and dy of the tests of strided rows: x and dy are views ``[:, 0:80]`` of (24, 160) tensors, so their
+    rows are 160 elements apart while N = 80 (a kernel must step by the row stride, not by N); g is contiguous."""
+    base_x, g, base_dy = random_inputs(STRIDED_SHAPE, dtype, device, seed)
+    n = STRIDED_VIEW[1]
+    return apply_view(base_x, STRIDED_VIEW), g[:n].contiguous(), apply_view(base_dy, STRIDED_VIEW)
+
+
+def saved_for_backward(y, rows):
+    """(r, saved): the tensors y's autograd Function saved for its backward (None when y has no custom Function
+    behind it, or it saved nothing), and among them its r, the fp32 tensor of one value per row (or None)."""
+    try:
+        saved = [t for t in y.grad_fn.saved_tensors if isinstance(t, torch.Tensor)]
+    except Exception:                                 # noqa: BLE001 -- not a custom Function, or nothing saved
+        return None, None
+    return next((t for t in saved if t.numel() == rows and t.dim() <= 1 and t.dtype == torch.float32), None), saved
 
 
 def leave_garbage(numels, device="cpu"):

@@ -1,0 +1,108 @@
+"""A phase of a task (its forward, or its backward) as the grader sees it: what ran, and what made each output.
+
+On the simulator a phase records the submission's launches and the host-side torch ops between them
+(mini_triton.record). From the record it tells, for each output, whether the submission's kernels made
+it (``kernel_made``): stored by a kernel, or only moved, converted or summed on the host from a buffer
+a kernel stored (the lecture's ``dg_partial.sum(0)``); how much of it the kernels stored; and whether a
+host op computed it instead. On a GPU nothing is recorded: only calls of torch's own norms (norms.py).
+"""
+import contextlib
+
+HOST_OP_CAP = 64            # host ops reported per phase: enough to name the culprit, bounded for outputs.json
+PHASES = {"fwd": "forward", "bwd": "backward"}                     # each phase's key in a task's info: its name
+MADE_IN = {"y": "fwd", "r": "fwd", "dx": "bwd", "dg": "bwd"}       # the phase whose kernels make each output
+MADE_BY = {output: PHASES[phase] for output, phase in MADE_IN.items()}
+# Host ops that carry a kernel's result without computing anything new: a copy, a dtype
+# conversion, a view, or the sum of a partial buffer (the lecture's dg_partial.sum(0)).
+TRANSPORT_OPS = frozenset({"_to_copy", "copy_", "clone", "contiguous", "sum", "view", "_unsafe_view", "reshape",
+                           "expand", "squeeze", "unsqueeze", "t", "transpose", "permute", "as_strided", "slice",
+                           "select", "alias", "detach"})
+
+
+def storage(t):
+    """The memory ``t`` lives in (its storage's address), or None."""
+    return t.untyped_storage().data_ptr() if t is not None else None
+
+
+class Phase:
+    """Record one phase (forward or backward) on the simulator: its launches and host ops, and on any
+    backend the calls of torch's own norms (norms.watch_norms)."""
+    current = None
+
+    def __init__(self, triton):
+        self.triton, self.rec, self.norms = triton, None, []
+
+    def __enter__(self):
+        # torch.empty memory holds NaN here, as it holds old data on a GPU: a read before a write shows
+        self._cm = self.triton.record(host_ops=True, poison=True) if self.triton else contextlib.nullcontext()
+        self.rec = self._cm.__enter__()
+        Phase.current = self
+        return self
+
+    def __exit__(self, *exc):
+        Phase.current = None
+        return self._cm.__exit__(*exc)
+
+    def stored(self, t):
+        """A bool tensor like ``t``: which of its elements this phase's kernels wrote (None off the simulator)."""
+        if self.rec is None:
+            return None
+        from torch.utils._python_dispatch import _disable_current_modes
+        with _disable_current_modes():                 # the grader's own ops are not the submission's host ops
+            return self.rec.stored_mask(t).clone()
+
+    def summary(self, roles):
+        """Launch statistics and host reads, each buffer tagged with its role (x, y, dy...) if it has one."""
+        if self.rec is None:
+            return {"norms": self.norms} if self.norms else {}
+        by_storage = {v: k for k, v in roles.items() if v}
+        all_roles = {}
+        for k, v in roles.items():                     # dx written into dy's memory: both roles, one storage
+            if v:
+                all_roles.setdefault(v, []).append(k)
+        launches = [{"kernel": L.kernel, "programs": L.programs, "order_dependent": L.order_dependent,
+                     "race": L.race, "undefined_lanes": L.undefined_lanes, "args": {
+            k: {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel, "dtype": a.dtype,
+                "role": by_storage.get(a.storage), "roles": all_roles.get(a.storage, []), "distinct": a.distinct(),
+                "storage": a.storage}
+            for k, a in L.args.items()}} for L in self.rec.launches]
+        out = {"launches": launches, "norms": self.norms}
+        if self.rec.host_ops is not None:
+            reads = [o for o in self.rec.host_ops if o.reads > 0]
+            out["host_ops"] = [{"op": o.name, "reads": o.reads, "output_numel": o.output_numel,
+                                "dtype": o.out_dtype, "where": getattr(o, "where", ""),
+                                "roles": sorted({by_storage[s] for s in o.storages if s in by_storage})}
+                               for o in reads[:HOST_OP_CAP]]
+        return out
+
+    def kernel_made(self, t) -> tuple:
+        """(did this phase's kernels make tensor ``t``, how many elements of its storage they stored);
+        (None, None) when not on the simulator.
+
+        Made means: kernels stored at least as many elements of its storage as ``t`` has, or a
+        host op that only carries data (TRANSPORT_OPS) produced it from such a buffer.
+        """
+        if self.rec is None:
+            return None, None
+        covered = {}                                 # storage -> elements kernels stored into it
+        for L in self.rec.launches:
+            for a in L.args.values():
+                if a.stored:
+                    covered[a.storage] = covered.get(a.storage, 0) + a.distinct("store")
+        derived = set()
+        for op in self.rec.host_ops or ():
+            sources = op.storages[1:] if op.name == "copy_" else op.storages
+            if op.name in TRANSPORT_OPS and any(s in derived or covered.get(s, 0) >= op.max_input_numel
+                                                for s in sources):
+                derived |= set(op.out_storages)
+        where = storage(t)
+        stored = covered.get(where, 0)
+        return where in derived or stored >= t.numel(), stored
+
+    def host_made(self, t) -> bool:
+        """Did a host-side torch op that reads data write ``t``'s memory? (Allocations, torch.zeros included,
+        read none.) If neither a kernel nor the host wrote it, it holds whatever its allocation held."""
+        if self.rec is None:
+            return False
+        where = storage(t)
+        return any(where in op.out_storages and op.reads for op in self.rec.host_ops or ())

@@ -1,0 +1,76 @@
+"""What crosses the boundary between the grader and a job: its files, the lines it prints, the signature.
+
+The grader writes ``job.json`` and ``inputs.pt`` into the job's folder and a 32-byte key to the job's
+standard input; the job writes ``outputs.json``, ``outputs.pt`` and ``outputs.sig``, an HMAC of both
+made with that key. The job reads the key before the submission exists and keeps it only in a closure,
+so output files a submission writes in their place (from an atexit hook, a thread, a forked process)
+fail the grader's check (runner._signed).
+
+The job prints ``READY`` once its own setup is done (torch, the inputs, the simulator), before the
+submission is loaded: a job that stops before that line failed for the grader's reasons, never the
+student's. Before each thing it runs it prints a ``RUNNING`` line, so that a time-out can name it.
+"""
+import hashlib
+import hmac
+import io
+import json
+import os
+import sys
+
+import torch
+
+from .shared import text
+
+JOB, INPUTS = "job.json", "inputs.pt"                                  # written by the grader
+OUTPUTS_JSON, OUTPUTS_PT, SIGNATURE = "outputs.json", "outputs.pt", "outputs.sig"   # written by the job
+KEY_BYTES = 32
+READY = "rmsnorm-worker: ready"
+RUNNING = "rmsnorm-worker: now "          # + what runs now: the grader names it if the job times out
+
+
+def running(what: str, x=None):
+    """Say what the submission is about to run, so that a time-out can name it."""
+    if x is not None:
+        what += f" on x of shape {tuple(x.shape)} {text.dtype_name(x.dtype)}"
+        what += "" if x.is_contiguous() else f" (a strided view, strides {tuple(x.stride())})"
+    print(f"{RUNNING}running {what}", flush=True)
+
+
+def signature(key: bytes, outputs_json: bytes, outputs_pt: bytes) -> str:
+    """What the job writes to outputs.sig, and the grader recomputes: an HMAC of both output files."""
+    return hmac.new(key, hashlib.sha256(outputs_json).digest() + hashlib.sha256(outputs_pt).digest(),
+                    hashlib.sha256).hexdigest()
+
+
+def signer():
+    """Read the grader's key from stdin, before the submission exists, and keep it only in a closure."""
+    key = sys.stdin.buffer.read(KEY_BYTES)
+    sys.stdin.close()
+    try:
+        os.close(0)
+    except OSError:
+        pass
+    return lambda outputs_json, outputs_pt: signature(key, outputs_json, outputs_pt)
+
+
+def write_outputs(job_dir, results, tensors, sign):
+    """The job's answer: its results and tensors, and their signature."""
+    buf = io.BytesIO()
+    torch.save(tensors, buf)
+    pt = buf.getvalue()
+    js = json.dumps(results).encode()
+    (job_dir / OUTPUTS_PT).write_bytes(pt)
+    (job_dir / OUTPUTS_JSON).write_bytes(js)
+    (job_dir / SIGNATURE).write_text(sign(js, pt))
+
+
+def plain(out: dict, info: dict) -> tuple:
+    """(tensors, info): only plain, contiguous CPU tensors leave the job; anything else is named in ``info``."""
+    tensors = {}
+    for k, v in out.items():
+        if isinstance(v, torch.Tensor):
+            tensors[k] = v.detach().as_subclass(torch.Tensor).cpu().clone().contiguous()
+            info.setdefault("dtypes", {})[k] = str(v.dtype).removeprefix("torch.")
+        else:
+            info.setdefault("not_tensors", {})[k] = type(v).__name__
+    return tensors, info

@@ -1,0 +1,35 @@
+"""How the messages of the tests, the grader and `make bench` name dtypes, and how long they may grow.
+
+Shared by the public tests (through rmsnorm_check), `make bench`, the grader and its sandboxed job. It
+imports nothing, not even torch, so that the grader's own process (which stays small while the
+submission's jobs run) reads it too.
+"""
+
+DTYPE_SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}     # torch's name -> the messages' name
+
+
+def dtype_name(dtype) -> str:
+    """The short name of a dtype given as torch's (``torch.bfloat16``) or by its name (``"bfloat16"``): "bf16".
+    Another dtype goes by torch's name for it ("float64")."""
+    name = str(dtype).removeprefix("torch.")
+    return DTYPE_SHORT.get(name, name)
+
+
+# How much of a long text a message keeps, in characters.
+MESSAGE_CHARS = 4000      # a whole message: a part's feedback from the grader, or the error a grading job reports.
+                          # Far more than any message the grader writes; it stops a runaway one (an exception that
+                          # prints a whole tensor) from burying the rest of the feedback
+CODE_LINE_CHARS = 100     # a line of the student's code quoted in a message: one line of an editor
+ERROR_LINE_CHARS = 200    # an error told in one line (what stopped a CUDA graph, a failed profile, a cell of
+                          # `make bench`'s table): the first line of its message, where its cause is said
+SUMMARY_CHARS = 300       # a message repeated in a one-line summary for the course staff (the grader's table of
+                          # points, the commonest reason in a regrading, its self-test and calibration): enough to
+                          # tell it; the feedback itself has it whole
+LOG_TAIL_CHARS = 1500     # the end of a failed child process's stderr (the preflight, one shape of `make bench`):
+                          # the error and the lines of traceback just above it
+
+
+def error_line(e: BaseException) -> str:
+    """``e`` in one line: its type and the first line of its message (ERROR_LINE_CHARS at most)."""
+    first = (str(e).strip().splitlines() or [""])[0]
+    return f"{type(e).__name__}: {first[:ERROR_LINE_CHARS]}"

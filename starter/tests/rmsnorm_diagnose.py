@@ -23,7 +23,7 @@ import dataclasses
 import torch
 
 from rmsnorm_causes import CAUSES, DEFAULT_EPS, FORMULA, forward_alternatives, next_pow2, pick
-from rmsnorm_check import DTYPE_NAMES, compare, describe, tolerance
+from rmsnorm_check import DTYPE_NAMES, compare, describe, saved_for_backward, tolerance
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
@@ -405,12 +405,9 @@ class KernelLog:
 def saved_r(y, rows):
     """(the fp32 tensor of one value per row that y's autograd Function saved for its backward, or None;
     the shapes and dtypes of everything it saved, or None when y has no custom Function behind it)."""
-    try:
-        saved = tuple(y.grad_fn.saved_tensors)
-    except Exception:                                 # noqa: BLE001 -- not a custom Function, or nothing saved
+    r, tensors = saved_for_backward(y, rows)
+    if tensors is None:
         return None, None
-    tensors = [t for t in saved if isinstance(t, torch.Tensor)]
-    r = next((t for t in tensors if t.numel() == rows and t.dim() <= 1 and t.dtype == torch.float32), None)
     return r, [(tuple(t.shape), DTYPE_NAMES.get(t.dtype, str(t.dtype))) for t in tensors]
 
 

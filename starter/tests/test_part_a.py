@@ -9,7 +9,7 @@ known one (eps left out, a mean over the block instead of N...).
 import pytest
 import torch
 
-from rmsnorm_check import FILL, describe, filled, random_inputs, reference
+from rmsnorm_check import FILL, describe, filled, random_inputs, reference, strided_inputs
 from rmsnorm_causes import forward_alternatives, pick
 from rmsnorm_diagnose import KernelLog, diagnose_all, fail_if, strides_named
 
@@ -75,8 +75,7 @@ def test_the_eps_the_caller_passes(impl):
 
 def test_strided_rows(impl):
     """x as a view whose rows are 160 elements apart while N = 80: the kernel takes the row stride."""
-    base, g, _ = random_inputs((24, 160), device=impl.DEVICE)
-    x, g = base[:, :80], g[:80].contiguous()
+    x, g, _ = strided_inputs(device=impl.DEVICE)
     check_forward(impl, x, g, BLOCK_M=2, story=f"{describe(x)} whose rows are 160 elements apart (row stride 160, "
                                                f"N 80)")
 

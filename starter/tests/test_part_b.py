@@ -10,7 +10,7 @@ mistake when it is a known one (r² for r³, g left out of dx, eps left out, dg 
 import pytest
 import torch
 
-from rmsnorm_check import FILL, assert_untouched, describe, filled, random_inputs, reference
+from rmsnorm_check import FILL, assert_untouched, describe, filled, random_inputs, reference, strided_inputs
 from rmsnorm_causes import backward_alternatives, dg_rows, pick
 from rmsnorm_diagnose import KernelLog, diagnose, fail_if, strides_named
 
@@ -132,16 +132,15 @@ def test_a_row_of_zeros(impl):
 
 def test_strided_rows_and_untouched_dy(impl):
     """x and dy as views whose rows are 160 elements apart while N = 80; dy must come back unchanged."""
-    base_x, g, base_dy = random_inputs((24, 160), device=impl.DEVICE)
-    x, dy, g = base_x[:, :80], base_dy[:, :80], g[:80].contiguous()
+    x, g, dy = strided_inputs(device=impl.DEVICE)
     check_backward(impl, x, g, dy,
                    story=f"{describe(x)} and dy whose rows are 160 elements apart (row stride 160, N 80)")
 
 
 def test_strided_x_and_contiguous_dy(impl):
     """x a view whose rows are 160 elements apart, dy contiguous (rows 80 apart): each takes its own stride."""
-    base_x, g, dy = random_inputs((24, 160), device=impl.DEVICE)
-    x, g, dy = base_x[:, :80], g[:80].contiguous(), dy[:, :80].contiguous()
+    x, g, dy = strided_inputs(device=impl.DEVICE)
+    dy = dy.contiguous()
     check_backward(impl, x, g, dy,
                    story=f"{describe(x)} whose rows are 160 elements apart, and a contiguous dy whose rows are 80 "
                          f"apart")

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rmsnorm_check import (DTYPE_NAMES, assert_untouched, describe, host_ops_of, host_work_problem, kernel_stored,
-                           leave_garbage, random_inputs, reference)
+                           leave_garbage, random_inputs, reference, strided_inputs)
 from rmsnorm_causes import backward_alternatives, backward_plain, dg_rows, forward_alternatives, pick
 from rmsnorm_diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, saved_r, saved_r_finding,
                               simulated)
@@ -155,8 +155,7 @@ def test_the_eps_the_caller_passes(impl):
 
 def test_forward_strided_rows(impl):
     """x as a view whose rows are 160 elements apart: pass its row stride, do not copy."""
-    base, g, _ = random_inputs((24, 160), device=impl.DEVICE)
-    x, g = base[:, :80], g[:80].contiguous()
+    x, g, _ = strided_inputs(device=impl.DEVICE)
     forward(impl, x, g, story=f"{describe(x)} whose rows are 160 elements apart (row stride 160, N 80)")
 
 
@@ -204,8 +203,7 @@ def test_half_precision(impl, dtype):
 
 def test_strided_rows_and_untouched_dy(impl):
     """x and dy as views whose rows are 160 elements apart (the kernels take row strides)."""
-    base_x, g, base_dy = random_inputs((24, 160), device=impl.DEVICE)
-    x, dy, g = base_x[:, :80], base_dy[:, :80], g[:80].contiguous()
+    x, g, dy = strided_inputs(device=impl.DEVICE)
     Step(impl, x, g, dy, story=f"{describe(x)} and dy whose rows are 160 elements apart (row stride 160, N 80)"
          ).grads(("dx",))
 

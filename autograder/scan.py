@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import typing
 
+from .config import ROOT
 from .job import shared
 
 
@@ -65,8 +66,9 @@ SIMULATOR_INTERNALS = {"reset_stats", "get_stats", "set_race_mode", "stats", "ra
                        "_RECORDERS", "commit_launch", "record"}
 # The simulator's own modules: the counts and checks that grade the submission live there. A submission
 # needs only triton (jit, cdiv, ...), triton.language and triton.testing.
-SIMULATOR_MODULES = {"stats", "races", "observers", "memory", "runtime", "launcher", "blocks", "viz", "dtypes",
-                     "errors", "_malloc"}
+# Every module of mini_triton but the public ones, read from the folder so that a new module is covered.
+PUBLIC_MODULES = {"language", "testing", "autotune"}
+SIMULATOR_MODULES = {p.stem for p in (ROOT / "mini_triton").glob("*.py")} - {"__init__"} - PUBLIC_MODULES
 TRITON = ("triton", "mini_triton")
 # Modules that must not be reached as an attribute or imported under another module's name either
 # (``from torch.serialization import os``, ``torch.serialization.os.listdir``).
@@ -105,7 +107,7 @@ def _module_aliases(tree) -> dict:
 
 def _internal(parts) -> bool:
     """Does a dotted path under triton name one of the simulator's own modules or a private name?"""
-    return any(p in SIMULATOR_MODULES or p.startswith("_") for p in parts if p not in ("language", "testing"))
+    return any(p in SIMULATOR_MODULES or p.startswith("_") for p in parts if p not in PUBLIC_MODULES)
 
 
 def _triton_root(node, module_of) -> bool:

@@ -119,3 +119,11 @@ def test_texts_are_cut_only_at_the_lengths_rmsnorm_text_names():
     found = [f"{p.relative_to(ROOT)} line {n}: {ln.strip()}" for p in files
              for n, ln in enumerate(p.read_text().splitlines(), 1) if cut.search(ln)]
     assert not found, found
+
+
+def test_scan_refuses_every_module_of_the_simulator_but_its_public_ones():
+    modules = {p.stem for p in (ROOT / "mini_triton").glob("*.py")} - {"__init__"}
+    for name in sorted(modules):
+        _, problems = scan.scan(f"from mini_triton import {name}\n")
+        assert bool(problems) == (name not in scan.PUBLIC_MODULES), (name, problems)
+    assert "boolops" in modules and "language" not in modules          # a package, also public

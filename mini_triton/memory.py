@@ -18,7 +18,7 @@ import warnings
 
 import torch
 
-from . import _malloc
+from . import heap
 from . import dtypes as D
 from . import runtime
 from .blocks import (Affine, as_block, broadcast_affine, broadcast_shape, cast, check_shape, full_handle, make_int,
@@ -471,10 +471,10 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
 
 
 def _populate_once(launch, buf):
-    """Before the undo log first reads a buffer in this launch, map its fresh pages for writing (_malloc.py)."""
+    """Before the undo log first reads a buffer in this launch, map its fresh pages for writing (heap.py)."""
     if buf.storage_key not in launch.populated:
         launch.populated.add(buf.storage_key)
-        _malloc.populate(buf.tensor.data_ptr(), buf.span * buf.tensor.element_size())
+        heap.populate(buf.tensor.data_ptr(), buf.span * buf.tensor.element_size())
 
 
 def undo(chunk):

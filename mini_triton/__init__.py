@@ -19,6 +19,7 @@ kernel, program, line and offsets; ``get_stats()`` / ``record()`` report
 how many elements each kernel loaded and stored.
 """
 from . import heap  # noqa: F401 -- imported for its effect: glibc keeps freed memory for reuse
+from . import arithmetic, shapes  # noqa: F401 -- imported for their effect: blocks' operators and shape methods
 from . import language, testing
 from .autotune import Config, autotune, heuristics
 from .errors import (BlockTruthError, CompilationError, DataRaceError, DataRaceWarning, DeviceAssertionError,

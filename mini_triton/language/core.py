@@ -12,13 +12,15 @@ import difflib as _difflib
 import torch
 
 from .. import dtypes as D
-from .. import memory, runtime
-from ..blocks import (Affine, as_block, binary, broadcast_shape, cast, full_handle, make_int, reshape,
-                      scalar, tensor, trans, unary_op, _is_literal, full_rank)
-from ..blocks import constexpr, expand_dims, join, split  # noqa: F401 -- tl.constexpr, tl.expand_dims...
+from .. import descriptors, memory, runtime
+from ..arithmetic import binary, cast, full_rank, unary_op
+from ..blocks import Affine, as_block, broadcast_shape, full_handle, make_int, scalar, tensor
+from ..blocks import constexpr  # noqa: F401 -- tl.constexpr
 from ..blocks import check_shape as _check_shape
 from ..blocks import const_int as _const_int
+from ..blocks import is_literal as _is_literal
 from ..blocks import unwrap as _unwrap
+from ..shapes import expand_dims, join, reshape, split, trans  # noqa: F401 -- tl.expand_dims, tl.join...
 from ..errors import CompilationError, DeviceAssertionError
 from . import names as _names
 
@@ -145,7 +147,7 @@ store = memory.store
 def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
     """A descriptor of the tensor at ``base``: ``desc.load([i, j])`` reads the block of ``block_shape``
     at those offsets (zeros outside ``shape``), ``desc.store([i, j], value)`` writes its inside part."""
-    return memory.TensorDescriptor(base, shape, strides, block_shape, padding_option)
+    return descriptors.TensorDescriptor(base, shape, strides, block_shape, padding_option)
 
 
 def atomic_add(pointer, val, mask=None, sem=None, scope=None):

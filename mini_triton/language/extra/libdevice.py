@@ -7,7 +7,8 @@ The simulator computes each with torch, correctly rounded, in the block's dtype 
 """
 import torch
 
-from ...blocks import as_block, full_rank, tensor
+from ...arithmetic import full_rank
+from ...blocks import as_block, tensor
 from ... import runtime
 from .. import core, names
 

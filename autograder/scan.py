@@ -62,7 +62,7 @@ SIMULATOR_INTERNALS = {"reset_stats", "get_stats", "set_race_mode", "stats", "ra
 # The simulator's own modules: the counts and checks that grade the submission live there. A submission
 # needs only triton (jit, cdiv, ...), triton.language and triton.testing.
 SIMULATOR_MODULES = {"stats", "races", "observers", "memory", "runtime", "launcher", "blocks", "viz", "dtypes",
-                     "errors", "_malloc"}
+                     "errors", "heap", "arithmetic", "shapes", "bounds", "atomics", "descriptors"}
 TRITON = ("triton", "mini_triton")
 # Modules that must not be reached as an attribute or imported under another module's name either
 # (``from torch.serialization import os``, ``torch.serialization.os.listdir``).

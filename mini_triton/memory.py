@@ -224,6 +224,8 @@ def _no_self_overlap(dims) -> bool:
 
 
 # ---------------------------------------------------------------------------
+# the accesses: tl.load, tl.store, tl.atomic_*
+# ---------------------------------------------------------------------------
 def _prepare(op, pointer, mask, *extra):
     ch = runtime.current()
     ptr = as_block(pointer)

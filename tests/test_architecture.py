@@ -2,11 +2,18 @@
 no import cycle, and no import of the package's own modules from inside a function, which is
 how a cycle is usually dodged. (Imports of other libraries inside functions are fine: the
 worker, for one, imports torch only once its job has started.)
+
+mini_triton declares its layers in its README ("errors, dtypes, heap -> runtime -> ..."): every
+module is listed there once, and imports only modules of layers to its left. No mini_triton
+module uses another module's private names (``from .m import _x``, ``m._x``, ``obj._x`` of an
+attribute another module owns).
 """
 import ast
+import re
 
 import pytest
 
+from autograder import scan
 from conftest import ROOT
 
 PACKAGES = ("mini_triton", "autograder")
@@ -99,3 +106,152 @@ def test_no_project_imports_inside_functions(package):
 def test_the_checker_finds_a_cycle_and_a_function_level_import(tmp_path):
     assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert cycle({"a": {"b"}, "b": {"c"}}) is None
+
+
+# ---------------------------------------------------------------------------
+# mini_triton: the declared layers
+# ---------------------------------------------------------------------------
+MINI_TRITON_README = ROOT / "mini_triton" / "README.md"
+# Modules a submission may use: the rest are the simulator's own, which the grader's scan refuses.
+PUBLIC_MODULES = {"__init__", "language", "testing", "autotune"}
+
+
+def declared_layers(readme: str) -> list[set]:
+    """The layer chain of the README's file map, lowest first: "a, b -> c" is [{"a", "b"}, {"c"}]."""
+    section = readme.split("## File map", 1)[1]
+    chain = re.search(r"```\n([^`]*?->[^`]*?)\n```", section).group(1)
+    return [{m.strip() for m in level.split(",")} for level in " ".join(chain.split()).split("->")]
+
+
+def unit(module: str) -> str:
+    """The name the chain gives a mini_triton module: "memory", "language" (the whole package), "__init__"."""
+    parts = module.split(".")
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def mini_triton_units() -> set:
+    return {unit(module_name(p, "mini_triton")) for p in (ROOT / "mini_triton").rglob("*.py")}
+
+
+def layer_violations(layers, edges) -> list[str]:
+    """Each import (module, imported) of ``edges`` that does not go to a layer left of the module's."""
+    level = {m: i for i, layer in enumerate(layers) for m in layer}
+    return [f"{a} imports {b}, at {'its own level' if level[a] == level[b] else 'a later level'}"
+            for a, b in sorted(edges) if a != b and level[a] <= level[b]]
+
+
+def test_the_readme_chain_lists_every_mini_triton_module_once():
+    layers = declared_layers(MINI_TRITON_README.read_text())
+    listed = [m for layer in layers for m in layer]
+    assert len(listed) == len(set(listed)), f"listed twice: {sorted(m for m in listed if listed.count(m) > 1)}"
+    assert set(listed) == mini_triton_units(), (f"not in the chain: {sorted(mini_triton_units() - set(listed))}; "
+                                                f"no such module: {sorted(set(listed) - mini_triton_units())}")
+
+
+def test_mini_triton_imports_only_modules_of_earlier_layers():
+    layers = declared_layers(MINI_TRITON_README.read_text())
+    edges = {(unit(m), unit(t)) for m, t, _, _ in project_imports("mini_triton")}
+    assert len(edges) > 20, "the test reads too few imports"
+    assert layer_violations(layers, edges) == []
+
+
+@pytest.mark.parametrize("edges, found", [
+    ({("b", "a"), ("c", "a"), ("c", "b")}, []),
+    ({("b", "b2")}, ["b imports b2, at its own level"]),
+    ({("a", "c")}, ["a imports c, at a later level"]),
+    ({("c", "a"), ("b", "c")}, ["b imports c, at a later level"]),
+])
+def test_the_layer_checker_catches_imports_at_the_same_or_a_later_level(edges, found):
+    layers = declared_layers("## File map\n\n```\na -> b, b2\n  -> c\n```\n")
+    assert layers == [{"a"}, {"b", "b2"}, {"c"}]
+    assert layer_violations(layers, edges) == found
+
+
+def test_the_file_map_table_describes_every_mini_triton_module():
+    table = MINI_TRITON_README.read_text().split("## File map", 1)[1].split("\n#", 1)[0]
+    described = set(re.findall(r"^\| .*?`(\w+)(?:\.py|/)`", table, re.M))
+    described |= set(re.findall(r"`(\w+)\.py`", " ".join(ln for ln in table.splitlines() if ln.startswith("| `"))))
+    assert mini_triton_units() - described == set()
+
+
+def test_the_graders_scan_refuses_every_module_of_the_simulators_own():
+    assert mini_triton_units() - PUBLIC_MODULES <= scan.SIMULATOR_MODULES, \
+        sorted(mini_triton_units() - PUBLIC_MODULES - scan.SIMULATOR_MODULES)
+
+
+# ---------------------------------------------------------------------------
+# mini_triton: private names stay in their module
+# ---------------------------------------------------------------------------
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def owned_attributes(tree) -> set:
+    """Names a module defines on its objects: assigned attributes, class members, __slots__ entries."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names.add(item.name)
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    names.add(item.target.id)
+                elif isinstance(item, ast.Assign):
+                    names |= {t.id for t in item.targets if isinstance(t, ast.Name)}
+                    if any(isinstance(t, ast.Name) and t.id == "__slots__" for t in item.targets):
+                        names |= {c.value for c in ast.walk(item.value) if isinstance(c, ast.Constant)}
+    return names
+
+
+def _root(node):
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def private_uses(source: str, package: str = "mini_triton") -> list[str]:
+    """Uses of private names the module does not own: imported from a module of ``package``, or read as an
+    attribute (``memory._poison``, ``arg._records``) that no code of this module defines. Attributes of other
+    libraries (``sys._getframe``, ``torch.utils._pytree``) are theirs to judge."""
+    tree = ast.parse(source)
+    own, libraries, found = owned_attributes(tree), set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            libraries |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] != package}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] != package:
+            libraries |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found += [f"line {node.lineno} imports {a.name}" for a in node.names if _private(a.name)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in own \
+                and _root(node) not in libraries:
+            found.append(f"line {node.lineno} uses {ast.unparse(node)}")
+    return found
+
+
+# Private names of another module still in use, each where it is: the test fails when one is gone too.
+KNOWN_PRIVATE_USES = {"mini_triton/language/extra/libdevice.py": {"core._promoted", "core._Unsupported"}}
+
+
+def test_no_mini_triton_module_uses_another_modules_private_names():
+    found = {}
+    for path in sorted((ROOT / "mini_triton").rglob("*.py")):
+        uses = private_uses(path.read_text())
+        if uses:
+            found[str(path.relative_to(ROOT))] = {u.split(" uses ")[-1].split(" imports ")[-1] for u in uses}
+    assert found == KNOWN_PRIVATE_USES
+
+
+@pytest.mark.parametrize("source, found", [
+    ("from .memory import _poison\n", ["line 1 imports _poison"]),
+    ("from . import _malloc\n", ["line 1 imports _malloc"]),
+    ("from . import memory\nx = memory._poison(1)\n", ["line 2 uses memory._poison"]),
+    ("def f(arg):\n    return arg._records\n", ["line 2 uses arg._records"]),
+    ("class A:\n    def __init__(self):\n        self._h = 1\n\ndef f(a):\n    return a._h\n", []),
+    ("import sys\nfrom torch.utils._pytree import tree_leaves\nf = sys._getframe(1)\n", []),
+    ("from .blocks import is_literal as _is_literal\n", []),
+])
+def test_the_private_name_checker(source, found):
+    assert private_uses(source) == found

@@ -24,6 +24,7 @@ from .blocks import (Affine, aligned, as_block, broadcast_affine, broadcast_shap
                      tensor)
 from .errors import CompilationError
 
+
 # ---------------------------------------------------------------------------
 # casts
 # ---------------------------------------------------------------------------
@@ -194,7 +195,6 @@ def unary_op(fn, blk, *, float_only=True, name="") -> tensor:
     return tensor(fn(blk.handle), blk.dtype, blk.shape)
 
 
-
 # ---------------------------------------------------------------------------
 # the block's operators: x + 1 is binary(x, 1, "add"), 1 - x is binary(1, x, "sub")
 # ---------------------------------------------------------------------------
@@ -242,11 +242,10 @@ def _cast(x, dtype, fp_downcast_rounding=None, bitcast=False):
     return cast(x, dtype, bitcast=bitcast)
 
 
-for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "and", "or", "xor", "lshift", "rshift"):
+for _op in _SYMBOL:
     setattr(tensor, f"__{_op}__", _operator(_op))
-    setattr(tensor, f"__r{_op}__", _reflected(_op))
-for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
-    setattr(tensor, f"__{_op}__", _operator(_op))
+    if _op not in COMPARISONS:                  # a < b is b > a: Python reflects comparisons itself
+        setattr(tensor, f"__r{_op}__", _reflected(_op))
 tensor.__neg__, tensor.__invert__, tensor.__pow__ = negate, invert, power
 tensor.__pos__ = lambda x: x
 tensor.to, tensor.cast = _to, _cast

@@ -115,17 +115,7 @@ def binary(a, b, op) -> tensor:
         fast = _affine_arith(a, b, op, ty, shape)
         if fast is not None:
             return fast
-    ha = full_rank(a, ty, shape)
-    hb = full_rank(b, ty, shape)
-    if op == "floordiv" or (op == "mod" and ty.is_int()):
-        if bool((hb == 0).any()):
-            raise ZeroDivisionError(f"{runtime.location()}: integer division by zero")
-        # Triton divides integers like C: truncate toward zero, remainder has the dividend's sign
-        out = torch.div(ha, hb, rounding_mode="trunc") if op == "floordiv" else torch.fmod(ha, hb)
-    elif op == "mod":
-        out = torch.fmod(ha, hb)
-    else:
-        out = _TORCH_OPS[op](ha, hb)
+    out = _compute(full_rank(a, ty, shape), full_rank(b, ty, shape), op, ty)
     if op in COMPARISONS:
         return tensor(out, D.int1, shape)
     if ty.is_bool():
@@ -133,6 +123,18 @@ def binary(a, b, op) -> tensor:
     if ty.is_int():
         return make_int(ty, shape, handle=out)
     return tensor(out, ty, shape)
+
+
+def _compute(ha, hb, op, ty) -> torch.Tensor:
+    """``ha op hb`` on handles of type ``ty``."""
+    if op == "floordiv" or (op == "mod" and ty.is_int()):
+        if bool((hb == 0).any()):
+            raise ZeroDivisionError(f"{runtime.location()}: integer division by zero")
+        # Triton divides integers like C: truncate toward zero, remainder has the dividend's sign
+        return torch.div(ha, hb, rounding_mode="trunc") if op == "floordiv" else torch.fmod(ha, hb)
+    if op == "mod":
+        return torch.fmod(ha, hb)
+    return _TORCH_OPS[op](ha, hb)
 
 
 def full_rank(blk: tensor, ty, shape) -> torch.Tensor:

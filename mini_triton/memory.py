@@ -326,20 +326,25 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
         else:
             view.copy_(torch.where(acc.mask_h, vh, view))
     else:
-        lead = max(acc.lead, vh.shape[0])
-        offs = acc.offsets().expand(lead, *acc.shape)
-        vh = vh.expand(lead, *acc.shape)
-        if acc.mask_h is not None:
-            m = acc.mask_h.expand(lead, *acc.shape)
-            offs, vh = offs[m], vh[m]
-        else:
-            offs, vh = offs.reshape(-1), vh.reshape(-1)
-        if ch.undo is not None:
-            ch.undo.append((offs, acc.buf.flat[offs].clone(), acc.buf.flat))
-        acc.buf.flat[offs] = vh
+        _scatter(ch, acc, vh)
     ch.records.append(acc)
     if acc.locks is not None and acc.shape == ():
         atomics.release(ch, acc)                    # a plain store can release a lock too
+
+
+def _scatter(ch, acc, vh):
+    """Store the values ``vh`` lane by lane, where the accessed elements are no strided view."""
+    lead = max(acc.lead, vh.shape[0])
+    offs = acc.offsets().expand(lead, *acc.shape)
+    vh = vh.expand(lead, *acc.shape)
+    if acc.mask_h is not None:
+        m = acc.mask_h.expand(lead, *acc.shape)
+        offs, vh = offs[m], vh[m]
+    else:
+        offs, vh = offs.reshape(-1), vh.reshape(-1)
+    if ch.undo is not None:
+        ch.undo.append((offs, acc.buf.flat[offs].clone(), acc.buf.flat))
+    acc.buf.flat[offs] = vh
 
 
 def _populate_once(launch, buf):

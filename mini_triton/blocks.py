@@ -191,7 +191,7 @@ def make_int(dtype, shape, aff=None, handle=None) -> tensor:
 
 def check_int_range(blk: tensor):
     lo_ok, hi_ok = D.int_range(blk.dtype)
-    if blk.aff is not None and blk.symbolic:
+    if blk.aff is not None and blk._h is None:
         llo, lhi = blk.aff.lane_range(blk.shape)
         lo = int(blk.aff.base.min()) + llo
         hi = int(blk.aff.base.max()) + lhi

@@ -18,7 +18,8 @@ branches on blocks and non-constexpr shapes raise errors that name the
 kernel, program, line and offsets; ``get_stats()`` / ``record()`` report
 how many elements each kernel loaded and stored.
 """
-from . import _malloc  # noqa: F401 -- imported for its effect: glibc keeps freed memory for reuse
+from . import heap  # noqa: F401 -- imported for its effect: glibc keeps freed memory for reuse
+from . import arithmetic, shapes  # noqa: F401 -- imported for their effect: blocks' operators and shape methods
 from . import language, testing
 from .autotune import Config, autotune, heuristics
 from .errors import (BlockTruthError, CompilationError, DataRaceError, DataRaceWarning, DeviceAssertionError,

@@ -16,7 +16,8 @@ import types
 import warnings
 
 from . import runtime
-from .blocks import binary, tensor
+from .arithmetic import binary
+from .blocks import tensor
 from .errors import CompilationError
 
 _HELPER = "_mini_triton_boolop"          # the name the rewritten source calls BoolOp by (a closure cell)

@@ -57,12 +57,6 @@ def describe_program(pid_tuple, grid) -> str:
     return "program (" + ", ".join(str(p) for p in pid_tuple[:len(grid)]) + ")"
 
 
-def kernel_location(codes):
-    """(function name, line) of the innermost frame running kernel code, or ('', 0)."""
-    name, line, _ = kernel_site(codes, 2)
-    return name, line
-
-
 def kernel_site(codes, depth=1):
     """(function name, line, file) of the innermost frame running kernel code, or ('', 0, '')."""
     f = sys._getframe(depth)

@@ -26,6 +26,12 @@ def register(on_launch, order: int = 100):
     return on_launch
 
 
+def unregister(on_launch):
+    """Stop calling ``on_launch`` (registered with :func:`register`)."""
+    name = f"{on_launch.__module__}.{on_launch.__qualname__}"
+    _OBSERVERS[:] = [o for o in _OBSERVERS if o[1] != name]
+
+
 def launched(launch, records):
     """Tell every observer about one finished launch."""
     for _, _, on_launch in _OBSERVERS:

@@ -4,7 +4,7 @@ The programs of a launch run concurrently and in no fixed order. If program
 p stores an element that program q (q ≠ p) also stores, or loads, the result
 depends on timing: a data race. Atomics are exempt -- that is what they are for.
 So are accesses that both programs make while holding the same lock (a word
-taken with ``atomic_cas`` and given back with ``atomic_xchg``, see memory.py):
+taken with ``atomic_cas`` and given back with ``atomic_xchg``, see atomics.py):
 the lock puts them one after the other.
 
 Checking is two-staged so that correct kernels pay almost nothing:

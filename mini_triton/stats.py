@@ -60,13 +60,13 @@ class ArgStats:
     stored_bytes: int = 0
     span: int = 0                 # elements from its first to its last (a strided view spans its gaps)
     row: int = 0                  # its row stride (its length for one dimension): how viz lays it out
-    _records: list = dataclasses.field(default_factory=list, repr=False)
+    records: list = dataclasses.field(default_factory=list, repr=False)     # its memory.Access records
     _distinct: dict = dataclasses.field(default_factory=dict, repr=False)
 
     def distinct(self, kind: str = "any") -> int:
         """Distinct elements touched: kind is 'load', 'store' or 'any'."""
         if kind not in self._distinct:
-            recs = [r for r in self._records if kind == "any" or (r.kind.reads() if kind == "load"
+            recs = [r for r in self.records if kind == "any" or (r.kind.reads() if kind == "load"
                                                                   else r.kind.writes())]
             self._distinct[kind] = count_distinct(recs)
         return self._distinct[kind]
@@ -183,7 +183,7 @@ class Recording:
             for a in L.args.values():
                 if a.storage != storage or not (a.stored or a.atomics):
                     continue
-                for r in a._records:
+                for r in a.records:
                     if r.kind.writes() and r.buf.tensor_element_size == size:
                         written[r.active_offsets()[0] + r.buf.storage_offset] = True
         return written.as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset())
@@ -243,7 +243,7 @@ def commit_launch(launch, records):
             a.stored += n
             a.loaded_bytes += n * size
             a.stored_bytes += n * size
-        a._records.append(r)
+        a.records.append(r)
     _GLOBAL["launches"] += 1
     _GLOBAL["programs"] += launch.programs
     for a in args.values():

@@ -48,7 +48,7 @@ def touches(arg, kind: str):
     first = torch.full((arg.span,), torch.iinfo(torch.int64).max, dtype=torch.int64)
     count = torch.zeros(arg.span, dtype=torch.int64)
     pairs = []
-    for r in arg._records:
+    for r in arg.records:
         if not (r.kind.reads() if kind == "load" else r.kind.writes()):
             continue
         offs, pids = r.active_offsets()
@@ -67,7 +67,7 @@ def raced(arg):
     """Per element of the argument's span: True where two or more programs stored it (not by an atomic,
     which is made for that), and the programs that did, in order."""
     pairs = []
-    for r in arg._records:
+    for r in arg.records:
         if r.kind.writes() and not r.kind.reads():              # plain stores: atomics may share
             offs, pids = r.active_offsets()
             pairs.append(pids.to(torch.int64) * max(1, arg.span) + offs)

@@ -1,13 +1,18 @@
 """The layers import one way. Read from the source (ast), for mini_triton and the autograder:
-no import cycle; each module imports only modules of the layers its package declares above its own
-(docs/architecture.md for the grader); no import of the package's own modules from inside a function,
-which is how a cycle is usually dodged (imports of other libraries inside functions are fine); and no
-module imports another's private (underscore) name.
+no import cycle; no import of the package's own modules from inside a function, which is how a
+cycle is usually dodged (imports of other libraries inside functions are fine).
+
+Each package declares its layers, and every module is listed there once and imports only modules
+of layers before its own: mini_triton in its README ("errors, dtypes, heap -> runtime -> ..."), the
+grader in docs/architecture.md (one row per layer). No module of the project uses another module's
+private names (``from .m import _x``, ``m._x``, ``obj._x`` of an attribute another module owns).
 """
 import ast
+import re
 
 import pytest
 
+from autograder import scan
 from conftest import ROOT
 
 PACKAGES = ("mini_triton", "autograder")
@@ -103,86 +108,174 @@ def test_the_checker_finds_a_cycle_and_a_function_level_import(tmp_path):
     assert cycle({"a": {"b"}, "b": {"c"}}) is None
 
 
-# ---- the declared order --------------------------------------------------------------------------------------
+# ---------------------------------------------------------------------------
+# mini_triton: the declared layers
+# ---------------------------------------------------------------------------
+MINI_TRITON_README = ROOT / "mini_triton" / "README.md"
+# Modules a submission may use: the rest are the simulator's own, which the grader's scan refuses.
+PUBLIC_MODULES = {"__init__", "language", "testing", "autotune"}
 
-def declared_layers(text, package):
-    """[[module, ...], ...] from the code block after "<!-- layers: package -->" in ``text``: one row per
-    layer, lowest first, names relative to the package."""
-    block = text.split(f"<!-- layers: {package} -->", 1)[1].split("```", 2)[1]
-    return [[f"{package}.{m.strip()}" for m in row.split(",")] for row in block.strip().splitlines()]
+
+def declared_layers(readme: str) -> list[set]:
+    """The layer chain of the README's file map, lowest first: "a, b -> c" is [{"a", "b"}, {"c"}]."""
+    section = readme.split("## File map", 1)[1]
+    chain = re.search(r"```\n([^`]*?->[^`]*?)\n```", section).group(1)
+    return [{m.strip() for m in level.split(",")} for level in " ".join(chain.split()).split("->")]
 
 
-def layer_violations(edges, layers):
-    """"a imports b" for each import of a module of the same layer or a later one, and of an unlisted one."""
-    row = {m: i for i, names in enumerate(layers) for m in names}
-    out = []
-    for a, targets in sorted(edges.items()):
-        for b in sorted(targets):
-            if a not in row or b not in row:
-                out.append(f"{a} imports {b}: {a if a not in row else b} is in no layer")
-            elif row[b] >= row[a]:
-                out.append(f"{a} (layer {row[a] + 1}) imports {b} (layer {row[b] + 1})")
-    return out
+def unit(module: str) -> str:
+    """The name the chain gives a mini_triton module: "memory", "language" (the whole package), "__init__"."""
+    parts = module.split(".")
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def mini_triton_units() -> set:
+    return {unit(module_name(p, "mini_triton")) for p in (ROOT / "mini_triton").rglob("*.py")}
+
+
+def layer_violations(layers, edges) -> list[str]:
+    """Each import (module, imported) of ``edges`` that does not go to a layer left of the module's."""
+    level = {m: i for i, layer in enumerate(layers) for m in layer}
+    return [f"{a} imports {b}, at {'its own level' if level[a] == level[b] else 'a later level'}"
+            for a, b in sorted(edges) if a != b and level[a] <= level[b]]
+
+
+def test_the_readme_chain_lists_every_mini_triton_module_once():
+    layers = declared_layers(MINI_TRITON_README.read_text())
+    listed = [m for layer in layers for m in layer]
+    assert len(listed) == len(set(listed)), f"listed twice: {sorted(m for m in listed if listed.count(m) > 1)}"
+    assert set(listed) == mini_triton_units(), (f"not in the chain: {sorted(mini_triton_units() - set(listed))}; "
+                                                f"no such module: {sorted(set(listed) - mini_triton_units())}")
+
+
+def test_mini_triton_imports_only_modules_of_earlier_layers():
+    layers = declared_layers(MINI_TRITON_README.read_text())
+    edges = {(unit(m), unit(t)) for m, t, _, _ in project_imports("mini_triton")}
+    assert len(edges) > 20, "the test reads too few imports"
+    assert layer_violations(layers, edges) == []
+
+
+@pytest.mark.parametrize("edges, found", [
+    ({("b", "a"), ("c", "a"), ("c", "b")}, []),
+    ({("b", "b2")}, ["b imports b2, at its own level"]),
+    ({("a", "c")}, ["a imports c, at a later level"]),
+    ({("c", "a"), ("b", "c")}, ["b imports c, at a later level"]),
+])
+def test_the_layer_checker_catches_imports_at_the_same_or_a_later_level(edges, found):
+    layers = declared_layers("## File map\n\n```\na -> b, b2\n  -> c\n```\n")
+    assert layers == [{"a"}, {"b", "b2"}, {"c"}]
+    assert layer_violations(layers, edges) == found
+
+
+def test_the_file_map_table_describes_every_mini_triton_module():
+    table = MINI_TRITON_README.read_text().split("## File map", 1)[1].split("\n#", 1)[0]
+    described = set(re.findall(r"^\| .*?`(\w+)(?:\.py|/)`", table, re.M))
+    described |= set(re.findall(r"`(\w+)\.py`", " ".join(ln for ln in table.splitlines() if ln.startswith("| `"))))
+    assert mini_triton_units() - described == set()
+
+
+def test_the_graders_scan_refuses_every_module_of_the_simulators_own():
+    assert mini_triton_units() - PUBLIC_MODULES <= scan.SIMULATOR_MODULES, \
+        sorted(mini_triton_units() - PUBLIC_MODULES - scan.SIMULATOR_MODULES)
+
+
+# ---------------------------------------------------------------------------
+# the grader: the declared layers (docs/architecture.md)
+# ---------------------------------------------------------------------------
+def grader_layers(text: str) -> list[set]:
+    """The rows of the code block after "<!-- layers: autograder -->", lowest first, as sets of modules."""
+    block = text.split("<!-- layers: autograder -->", 1)[1].split("```", 2)[1]
+    return [{m.strip() for m in row.split(",")} for row in block.strip().splitlines()]
 
 
 def test_the_grader_imports_in_the_order_its_architecture_declares():
-    layers = declared_layers((ROOT / "docs" / "architecture.md").read_text(), "autograder")
+    layers = grader_layers((ROOT / "docs" / "architecture.md").read_text())
     files = list((ROOT / "autograder").rglob("*.py"))
-    modules = {module_name(p, "autograder") for p in files}
-    edges = {}
-    for module, target, _, _ in project_imports("autograder"):
-        if target != module:
-            edges.setdefault(module, set()).add(target)
+    short = {p: module_name(p, "autograder").removeprefix("autograder").lstrip(".") for p in files}
+    edges = {(m.removeprefix("autograder."), t.removeprefix("autograder.")) for m, t, _, _ in
+             project_imports("autograder") if m != t}
     # a package whose __init__ imports nothing of the project is only a folder: it is in no layer
-    packages = {module_name(p, "autograder") for p in files if p.name == "__init__.py"} - set(edges)
-    edges = {m: targets - packages for m, targets in edges.items()}
-    assert not layer_violations(edges, layers), layer_violations(edges, layers)
-    listed = {m for row in layers for m in row}
-    assert listed == modules - packages, listed ^ (modules - packages)
+    folders = {short[p] for p in files if p.name == "__init__.py"} - {a for a, _ in edges}
+    edges = {(a, b) for a, b in edges if b not in folders and b != "autograder"}
+    listed = [m for layer in layers for m in layer]
+    assert len(listed) == len(set(listed)), f"listed twice: {sorted(m for m in listed if listed.count(m) > 1)}"
+    assert set(listed) == set(short.values()) - folders, set(listed) ^ (set(short.values()) - folders)
+    assert len(edges) > 40, "the test reads too few imports"
+    assert layer_violations(layers, edges) == []
 
 
-def test_the_order_checker_finds_an_import_upwards_and_an_unlisted_module():
-    layers = [["p.a"], ["p.b", "p.c"], ["p.d"]]
-    assert layer_violations({"p.d": {"p.a", "p.b"}, "p.b": {"p.a"}}, layers) == []
-    assert layer_violations({"p.a": {"p.d"}}, layers) == ["p.a (layer 1) imports p.d (layer 3)"]
-    assert layer_violations({"p.b": {"p.c"}}, layers) == ["p.b (layer 2) imports p.c (layer 2)"]
-    assert layer_violations({"p.d": {"p.x"}}, layers) == ["p.d imports p.x: p.x is in no layer"]
+# ---------------------------------------------------------------------------
+# private names stay in their module
+# ---------------------------------------------------------------------------
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
 
 
-# ---- private names -------------------------------------------------------------------------------------------
-
-def private_uses(path):
-    """Where a module imports a private name from another module of the project, or reads one as an attribute
-    of an imported project module: [(line, what)]."""
-    tree = ast.parse(path.read_text())
-    own = set()
-    out = []
+def owned_attributes(tree) -> set:
+    """Names a module defines on its objects: assigned attributes, class members, __slots__ entries."""
+    names = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in PROJECT):
-            for a in node.names:
-                own.add(a.asname or a.name)
-                if a.name.startswith("_") and not a.name.startswith("__"):
-                    out.append((node.lineno, f"imports {a.name} from {node.module or '.'}"))
-        elif isinstance(node, ast.Import):
-            own.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] in PROJECT)
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names.add(item.name)
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    names.add(item.target.id)
+                elif isinstance(item, ast.Assign):
+                    names |= {t.id for t in item.targets if isinstance(t, ast.Name)}
+                    if any(isinstance(t, ast.Name) and t.id == "__slots__" for t in item.targets):
+                        names |= {c.value for c in ast.walk(item.value) if isinstance(c, ast.Constant)}
+    return names
+
+
+def _root(node):
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+# The project's own modules, wherever they are imported from: the packages and the files the tests share.
+PROJECT = {"mini_triton", "autograder", "starter", "rmsnorm_text", "rmsnorm_check", "rmsnorm_timing",
+           "rmsnorm_causes", "rmsnorm_diagnose", "rmsnorm"}
+
+
+def private_uses(source: str, project=PROJECT) -> list[str]:
+    """Uses of private names the module does not own: imported from a module of the project, or read as an
+    attribute (``memory._poison``, ``arg._records``) that no code of this module defines. Attributes of other
+    libraries (``sys._getframe``, ``torch.utils._pytree``) are theirs to judge."""
+    tree = ast.parse(source)
+    own, libraries, found = owned_attributes(tree), set(), []
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in own
-                and node.attr.startswith("_") and not node.attr.startswith("__")):
-            out.append((node.lineno, f"reads {node.value.id}.{node.attr}"))
-    return out
-
-
-PROJECT = {"mini_triton", "autograder", "rmsnorm_check", "rmsnorm_causes", "rmsnorm_diagnose", "starter"}
+        if isinstance(node, ast.Import):
+            libraries |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] not in project}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] not in project:
+            libraries |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found += [f"line {node.lineno} imports {a.name}" for a in node.names if _private(a.name)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in own \
+                and _root(node) not in libraries:
+            found.append(f"line {node.lineno} uses {ast.unparse(node)}")
+    return found
 
 
 @pytest.mark.parametrize("folder", ["mini_triton", "autograder", "starter", "solution"])
 def test_no_module_uses_another_modules_private_names(folder):
-    found = [f"{p.relative_to(ROOT)} line {line}: {what}" for p in sorted((ROOT / folder).rglob("*.py"))
-             for line, what in private_uses(p)]
-    assert not found, found
+    found = {str(p.relative_to(ROOT)): uses for p in sorted((ROOT / folder).rglob("*.py"))
+             for uses in [private_uses(p.read_text())] if uses}
+    assert found == {}
 
 
-def test_the_private_name_checker_finds_both_forms(tmp_path):
-    p = tmp_path / "m.py"
-    p.write_text("from mini_triton.blocks import _hidden\nfrom . import memory\nmemory._records\nx._fine\n")
-    assert private_uses(p) == [(1, "imports _hidden from mini_triton.blocks"), (3, "reads memory._records")]
+@pytest.mark.parametrize("source, found", [
+    ("from .memory import _poison\n", ["line 1 imports _poison"]),
+    ("from . import _malloc\n", ["line 1 imports _malloc"]),
+    ("from . import memory\nx = memory._poison(1)\n", ["line 2 uses memory._poison"]),
+    ("def f(arg):\n    return arg._records\n", ["line 2 uses arg._records"]),
+    ("class A:\n    def __init__(self):\n        self._h = 1\n\ndef f(a):\n    return a._h\n", []),
+    ("import sys\nfrom torch.utils._pytree import tree_leaves\nf = sys._getframe(1)\n", []),
+    ("from .blocks import is_literal as _is_literal\n", []),
+])
+def test_the_private_name_checker(source, found):
+    assert private_uses(source) == found

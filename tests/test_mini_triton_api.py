@@ -391,7 +391,7 @@ def test_the_heap_top_pad_is_only_taken_where_the_address_space_is_not_capped(ca
     def cap():
         limit = 8 * 1024 ** 3 if capped else resource.RLIM_INFINITY
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit if capped else hard))
-    code = "import mini_triton._malloc as m; print(m.TUNED, m._address_space_unlimited())"
+    code = "import mini_triton.heap as m; print(m.TUNED, m.address_space_unlimited())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=cap,
                          cwd=str(ROOT), check=True).stdout.split()
     assert out == ["True", str(not capped)], out

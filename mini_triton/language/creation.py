@@ -10,7 +10,8 @@ import torch
 
 from .. import dtypes as D
 from .. import runtime
-from ..blocks import Affine, as_block, cast as cast_block, check_shape, const_int, make_int, scalar, tensor, unwrap
+from ..arithmetic import cast as cast_block
+from ..blocks import Affine, as_block, check_shape, const_int, make_int, scalar, tensor, unwrap
 from ..errors import CompilationError
 
 __all__ = ["program_id", "num_programs", "arange", "full", "zeros", "zeros_like", "static_range", "range", "cast"]

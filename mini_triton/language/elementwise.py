@@ -11,7 +11,8 @@ import torch
 
 from .. import dtypes as D
 from .. import runtime
-from ..blocks import as_block, binary, broadcast_shape, full_rank, make_int, tensor, unary_op, unwrap
+from ..arithmetic import binary, full_rank, unary_op
+from ..blocks import as_block, broadcast_shape, make_int, tensor, unwrap
 from . import names
 
 # float -> float, the type kept

@@ -10,7 +10,8 @@ import torch
 
 from .. import dtypes as D
 from .. import runtime
-from ..blocks import as_block, binary
+from ..arithmetic import binary
+from ..blocks import as_block
 from ..errors import CompilationError
 from .creation import dtype_arg
 from .elementwise import result

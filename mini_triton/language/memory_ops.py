@@ -3,7 +3,7 @@
 The model itself (bounds checks, the record of each access that the race check and the traffic
 statistics read) is mini_triton/memory.py; these are the names a kernel calls it by.
 """
-from .. import memory
+from .. import descriptors, memory
 
 __all__ = ["load", "store", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor",
            "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_and", "atomic_or", "atomic_xor",
@@ -16,7 +16,7 @@ store = memory.store
 def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
     """A descriptor of the tensor at ``base``: ``desc.load([i, j])`` reads the block of ``block_shape``
     at those offsets (zeros outside ``shape``), ``desc.store([i, j], value)`` writes its inside part."""
-    return memory.TensorDescriptor(base, shape, strides, block_shape, padding_option)
+    return descriptors.TensorDescriptor(base, shape, strides, block_shape, padding_option)
 
 
 def load_tensor_descriptor(desc, offsets):

@@ -6,8 +6,8 @@ values do not change. Block shapes stay compile-time powers of 2.
 import torch
 
 from .. import runtime
-from ..blocks import (as_block, broadcast_shape, const_int, expand_dims, full_handle, join, reshape, split, tensor,
-                      trans, unwrap)
+from ..blocks import as_block, broadcast_shape, const_int, full_handle, tensor, unwrap
+from ..shapes import expand_dims, join, reshape, split, trans
 from ..errors import CompilationError
 from .reductions import axis_index
 

@@ -174,7 +174,7 @@ def pytest_terminal_summary(terminalreporter):
         nodeid, later = _NOT_RUN
         tw.write_sep("=", f"{later} test{'s' * (later != 1)} did not run: the run stopped at the time-out of "
                           f"{nodeid.split('::')[-1]}. Fix it, then run them again (make test)", yellow=True)
-    width = max(60, tw._tw.fullwidth - 4)
+    width = max(60, tw.config.get_terminal_writer().fullwidth - 4)
     tw.write_sep("=", f"{len(failed)} failed: fix the first one first (later failures often follow from it)")
     if all("test_part_d.py" in r.nodeid for r in failed) and len(terminalreporter.stats.get("passed", [])) > 0:
         tw.write_line("Every failure is part (d)'s, the extra credit: the other tests that ran pass. Part (d) is "

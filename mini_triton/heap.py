@@ -33,14 +33,14 @@ def tune():
         libc = ctypes.CDLL("libc.so.6")
         ok = libc.mallopt(_M_MMAP_THRESHOLD, 32 * 1024 * 1024)
         ok &= libc.mallopt(_M_TRIM_THRESHOLD, 512 * 1024 * 1024)
-        if _address_space_unlimited():
+        if address_space_unlimited():
             ok &= libc.mallopt(_M_TOP_PAD, 256 * 1024 * 1024)
         return bool(ok)
     except (OSError, AttributeError):
         return False
 
 
-def _address_space_unlimited() -> bool:
+def address_space_unlimited() -> bool:
     import resource
     return resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY
 

@@ -1,0 +1,149 @@
+"""Atomics and locks: read-modify-write that other programs cannot interleave with.
+
+``tl.atomic_add(ptr, v)`` reads an element, adds and writes it back in one step that no other
+program can split: many programs may add into one element and none of their additions is lost.
+The simulator applies a chunk's atomics lane by lane in program order (each lane sees the value
+the lanes before it left), and hands every lane the value it saw. memory.atomic prepares the
+access (bounds, mask, undo log, records); :func:`apply` does what the atomic does to memory.
+
+The order matters for floats: a float sum depends on the order of its terms, and programs arrive
+in no fixed order. A float ``atomic_add`` therefore marks its launch order-dependent (a warning,
+once; the launcher then runs the launch in a shuffled order) and adds in a shuffled order itself.
+
+A *lock* is an integer word: a program that wins ``tl.atomic_cas(lock, 0, 1)`` (the old value
+equals ``cmp`` and the new one differs) holds it until it writes the word again (an atomic_xchg,
+an atomic_cas or a plain store). The chunk keeps which lock each program holds (runtime.Chunk),
+every access notes it (races.py exempts accesses two programs made under one lock), and taking
+one marks the launch order-dependent too: whoever takes the lock first goes first.
+"""
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from . import runtime
+from .errors import OrderDependenceWarning
+
+OPS = {
+    "add": lambda old, v: old + v,
+    "max": torch.maximum,
+    "min": torch.minimum,
+    "xchg": lambda old, v: v,
+    "and": torch.bitwise_and,
+    "or": torch.bitwise_or,
+    "xor": torch.bitwise_xor,
+}
+
+
+def check_type(op: str, elem):
+    """Bitwise atomics need integers."""
+    if op in ("and", "or", "xor") and not elem.is_int():
+        raise TypeError(f"{runtime.location()}: atomic_{op} needs an integer tensor, got {elem!r}")
+
+
+def apply(ch, acc, op, a, v, cmp):
+    """Apply ``op`` to the elements ``a`` of ``acc``'s buffer, one active lane each (``v``: the operands,
+    ``cmp``: atomic_cas's comparands); returns the value each lane saw before its update."""
+    flat = acc.buf.flat
+    if op == "add" and acc.buf.elem.is_floating():
+        order_dependent(ch, f"tl.atomic_add on {acc.buf.describe()} at {acc.line}")
+        perm = runtime.schedule(torch.arange(a.numel()))        # the lanes arrive in any order
+        old = torch.empty_like(v)
+        old[perm] = in_order(op, flat, a[perm], v[perm], None)
+        return old
+    return in_order(op, flat, a, v, cmp)
+
+
+def in_order(op, flat, a, v, cmp):
+    """Apply in lane order; returns the value each lane saw before its update."""
+    if a.numel() == 0:
+        return flat[a]
+    uniq = torch.unique(a).numel() == a.numel()
+    if op == "add" and not uniq:
+        return _add_repeated(flat, a, v)
+    if uniq:
+        old = flat[a].clone()
+        if op == "cas":
+            flat[a] = torch.where(old == cmp, v, old)
+        else:
+            flat[a] = OPS[op](old, v).to(flat.dtype)
+        return old
+    old = torch.empty_like(v)
+    for i in range(a.numel()):                     # repeated addresses: one lane at a time
+        o = flat[a[i]].clone()
+        old[i] = o
+        flat[a[i]] = (v[i] if o == cmp[i] else o) if op == "cas" else OPS[op](o, v[i])
+    return old
+
+
+def _add_repeated(flat, a, v):
+    """atomic_add where lanes share addresses: each lane sees the sum of the lanes before it, at once."""
+    order = torch.sort(a, stable=True).indices
+    sa, sv = a[order], v[order].to(torch.float64 if v.is_floating_point() else torch.int64)
+    csum = torch.cumsum(sv, 0)
+    first = torch.ones_like(sa, dtype=torch.bool)
+    first[1:] = sa[1:] != sa[:-1]
+    seg_start = torch.cummax(torch.where(first, torch.arange(sa.numel()), 0), 0).values
+    before = csum - sv - (csum[seg_start] - sv[seg_start])
+    old_sorted = flat[sa].to(before.dtype) + before
+    old = torch.empty_like(old_sorted)
+    old[order] = old_sorted
+    flat.index_put_((a,), v, accumulate=True)
+    return old.to(flat.dtype)
+
+
+def order_dependent(ch, why: str, stacklevel: int = 5):
+    """Mark the launch order-dependent (the launcher then shuffles it) and say so, once per launch.
+    ``stacklevel`` 5 is the kernel's line: this, apply or track_locks, memory.atomic, tl.atomic_*."""
+    launch = ch.launch
+    if launch.order_dependent is None:
+        launch.order_dependent = why
+        warnings.warn(f"{why}: programs then add in the order they arrive, which a GPU does not fix, so a "
+                      f"float sum built this way changes in its last bits from run to run (mini_triton runs such "
+                      f"launches in a shuffled order to show it). For a deterministic result, give each program "
+                      f"its own partial result and reduce them in a fixed order.", OrderDependenceWarning,
+                      stacklevel=stacklevel)
+
+
+# ---------------------------------------------------------------------------
+# locks: a program that wins atomic_cas(lock, 0, 1) holds the lock until it writes it back
+# ---------------------------------------------------------------------------
+def lock_keys(acc, active):
+    """Launch-wide lock ids of the scalar addresses each program's lane touches."""
+    offs = acc.offsets().expand(acc.pids.numel()).reshape(-1)[active]
+    launch = runtime.current().launch
+    base = (acc.buf.storage_key, acc.buf.storage_offset)
+    return torch.tensor([launch.lock_id((base, int(o))) for o in offs.tolist()], dtype=torch.int64)
+
+
+def track_locks(ch, acc, op, old, new, cmp, active):
+    """A successful cas that changes the word takes a lock; xchg or cas on a held lock releases it."""
+    positions = active.nonzero().reshape(-1)
+    if positions.numel() == 0:
+        return
+    keys = lock_keys(acc, active)
+    if ch.held() is not None:
+        release(ch, acc, positions, keys)
+    if op == "cas":
+        took = (old == cmp) & (new != cmp)
+        if bool(took.any()):
+            ch.hold(positions[took], keys[took])
+            order_dependent(ch, f"a lock taken with tl.atomic_cas on {acc.buf.describe()} at {acc.line}")
+
+
+def release(ch, acc, positions=None, keys=None):
+    """The programs that write the word of a lock they hold let go of it (a plain store too)."""
+    if positions is None:
+        P = acc.pids.numel()
+        active = torch.ones(P, dtype=torch.bool) if acc.mask_h is None else acc.mask_h.expand(P).reshape(-1)
+        positions = active.nonzero().reshape(-1)
+        if positions.numel() == 0:
+            return
+        keys = lock_keys(acc, active)
+    held = ch.held()
+    if held is None:
+        return
+    mine = held[positions] == keys
+    if bool(mine.any()):
+        ch.hold(positions[mine], torch.full((int(mine.sum()),), -1, dtype=torch.int64))

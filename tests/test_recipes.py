@@ -12,7 +12,7 @@ from conftest import ROOT
 # a row of the table (its first cell) -> the test that performs it
 PERFORMED_BY = {
     "a `tl` operation in the simulator":
-        "tests/test_mini_triton_api.py::test_an_op_added_by_the_readme_recipe_is_tl_x_and_tl_math_x",
+        "tests/test_mini_triton_surface.py::test_an_op_added_by_the_readme_recipe_is_tl_x_and_tl_math_x",
     "a check of launches (like the race check)":
         "tests/test_mini_triton_recipes.py::test_the_readme_check_sees_every_launch_and_rejects_a_write_of_an_input",
     "a hidden input":

@@ -10,7 +10,8 @@ import rmsnorm_timing  # noqa: E402
 from fake_gpu import FakeGPU  # noqa: E402
 
 
-def test_traffic_table_and_plot_on_the_simulator(tmp_path, capsys):
+def test_traffic_table_and_plot_on_the_simulator(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MINI_TRITON", "1")                              # the simulator's table, GPU or not
     assert bench.main(["--impl", str(ROOT / "solution" / "rmsnorm.py"), "--shapes", "64x128", "2x32768",
                        "--out", str(tmp_path)]) == 0
     rows = sim_rows(capsys.readouterr().out)
@@ -35,7 +36,8 @@ def sim_rows(out):
     return rows
 
 
-def test_lecture_style_partial_buffer_shows_as_extra_backward_traffic(tmp_path, capsys):
+def test_lecture_style_partial_buffer_shows_as_extra_backward_traffic(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MINI_TRITON", "1")
     src = (ROOT / "tests" / "corpus" / "simple.py").read_text()
     (tmp_path / "rmsnorm.py").write_text(src)
     (tmp_path / "mini_triton").symlink_to(ROOT / "mini_triton")

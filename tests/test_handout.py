@@ -216,7 +216,7 @@ def test_item_10_thresholds_in_the_handout_are_the_graders(lang):
 @pytest.mark.parametrize("lang", HANDOUTS)
 def test_the_extra_credit_check_shape_in_the_handout_is_the_graders(lang):
     from autograder.hidden.cases import CORE
-    M, N = CORE["d"]
+    M, N = CORE["d"].shape
     assert f"M, N = {M}, {N}" in section(TEXT[lang], 6)
 
 

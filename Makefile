@@ -52,7 +52,7 @@ sandbox-accounts: setup
 
 check: setup sandbox-accounts
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=12 tests
 
 test: setup
 ifeq ($(PART),e)

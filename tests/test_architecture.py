@@ -140,6 +140,11 @@ def layer_violations(layers, edges) -> list[str]:
             for a, b in sorted(edges) if a != b and level[a] <= level[b]]
 
 
+def test_the_architecture_notes_show_the_readmes_chain():
+    readme, notes = MINI_TRITON_README.read_text(), (ROOT / "docs" / "architecture.md").read_text()
+    assert declared_layers(readme) == declared_layers(notes.replace("## The simulator", "## File map", 1))
+
+
 def test_the_readme_chain_lists_every_mini_triton_module_once():
     layers = declared_layers(MINI_TRITON_README.read_text())
     listed = [m for layer in layers for m in layer]

@@ -297,6 +297,23 @@ def test_libdevice_functions_compute_what_torch_does_and_name_what_is_missing():
         libdevice.fmax
 
 
+def test_libdevice_round_takes_halves_away_from_zero_and_rint_to_even_as_cuda_does():
+    from mini_triton.language.extra import libdevice
+
+    @triton.jit
+    def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        o = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + o)
+        tl.store(out_ptr + o, libdevice.round(x))
+        tl.store(out_ptr + BLOCK + o, libdevice.rint(x))
+
+    x = torch.tensor([2.5, -2.5, 0.5, -0.5, 1.5, 0.49999997, -1.2, 3.0])
+    out = torch.empty(16)
+    k[(1,)](x, out, BLOCK=8)
+    assert out[:8].tolist() == [3.0, -3.0, 1.0, -1.0, 2.0, 0.0, -1.0, 3.0]
+    assert out[8:].tolist() == [2.0, -2.0, 0.0, -0.0, 2.0, 0.0, -1.0, 3.0]
+
+
 def test_block_methods_cast_split_permute_and_a_missing_one_named_with_its_line():
     @triton.jit
     def k(x_ptr, out_ptr, BLOCK: tl.constexpr):

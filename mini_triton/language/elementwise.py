@@ -15,6 +15,15 @@ from ..arithmetic import binary, full_rank, unary_op
 from ..blocks import as_block, broadcast_shape, make_int, tensor, unwrap
 from . import names
 
+
+
+def _round_half_away(h):
+    """CUDA's round(): halves away from zero (torch.round, like rint, takes them to the even neighbour).
+    h - trunc(h) is exact, so 0.49999997 stays 0."""
+    t = torch.trunc(h)
+    return t + torch.where(torch.abs(h - t) >= 0.5, torch.sign(h), torch.zeros_like(h))
+
+
 # float -> float, the type kept
 UNARY = {
     "exp": torch.exp, "exp2": torch.exp2, "log": torch.log, "log2": torch.log2, "sqrt": torch.sqrt,
@@ -24,7 +33,7 @@ UNARY = {
     "log10": torch.log10, "log1p": torch.log1p, "tan": torch.tan, "asin": torch.asin, "acos": torch.acos,
     "atan": torch.atan, "sinh": torch.sinh, "cosh": torch.cosh, "tanh": torch.tanh, "asinh": torch.asinh,
     "acosh": torch.acosh, "atanh": torch.atanh, "erfc": torch.erfc, "erfinv": torch.erfinv, "lgamma": torch.lgamma,
-    "trunc": torch.trunc, "round": torch.round, "rint": torch.round, "nearbyint": torch.round,
+    "trunc": torch.trunc, "round": lambda h: _round_half_away(h), "rint": torch.round, "nearbyint": torch.round,
     "rcp_rn": torch.reciprocal, "saturatef": lambda h: torch.clamp(h, 0.0, 1.0),
     "cbrt": lambda h: torch.sign(h) * torch.abs(h).pow(1 / 3),
 }

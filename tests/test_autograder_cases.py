@@ -80,7 +80,8 @@ def test_every_robust_case_names_a_part_of_item_4_that_the_rubric_grades():
 
 
 def test_the_names_a_job_uses_come_from_one_place():
-    from autograder.hidden.cases import again, input_key, kind_of, output_key, sim_jobs, task_name
+    from autograder.hidden.cases import again, input_key, kind_of, sim_jobs, task_name
+    from autograder.job.protocol import output_key
     jobs = sim_jobs()
     tasks = {k: v for job in jobs.values() for k, v in job.items()}
     assert task_name("fwd", "d") in tasks and again(task_name("bwd", "d")) in tasks

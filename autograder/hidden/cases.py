@@ -13,8 +13,8 @@ with the float64 reference and tell the case's ``story`` in the feedback. Each c
 tensors from a seed of its own name, so adding one changes no other. docs/ta-guide.md has a worked
 example.
 
-The names a job uses are made by the helpers at the end (``task_name``, ``input_key``, ``output_key``),
-never by hand.
+The names a job uses are made by the helpers at the end (``task_name``, ``input_key``), and those of
+its outputs by ``job.protocol.output_key``, never by hand.
 """
 import typing
 import zlib
@@ -142,12 +142,6 @@ def again(task: str) -> str:
 def input_key(tensor: str, name: str) -> str:
     """The key of one input tensor of case ``name`` as a job takes it: "x.a"."""
     return f"{tensor}.{name}"
-
-
-def output_key(task: str, output: str, what: str = "") -> str:
-    """The key of an output a job returns ("fwd_a.y"), or of what it knows of it: ``what`` = "stored" (the
-    elements some kernel stored) or "if_zero" (the output when memory starts at zero)."""
-    return f"{task}.{output}" + (f".{what}" if what else "")
 
 
 def _make(name, c: Case):

@@ -18,10 +18,11 @@ from autograder.judge.charge import note
 from autograder.judge.outputs import SOURCES, not_made
 from autograder.rubric import COPY_NEEDED, PARTS, SPEEDUP_NEEDED
 from autograder.speed import baseline_times, gpu_verdict, reference_at_rows
+from autograder.job.protocol import output_key
 from autograder.job.shared import text
 from autograder.job.speed import GRAPH_SEED, PROFILE_SEED
 
-from autograder.hidden.cases import SPEED_ROWS, SPEED_SEED, SPEED_SHAPE, kind_of, output_key, robust_parts, task_name
+from autograder.hidden.cases import SPEED_ROWS, SPEED_SEED, SPEED_SHAPE, kind_of, robust_parts, task_name
 
 
 def item(n):

@@ -28,6 +28,12 @@ READY = "rmsnorm-worker: ready"
 RUNNING = "rmsnorm-worker: now "          # + what runs now: the grader names it if the job times out
 
 
+def output_key(task: str, output: str, what: str = "") -> str:
+    """The key of an output a job returns ("fwd_a.y"), or of what it knows of it: ``what`` = "stored" (the
+    elements some kernel stored) or "if_zero" (the output when memory starts at zero)."""
+    return f"{task}.{output}" + (f".{what}" if what else "")
+
+
 def running(what: str, x=None):
     """Say what the submission is about to run, so that a time-out can name it."""
     if x is not None:

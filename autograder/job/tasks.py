@@ -21,7 +21,7 @@ import torch
 
 from .errors import describe
 from .phases import MADE_IN, Phase, storage
-from .protocol import plain, running
+from .protocol import output_key, plain, running
 from .shared import load, text
 from .speed import run_speed
 
@@ -70,7 +70,8 @@ class Run:
         tensors, info = plain(out, info)
         for k, mask in self.stored.items():
             if mask is not None and k in tensors and mask.numel() == tensors[k].numel():  # (r_saved's too)
-                tensors[f"{k}.stored"] = mask.reshape(tensors[k].shape).contiguous()
+                # the key without the task's name, which run_tasks puts in front
+                tensors[output_key(k, "stored")] = mask.reshape(tensors[k].shape).contiguous()
         return tensors, info
 
 
@@ -187,14 +188,14 @@ def run_tasks(mod, tasks, inputs, triton) -> tuple:
         progress = {}
         try:
             out, info = run_task(mod, task, inputs, triton, progress)
-            tensors.update({f"{name}.{k}": v for k, v in out.items()})
+            tensors.update({output_key(name, k): v for k, v in out.items()})
             results[name] = {"ok": True, **info}
             if triton is not None and undefined_lanes(info):
-                tensors.update({f"{name}.{k}.if_zero": v for k, v in with_zero_lanes(mod, task, inputs, triton)
+                tensors.update({output_key(name, k, "if_zero"): v for k, v in with_zero_lanes(mod, task, inputs, triton)
                                 .items() if "." not in k})
         except BaseException as e:                 # noqa: BLE001
             results[name] = {"error": describe(e), **progress.get("info", {})}
-            tensors.update({f"{name}.{k}": v.contiguous() for k, v in progress.get("tensors", {}).items()
+            tensors.update({output_key(name, k): v.contiguous() for k, v in progress.get("tensors", {}).items()
                             if v is not None})
     return results, tensors
 

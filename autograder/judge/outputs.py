@@ -11,8 +11,9 @@ import dataclasses
 import torch
 
 from ..check import apply_view, causes as C, describe, diagnosis as D, reference
-from ..hidden.cases import kind_of, output_key
+from ..hidden.cases import kind_of
 from ..job.phases import MADE_BY, MADE_IN
+from ..job.protocol import output_key
 from ..job.shared import text
 from .charge import Finding, Ledger
 from .counts import IO_ROLES, others

@@ -9,7 +9,8 @@ import pytest
 
 from autograder import config, rubric, scan
 from conftest import ROOT
-from rmsnorm_check import TOLERANCES
+from rmsnorm_check import DTYPE_NAMES, TOLERANCES
+from rmsnorm_text import DTYPE_SHORT
 
 HANDOUTS = {"en": ROOT / "handout" / "README.md", "zh-CN": ROOT / "handout" / "README.zh-CN.md"}
 TEXT = {k: p.read_text(encoding="utf-8") for k, p in HANDOUTS.items()}
@@ -67,10 +68,8 @@ def test_points_table_matches_the_rubric(lang):
 @pytest.mark.parametrize("lang", HANDOUTS)
 def test_tolerance_table_matches_the_graders(lang):
     rows = {r[0]: (float(r[1]), float(r[2])) for r in table_rows(section(TEXT[lang], 8))
-            if r[0] in ("fp32", "fp16", "bf16")}
-    import torch
-    names = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-    assert rows == {k: TOLERANCES[v] for k, v in names.items()}
+            if r[0] in DTYPE_SHORT.values()}
+    assert rows == {DTYPE_NAMES[dtype]: tol for dtype, tol in TOLERANCES.items()}
 
 
 @pytest.mark.parametrize("lang", HANDOUTS)

@@ -15,10 +15,9 @@ from autograder.check import compare
 from autograder.errors import GraderError
 from autograder.judge import judge
 from autograder.judge.charge import note
-from autograder.judge.outputs import SOURCES, not_made
+from autograder.judge.outputs import SOURCES, got, not_made
 from autograder.rubric import COPY_NEEDED, PARTS, SPEEDUP_NEEDED
 from autograder.speed import baseline_times, gpu_verdict, reference_at_rows
-from autograder.job.protocol import output_key
 from autograder.job.shared import text
 from autograder.job.speed import GRAPH_SEED, PROFILE_SEED
 
@@ -102,11 +101,11 @@ def check(outcome, task, names, x, ref, story, n_rows=None):
             fail(why.message)
     source = SOURCES[kind_of(task)]
     for name in names:
-        got = outcome.tensors.get(output_key(task, name))
-        if got is None:
+        returned = got(outcome, task, name)
+        if returned is None:
             what = outcome.info.get(task, {}).get("not_tensors", {}).get(name)
             fail(f"{name} was not returned for {story}" + (f" (got {what} instead of a tensor)" if what else ""))
-        msg = compare(name, got, ref[name], x, story=story, source=source.get(name, ""), n_rows=n_rows)
+        msg = compare(name, returned, ref[name], x, story=story, source=source.get(name, ""), n_rows=n_rows)
         if msg:
             fail(msg)
 
@@ -145,10 +144,10 @@ def _timed_outputs_wrong(outcome, dtype, kind, info, story):
         return None                                  # no GPU time: the wall time is graded
     x, ref = _speed_reference(dtype, seed)
     for n in names:
-        got = outcome.tensors.get(output_key(task_name("speed", dtype), f"{n}_gpu"))
-        if got is None:
+        returned = got(outcome, task_name("speed", dtype), f"{n}_gpu")
+        if returned is None:
             return f"{n} of the timed run did not come back"
-        wrong = compare(n, got, ref[n], x, story=story, n_rows=SPEED_SHAPE[0])
+        wrong = compare(n, returned, ref[n], x, story=story, n_rows=SPEED_SHAPE[0])
         if wrong:
             return wrong
     return None

@@ -485,6 +485,67 @@ def rmsnorm(x, g, eps=1e-5):
     return TritonRMSNorm.apply(x, g, eps)
 
 
+# [STAFF] A faster kernel[grid](...): launch machinery, not part of the assignment (the starter has none of it).
+# ---------------------------------------------------------------------------
+# Launching a compiled kernel without Triton's per-call work
+# ---------------------------------------------------------------------------
+class CachedLaunch:
+    """``kernel[grid](*args, **constexprs)``, with the compiled kernel looked up by a cheap key.
+
+    On every call, Triton's ``kernel[grid](...)`` binds the arguments to the kernel's signature,
+    works out what the compiled code may assume about each (a tensor's dtype and whether its address
+    is a multiple of 16 bytes; whether an int is 1, a multiple of 16, or needs 64 bits), hashes that
+    with the constexprs and options into a key, and looks up the compiled kernel: Python work on
+    every launch, three launches a step.
+
+    This class keeps each compiled kernel under a key made of the same facts (``specialisation``)
+    and launches it through the compiled kernel's own ``compiled[grid](*args)``. A key it has not
+    seen goes through Triton's ``kernel[grid](...)``, which compiles if it must, and is kept. Under
+    torch.compile every call is Triton's own, so that Dynamo sees the kernel and traces it.
+    """
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.fn = kernel                          # what @triton.jit made, for code that looks inside
+        self.__name__ = kernel.__name__
+        self.arg_names = kernel.arg_names
+        self.names = tuple(kernel.arg_names)
+        self.compiled = {}
+
+    def __getitem__(self, grid):
+        return functools.partial(self.launch, grid)
+
+    def launch(self, grid, *args, num_warps=4, **constexprs):
+        # The cache serves calls made as the wrappers make them: a grid tuple, the parameters in
+        # order with the constexprs last, by name. Anything else is Triton's own call.
+        if (torch.compiler.is_compiling() or callable(grid)
+                or tuple(constexprs) != self.names[len(args):]):
+            return self.kernel[grid](*args, num_warps=num_warps, **constexprs)
+        key = (torch.cuda.current_device(), num_warps, *constexprs.values(), *specialisation(args))
+        compiled = self.compiled.get(key)
+        if compiled is None:
+            # Triton's way: bind, specialise, compile if it must, launch; keep what it compiled.
+            self.compiled[key] = self.kernel[grid](*args, num_warps=num_warps, **constexprs)
+            return
+        compiled[(*grid, 1, 1)](*args, *constexprs.values())     # every parameter, in the kernel's order
+
+
+def specialisation(args):
+    """What a compiled Triton kernel assumes about each argument: a tensor's dtype and 16-byte
+    alignment; an int's type (32 or 64 bits), and whether it is 1 or a multiple of 16."""
+    return tuple((a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor)
+                 else (a == 1, a % 16 == 0, -2**31 <= a < 2**31) if type(a) is int
+                 else type(a) for a in args)
+
+
+if BACKEND == "triton":
+    # The wrappers above call these names: from here on they launch through the cache.
+    rmsnorm_fwd_kernel = CachedLaunch(rmsnorm_fwd_kernel)
+    rmsnorm_bwd_kernel = CachedLaunch(rmsnorm_bwd_kernel)
+    dg_sum_kernel = CachedLaunch(dg_sum_kernel)
+# [/STAFF]
+
+
 # ---------------------------------------------------------------------------
 # Part (e): benchmarking. Write your short answer here, as comments (see the handout):
 # your forward's speedup over PyTorch eager at (16384, 4096) and its % of copy bandwidth.

@@ -16,6 +16,8 @@ around it (the hints) stay. A block may instead say what stands there before its
     # [/TODO]
 
 and then the starter holds those lines, uncommented (nothing at all when the [ELSE] is empty).
+Code that is the staff's alone (launch machinery that no part asks for) sits between
+``# [STAFF] why`` and ``# [/STAFF]``: neither the starter nor a partial answer has it.
 Blocks nest: part (c)'s wrapper holds the part (d) block that changes its launch, so a student
 who stopped after part (c) has part (c)'s answer with part (b)'s launch in it.
 
@@ -44,6 +46,12 @@ BEGIN = re.compile(r"^(\s*)# \[TODO\] (.*)$")
 ELSE = re.compile(r"^\s*# \[ELSE\]\s*$")
 END = re.compile(r"^\s*# \[/TODO\]\s*$")
 PART = re.compile(r"^Part \(([a-e])\)")
+STAFF = re.compile(r"^# \[STAFF\] .*?^# \[/STAFF\]\n", re.M | re.S)
+
+
+def without_staff(text: str) -> str:
+    """The solution without its [STAFF] blocks (unindented, never nested in a [TODO] block)."""
+    return STAFF.sub("", text)
 
 
 @dataclass
@@ -141,7 +149,8 @@ def make_starter(text: str, parts: str = "") -> str:
     (``parts="abc"``: a student who has done parts (a) to (c) and not the extra credit)."""
     if set(parts) - set(PARTS):
         raise ValueError(f"parts are letters among {PARTS!r} (part (e) has no code), got {parts!r}")
-    body = re.sub(r"\n{4,}", "\n\n\n", "\n".join(render(parse(text), parts)) + "\n")   # where a block was
+    items = parse(without_staff(text))
+    body = re.sub(r"\n{4,}", "\n\n\n", "\n".join(render(items, parts)) + "\n")   # where a block was
     for old, new in REWRITES.items():
         if old not in body:
             raise ValueError(f"generate.REWRITES: the solution no longer says {old!r}")

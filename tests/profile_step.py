@@ -2,6 +2,7 @@
 
     python3 tests/profile_step.py [--shapes 16384x4096 ...] [--dtypes fp32 bf16] [--table] [--primitives]
                                   [--impl PATH]
+    python3 tests/profile_step.py --host [--shapes 16x4096 2048x4096] [--dtypes fp32 bf16]
 
 For each shape and dtype: do_bench medians (and % of the copy bandwidth) of the forward
 wrapper, the backward wrapper and one forward+backward through autograd, and the host time
@@ -10,6 +11,11 @@ and split into the time inside the wrappers and autograd's own; with --primitive
 an allocation, a view, a check and a launch). Host timings are noisy where other work shares
 the machine: run it alone. With --table, torch.profiler's
 table of the CUDA kernels one forward+backward runs: stray copies show up as extra kernels.
+
+--host: the wall time of a step as a training loop sees it (50 forward+backward steps back to back, one
+wait for the GPU at the end; the median and range of 7 such loops), for the solution's step launched
+through its launch cache and through Triton's own ``kernel[grid](...)``, beside F.rms_norm's step and
+the floors: an autograd.Function that launches nothing (``Empty``), and one launch of an empty kernel.
 """
 import argparse
 import statistics
@@ -44,6 +50,65 @@ class Times2(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         return dy * 2
+
+
+class Empty(torch.autograd.Function):
+    """The least any autograd.Function step costs: no kernel either way."""
+    @staticmethod
+    def forward(ctx, x, g):
+        return torch.empty_like(x)
+
+    @staticmethod
+    def backward(ctx, dy):
+        return dy, None
+
+
+def loop_us(f, n=50, trials=7):
+    """(median, least, most) microseconds per call of ``n`` calls back to back with one wait for the GPU at
+    the end, over ``trials`` loops: what a training loop sees (the host's time when it is the bottleneck)."""
+    for _ in range(5):
+        f()
+    torch.cuda.synchronize()
+    per_call = []
+    for _ in range(trials):
+        t = time.perf_counter()
+        for _ in range(n):
+            f()
+        torch.cuda.synchronize()
+        per_call.append((time.perf_counter() - t) / n * 1e6)
+    return statistics.median(per_call), min(per_call), max(per_call)
+
+
+def host_table(impl, shapes, dtypes):
+    """--host: a step's wall time, launched two ways, beside F.rms_norm's and the floors."""
+    import torch.nn.functional as F
+
+    @impl.triton.jit
+    def empty_kernel(x_ptr):
+        pass
+    cached = {n: getattr(impl, n) for n in ("rmsnorm_fwd_kernel", "rmsnorm_bwd_kernel", "dg_sum_kernel")}
+    plain = {n: getattr(k, "kernel", k) for n, k in cached.items()}
+    print(f"{'dtype':>5} {'shape':>10} {'what':>38} {'us per step (median [range])':>30}")
+    for d in dtypes:
+        for s in shapes:
+            M, N = map(int, s.split("x"))
+            x, g, dy = inputs(M, N, DTYPES[d])
+            xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
+            rows = [("step, launch cache", cached, lambda: torch.autograd.grad(impl.rmsnorm(xg, gg), (xg, gg), dy)),
+                    ("step, Triton's kernel[grid](...)", plain,
+                     lambda: torch.autograd.grad(impl.rmsnorm(xg, gg), (xg, gg), dy)),
+                    ("F.rms_norm step", None,
+                     lambda: torch.autograd.grad(F.rms_norm(xg, (N,), gg, 1e-5), (xg, gg), dy)),
+                    ("floor: an empty autograd.Function step", None,
+                     lambda: torch.autograd.grad(Empty.apply(xg, gg), xg, dy)),
+                    ("floor: one launch of an empty kernel", None, lambda: empty_kernel[(1,)](x))]
+            for name, kernels, f in rows:
+                for k_name, k in (kernels or {}).items():
+                    setattr(impl, k_name, k)
+                med, lo, hi = loop_us(f)
+                print(f"{d:>5} {s:>10} {name:>38} {med:>14.0f} [{lo:.0f}, {hi:.0f}]", flush=True)
+            for k_name, k in cached.items():
+                setattr(impl, k_name, k)
 
 
 def inside_wrappers(impl, step, n=200):
@@ -113,14 +178,19 @@ def inputs(M, N, dtype):
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--impl", default=str(ROOT / "solution" / "rmsnorm.py"))
-    ap.add_argument("--shapes", nargs="*", default=["16384x4096"])
+    ap.add_argument("--shapes", nargs="*")
     ap.add_argument("--dtypes", nargs="*", default=["fp32", "bf16"])
     ap.add_argument("--table", action="store_true")
+    ap.add_argument("--host", action="store_true", help="a step's wall time in a loop, beside the floors")
     ap.add_argument("--primitives", action="store_true",
                     help="also the host time of the pieces of a wrapper: an allocation, a view, a launch")
     args = ap.parse_args(argv)
     impl = load_impl(args.impl)
     assert impl.BACKEND == "triton", "needs a GPU"
+    if args.host:
+        host_table(impl, args.shapes or ["16x4096", "2048x4096"], args.dtypes)
+        return 0
+    args.shapes = args.shapes or ["16384x4096"]
     bench = lambda f: impl.triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median")  # noqa: E731
     for d in args.dtypes:
         x, g, dy = inputs(16, 4096, DTYPES[d])

@@ -265,3 +265,15 @@ def test_bundle_make_viz_draws_a_race_and_every_program_s_out_of_bounds_lanes(bu
     out = _make(work, "viz")
     assert "forward: out-of-bounds access, drawn in" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
     assert (work / "build" / "traffic_forward_out_of_bounds.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_solutions_staff_block_is_in_no_students_file():
+    """The launch cache ([STAFF] ... [/STAFF]) is the staff's machinery: not in the starter, not in a partial
+    answer, and every [STAFF] line is closed, so that the rest of the solution stays as students write it."""
+    solution = generate.SOLUTION.read_text()
+    assert solution.count("# [STAFF] ") == solution.count("# [/STAFF]") == 1
+    assert "class CachedLaunch" in solution
+    for parts in ("", "abc", "abcd"):
+        text = generate.make_starter(solution, parts)
+        assert "CachedLaunch" not in text and "[STAFF]" not in text, parts
+    assert generate.without_staff("a\n# [STAFF] why\nb\n# [/STAFF]\nc\n") == "a\nc\n"

@@ -175,7 +175,7 @@ class JITFunction:
 
     def _execute(self, launch, kargs, values):
         key = tuple(repr(values[n]) for n in sorted(self.constexprs))
-        size = self._chunk_hint.get(key, 16)
+        size = self._chunk_hint.get(key, 16) if runtime.BATCH else 1
         order = torch.arange(launch.programs)
         shuffled = self._order_dependent
         if shuffled:                             # see runtime.schedule
@@ -188,8 +188,10 @@ class JITFunction:
             if launch.order_dependent and not shuffled:
                 order[start:] = runtime.schedule(order[start:])
                 shuffled = self._order_dependent = True
-            size = max(1, min(4096, TARGET_LANES // max(1, max_numel)))
-        self._chunk_hint[key] = size
+            if runtime.BATCH:
+                size = max(1, min(4096, TARGET_LANES // max(1, max_numel)))
+        if runtime.BATCH:
+            self._chunk_hint[key] = size
         return committed
 
     def _run_group(self, launch, kargs, pids, committed) -> int:

@@ -111,7 +111,7 @@ class Access:
             self.count = torch.tensor([n])
             self.dense = _dense_box(self.aff.strides, self.shape)
         else:
-            lanes = Affine(torch.zeros(1, dtype=torch.int64), self.aff.strides).materialize(self.shape)
+            lanes = _lanes(self.aff.strides, self.shape)
             active = lanes[self.mask_h.expand_as(lanes)]
             self.count = torch.tensor([active.numel()])
             if active.numel() == 0:
@@ -119,7 +119,10 @@ class Access:
                 self.dense = True
             else:
                 llo, lhi = (int(v) for v in torch.aminmax(active))
-                self.dense = lhi - llo + 1 == torch.unique(active).numel()
+                # lanes that never share an element are dense when they fill their range; else count them
+                distinct = active.numel() if _no_self_overlap(list(zip(self.shape, self.aff.strides))) \
+                    else torch.unique(active).numel()
+                self.dense = lhi - llo + 1 == distinct
         self.lo = self.aff.base + llo
         self.hi = self.aff.base + lhi
         if int(self.count[0]) == 0:
@@ -170,6 +173,11 @@ class Access:
 
     # -- checks -------------------------------------------------------------
     def check_bounds(self, op: str):
+        if self.count.numel() == 1:                 # every program has the same active lanes: no selection
+            if int(self.count[0]) == 0 or (int(self.lo.min()) >= 0 and int(self.hi.max()) < self.buf.span):
+                return
+            bounds.report(self, op)
+            return
         has = self.count > 0
         if not bool(has.any()):
             return
@@ -200,6 +208,19 @@ class Access:
             return None
         flat = self.buf.flat
         return flat.as_strided((lead, *self.shape), (step, *strides), flat.storage_offset() + int(base[0]))
+
+
+_LANES = {}
+
+
+def _lanes(strides, shape) -> torch.Tensor:
+    """The lane offsets sum_d strides[d] * i_d, (1, *shape): the same in every iteration of a loop, so kept."""
+    key = (tuple(strides), tuple(shape))
+    if key not in _LANES:
+        if len(_LANES) > 256:
+            _LANES.clear()
+        _LANES[key] = Affine(torch.zeros(1, dtype=torch.int64), strides).materialize(shape)
+    return _LANES[key]
 
 
 def _dense_box(strides, shape) -> bool:

@@ -31,6 +31,25 @@ _SEED = os.environ.get("MINI_TRITON_SEED")
 _GEN = torch.Generator().manual_seed(int(_SEED) if _SEED else int.from_bytes(os.urandom(7), "little"))
 
 
+# Many programs per chunk (the default), or one: MINI_TRITON_BATCH=0 or set_batching(False) runs every
+# launch program by program, as Triton's interpreter does. Slower, and the same results, counts and checks:
+# a way to see that batching changes nothing.
+BATCH = os.environ.get("MINI_TRITON_BATCH", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def set_batching(on: bool) -> bool:
+    """Run later launches many programs per chunk (``True``) or one program per chunk (``False``);
+    returns the previous setting."""
+    global BATCH
+    old, BATCH = BATCH, bool(on)
+    return old
+
+
+def get_batching() -> bool:
+    """Whether launches run many programs per chunk (see :func:`set_batching`)."""
+    return BATCH
+
+
 def schedule(pids: torch.Tensor) -> torch.Tensor:
     """``pids`` in a random order: the order a GPU might happen to run them in."""
     return pids[torch.randperm(pids.numel(), generator=_GEN)]

@@ -318,6 +318,12 @@ class _HostOpMode:
 
     def __init__(self, rec, poison=False):
         class Mode(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls):
+                # torch wraps a mode's __torch_dispatch__ to keep torch.compile out of it, which imports
+                # torch._dynamo (over a second) at the first op; nothing here is compiled
+                return False
+
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 out = func(*args, **(kwargs or {}))
                 if poison and runtime.CURRENT is None and isinstance(out, torch.Tensor) and \

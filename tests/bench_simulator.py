@@ -29,6 +29,7 @@ from backends import kernels, triton_available  # noqa: E402
 
 DEFAULT_SHAPES = [(37, 100), (256, 1024), (4096, 4096)]
 SOFTMAX = (4096, 1000, 132)            # rows, columns, programs
+BIG = (4096, 4096)                     # the lecture's forward at this shape: the headline ratio
 
 
 def rmsnorm_cases(K, M, N):
@@ -55,6 +56,50 @@ def softmax_case(K):
         y = torch.empty(m, cols)
         return lambda: K.persistent_softmax_kernel[(min(programs, m),)](x, y, m, cols, BLOCK=1024)
     return launch
+
+
+def library_cases(K):
+    """name -> call: the kernels of tests/kernels_for_tests.py written as libraries write them (FlagGems,
+    bitsandbytes, Liger, unsloth, Triton's tutorials), at sizes such libraries see, each into fresh outputs."""
+    torch.manual_seed(0)
+    cdiv = lambda a, b: (a + b - 1) // b  # noqa: E731
+    xh, x2 = torch.randn(1 << 16).half(), torch.randn(512, 1000)
+    packed, lut, scale = torch.randint(0, 256, (1 << 15,), dtype=torch.uint8), torch.randn(16), torch.rand(512) + .5
+    a, b = torch.randn(128, 128), torch.randn(128, 128)
+    xb, wb = torch.randn(256, 2048).bfloat16(), torch.randn(2048).bfloat16()
+    e, g = torch.randn(1 << 18), torch.randn(1 << 18)
+    grid_x = torch.randn(512, 512)
+    return {
+        "dtype-generic sum (fp16)": lambda: K.dtype_generic_sum_kernel[(64,)](
+            xh, torch.empty(64, dtype=torch.float16), torch.zeros(3, dtype=torch.int32), 1 << 16, BLOCK=1024),
+        "int4 unpack": lambda: K.int4_unpack_kernel[(cdiv(1 << 15, 1024),)](
+            packed, lut, scale, torch.empty(1 << 16), 1 << 15, GROUP=128, BLOCK=1024),
+        "matmul 128^3": lambda: K.matmul_kernel[(4, 4)](
+            a, b, torch.empty(128, 128), 128, 128, 128, 128, 1, 128, 1, 128, 1, BM=32, BN=32, BK=32),
+        "softmax rows": lambda: K.softmax_kernel[(512,)](
+            torch.empty(512, 1000), x2, 1000, 1000, 1000, BLOCK=1024),
+        "cumsum + argmax": lambda: K.cumsum_argmax_kernel[(512,)](
+            x2, torch.empty(512, 1000), torch.empty(512, dtype=torch.int32), 1000, BLOCK=1024),
+        "2-D grid": lambda: K.grid2d_kernel[(cdiv(512, 32), cdiv(512, 64))](
+            grid_x, torch.empty(512, 512), 512, 512, BR=32, BC=64),
+        "Liger RMSNorm (bf16)": lambda: K.casting_rmsnorm_kernel[(256,)](
+            torch.empty(256, 2048, dtype=torch.bfloat16), xb, wb, 2048, 1e-6, 0.0, casting_mode=0, BLOCK=2048),
+        "unsloth GEGLU": lambda: K.geglu_kernel[(cdiv(1 << 18, 1024),)](
+            e, g, torch.empty(1 << 18), 1 << 18, BLOCK=1024, LONG_INDEXING=False),
+        # a scalar loop over rows in a few programs, float atomics, a spin lock (layer-norm backward's pattern)
+        "row loop, 8 programs": lambda: K.persistent_rows_kernel[(8,)](
+            x2, torch.empty(512), 512, 1000, BLOCK=1024),
+        "float atomic sum": lambda: K.atomic_sum_kernel[(64,)](
+            xh.float(), torch.zeros(1), 1 << 16, BLOCK=1024),
+        "spin-locked partial sums": lambda: K.locked_partial_sum_kernel[(128,)](
+            x2, torch.zeros(8, 1000), torch.zeros(8, dtype=torch.int32), 1000, GROUPS=8, BLOCK=1024),
+    }
+
+
+def measure_library(budget_s=1.0):
+    """[(name, interpreter median, mini_triton median)] in seconds, each kernel in this process."""
+    interp, mini = library_cases(kernels("interpret")), library_cases(kernels("mini"))
+    return [(n, median_call(interp[n], budget_s, 3), median_call(mini[n], budget_s / 4)) for n in interp]
 
 
 def first_call(make, rows):
@@ -121,10 +166,24 @@ def main(argv):
     print(head + f"{'speedup first / median':>24}")
     rows = [(M, N, name, M) for M, N in shapes for name in ("forward", "backward")]
     rows.append((SOFTMAX[0], SOFTMAX[1], "persistent softmax", SOFTMAX[0]))
+    ratios = {}
     for M, N, name, n_rows in rows:
         fi, mi, fm, mm = measure(name, M, N, n_rows)
         print(f"{f'{M}x{N}':>12} {name:>19} {fi * 1e3:>12.1f} / {mi * 1e3:>9.1f} ms {fm * 1e3:>12.2f} / "
               f"{mm * 1e3:>9.2f} ms {fi / fm:>11.1f}x / {mi / mm:>7.1f}x", flush=True)
+        ratios[(M, N, name)] = (fi / fm, mi / mm)
+    print(f"\nlibrary-style kernels (tests/kernels_for_tests.py), median of later calls in one process\n"
+          f"{'kernel':>26} {'interpreter':>12} {'mini_triton':>12} {'speedup':>8}")
+    lib = []
+    for name, ti, tm in measure_library():
+        lib.append(ti / tm)
+        print(f"{name:>26} {ti * 1e3:>9.1f} ms {tm * 1e3:>9.2f} ms {ti / tm:>7.1f}x", flush=True)
+    print("\nthe goals (speedup first / median):")
+    for (M, N, name), goal in ((BIG + ("forward",), 150), (SOFTMAX[:2] + ("persistent softmax",), 10)):
+        if (M, N, name) in ratios:
+            first, median = ratios[(M, N, name)]
+            print(f"{name + f' {M}x{N}':>32} {first:>7.1f}x / {median:>6.1f}x   (goal >= {goal}x)")
+    print(f"{'library-style kernels, median':>32} {statistics.median(lib):>17.1f}x   (goal >= 10x)")
     return 0
 
 

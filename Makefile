@@ -62,7 +62,7 @@ else
 endif
 
 bench: setup
-	RMSNORM_IMPL=$(call impl_path,$(IMPL)) BENCH_OUT=build $(PY) starter/bench.py
+	RMSNORM_IMPL=$(call impl_path,$(IMPL)) BENCH_OUT=build $(PY) starter/bench.py $(if $(FULL),--full)
 
 SUBMISSION ?= solution
 RESULTS    ?= build/results.json

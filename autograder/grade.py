@@ -1,11 +1,11 @@
 """Grade one submission: ``python -m autograder.grade SUBMISSION [RESULTS]`` (``make grade``).
 
 Writes a fallback results.json first (so a crash still leaves a valid file),
-checks that the grader itself can work (preflight.py), runs the hidden tests in a
-pytest process that never imports the submission, then prints a table per rubric
-item. A grading that the grader could not carry out raises GraderError: the
-results.json then says "autograder error" (no score), and ``main`` prints the
-cause and the fix and exits 1.
+runs the hidden tests in a pytest process that never imports the submission while
+checking that the grader itself can work (preflight.py; a failed check makes the
+tests' results no grade), then prints a table per rubric item. A grading that the
+grader could not carry out raises GraderError: the results.json then says
+"autograder error" (no score), and ``main`` prints the cause and the fix and exits 1.
 """
 import contextlib
 import json
@@ -67,7 +67,7 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
     """
     submission = resolve(submission)
     write_results(results, FALLBACK)
-    preflight()
+    checking = start_preflight()                     # it runs while the hidden tests start up
     said = isolation.note()
     if said:
         print(f"grade: {said}", file=sys.stderr)
@@ -76,10 +76,17 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
     env = dict(os.environ if env is None else env, **{SUBMISSION_VAR: str(submission.resolve()),
                                                       RESULTS_VAR: str(Path(results).resolve())})
     log = Path(results).with_suffix(".log")           # pytest's own output: for the staff, never for students
-    with _runtime(env) as env, open_private(log, "wb") as out:
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "autograder.plugin", "-p", "no:cacheprovider",
-                        str(HERE / "hidden"), *(["-k", select] if select else [])], env=env, cwd=HERE.parent,
-                       stdout=out, stderr=subprocess.STDOUT, check=False)
+    try:
+        with _runtime(env) as env, open_private(log, "wb") as out:
+            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "autograder.plugin", "-p",
+                            "no:cacheprovider", str(HERE / "hidden"), *(["-k", select] if select else [])],
+                           env=env, cwd=HERE.parent, stdout=out, stderr=subprocess.STDOUT, check=False)
+    finally:
+        try:
+            check_preflight(checking)
+        except GraderError:
+            write_results(results, FALLBACK)           # what the tests wrote on a machine that cannot grade is no grade
+            raise
     res = json.loads(Path(results).read_text())
     cause = res.pop("autograder_error", None)
     if cause:
@@ -145,18 +152,29 @@ _PREFLIGHT_PASSED: set = set()
 
 
 def preflight() -> None:
-    """Raise GraderError unless this machine can grade (preflight.py), checked once per process.
+    """Raise GraderError unless this machine can grade (preflight.py), checked once per process."""
+    check_preflight(start_preflight())
 
-    The probe imports torch; it runs in a child process, so that the grader's own process
-    stays small while the submission's jobs run.
-    """
+
+def start_preflight():
+    """Start the preflight (preflight.py) in a child process, unless this process has passed it already:
+    what check_preflight judges. The probe imports torch; in a child process, the grader's own process
+    stays small while the submission's jobs run, and the grading does not wait for it to start."""
     key = (sys.executable, os.environ.get(RUNTIME_VAR), os.geteuid(), config.ACCOUNT_PREFIX)
     if key in _PREFLIGHT_PASSED:
+        return None
+    return key, subprocess.Popen([sys.executable, "-m", "autograder.preflight"], cwd=config.ROOT,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def check_preflight(started) -> None:
+    """Wait for a preflight that start_preflight started; raise GraderError (cause and fix) if it failed."""
+    if started is None:
         return
-    p = subprocess.run([sys.executable, "-m", "autograder.preflight"], cwd=config.ROOT, capture_output=True,
-                       text=True)
+    key, p = started
+    _, err = p.communicate()
     if p.returncode:
-        text = p.stderr.strip().removeprefix("preflight failed: ") or f"exit code {p.returncode}"
+        text = err.strip().removeprefix("preflight failed: ") or f"exit code {p.returncode}"
         cause, _, fix = text.partition("\nFix: ")
         raise GraderError(cause, fix)
     _PREFLIGHT_PASSED.add(key)

@@ -155,3 +155,20 @@ def test_the_jobs_tasks_run_as_on_a_gpu_where_nothing_is_recorded(monkeypatch):
     results, tensors = run_tasks(mod, tasks, flat(inputs), triton=None)
     assert all(r.get("ok") for r in results.values()), results
     assert not any(k.endswith(".stored") for k in tensors) and "ag.r_saved" in tensors
+
+
+def test_a_failed_preflight_makes_the_grading_an_autograder_error_not_a_grade(tmp_path, monkeypatch):
+    """The preflight runs while the hidden tests start: when it fails, whatever the tests wrote is replaced by
+    the fallback (an autograder error), and the cause and fix of the preflight are raised."""
+    import subprocess
+    import sys
+    say = "import sys; sys.stderr.write('preflight failed: the probe said no\\nFix: make it say yes'); sys.exit(1)"
+    monkeypatch.setattr(grade, "start_preflight",
+                        lambda: ("key", subprocess.Popen([sys.executable, "-c", say], stdout=subprocess.PIPE,
+                                                         stderr=subprocess.PIPE, text=True)))
+    results = tmp_path / "results.json"
+    with pytest.raises(grade.GraderError, match="the probe said no") as e:
+        grade.grade(ROOT / "starter" / "rmsnorm.py", results)
+    assert e.value.fix == "make it say yes"
+    assert json.loads(results.read_text()) == json.loads(json.dumps(grade.FALLBACK))
+    assert "key" not in grade._PREFLIGHT_PASSED

@@ -110,3 +110,38 @@ def test_kernel_ms_is_the_median_of_the_profiled_calls_sums(monkeypatch):
         gpu.launch(lambda: None, ms=ms / 2)
         gpu.launch(lambda: None, name="copy_kernel", ms=ms / 2)
     assert bench.kernel_ms(step, reps=5) == 3.0
+
+
+def test_gpu_report_prints_each_shape_as_it_is_measured_and_starts_the_next_job_ahead(tmp_path, capsys, monkeypatch):
+    """make bench's scheduling without a GPU: each job's rows print in order as soon as it is done, the next
+    job of a GPU is started (importing) before the current one is timed, and the progress line says which."""
+    M, N = 64, 128
+    shape_result = {"copy": 0.01, "wrong": None, "providers": {"yours": {"fwd": 0.03, "fwd_gpu": 0.01,
+                                                                          "fwdbwd": 0.1, "fwdbwd_gpu": 0.025}}}
+    model_result = {"default": {"yours": {"wall": 1.0, "gpu": 0.5}, "F.rms_norm": {"error": "RuntimeError: boom"}}}
+    events = []
+
+    class FakeJob:
+        def __init__(self, impl_path, what, gpu):
+            self.what, self.label = what, f"{what[1]} {what[2]}x{what[3]}"
+            events.append(("start", what, gpu))
+
+        def run(self, progress_line):
+            events.append(("run", self.what))
+            progress_line(self.label, "yours forward")
+            return model_result if self.what[0] == "model" else shape_result
+    monkeypatch.setattr(bench, "Job", FakeJob)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    bench.gpu_report("impl.py", [(M, N), (2 * M, N)], tmp_path, model_shapes=[(256, 512)])
+    jobs = bench.gpu_jobs([(M, N), (2 * M, N)], [(256, 512)])
+    assert len(jobs) == 5 and jobs[-1] == ("model", "bf16", 256, 512)
+    # job i+1 is started before job i runs (one GPU): it imports while job i is timed
+    for i in range(len(jobs) - 1):
+        assert events.index(("start", jobs[i + 1], "0")) < events.index(("run", jobs[i])), events
+    out, err = capsys.readouterr()
+    assert "[1/5, " in err and "fp32 64x128: yours forward" in err
+    shapes = [ln.split()[0] for ln in out.splitlines() if ln.strip().startswith(("64x128", "128x128"))]
+    assert shapes == ["64x128", "128x128", "64x128", "128x128"]            # fp32's two shapes, then bf16's
+    assert out.index("fp32: GPU time") < out.index("bf16: GPU time") < out.index("The model")
+    assert "256x512" in out and "F.rms_norm: RuntimeError: boom" in out and "5 measurements in" in out
+    assert len((tmp_path / "bench_gpu.jsonl").read_text().splitlines()) == 5

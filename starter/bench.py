@@ -36,6 +36,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -200,8 +201,9 @@ class Progress:
 
     def show(self, job, what):
         line = f"[{self.done + 1}/{self.total}, {time.perf_counter() - self.start:.0f} s] {job}: {what}"
-        if self.live:
-            print(f"\r\033[K{line[:150]}", end="", file=sys.stderr, flush=True)
+        if self.live:                        # one screen line, or \r could not rewrite it
+            width = shutil.get_terminal_size().columns - 1
+            print(f"\r\033[K{line[:width]}", end="", file=sys.stderr, flush=True)
         else:
             print(line, file=sys.stderr, flush=True)
 

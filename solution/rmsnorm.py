@@ -525,9 +525,10 @@ class CachedLaunch:
         compiled = self.compiled.get(key)
         if compiled is None:
             # Triton's way: bind, specialise, compile if it must, launch; keep what it compiled.
-            self.compiled[key] = self.kernel[grid](*args, num_warps=num_warps, **constexprs)
-            return
-        compiled[(*grid, 1, 1)](*args, *constexprs.values())     # every parameter, in the kernel's order
+            compiled = self.compiled[key] = self.kernel[grid](*args, num_warps=num_warps, **constexprs)
+        else:
+            compiled[(*grid, 1, 1)](*args, *constexprs.values())     # every parameter, in the kernel's order
+        return compiled                               # as kernel[grid](...) returns it
 
 
 def specialisation(args):

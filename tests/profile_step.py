@@ -63,9 +63,10 @@ class Empty(torch.autograd.Function):
         return dy, None
 
 
-def loop_us(f, n=50, trials=7):
-    """(median, least, most) microseconds per call of ``n`` calls back to back with one wait for the GPU at
-    the end, over ``trials`` loops: what a training loop sees (the host's time when it is the bottleneck)."""
+def loop_us(f, n=50, trials=7, wait=True):
+    """(median, least, most) microseconds per call of ``n`` calls back to back, over ``trials`` loops. With
+    ``wait``, each loop ends with a wait for the GPU: what a training loop sees (the host's time when it is
+    the bottleneck); without, only the calls are timed."""
     for _ in range(5):
         f()
     torch.cuda.synchronize()
@@ -74,8 +75,10 @@ def loop_us(f, n=50, trials=7):
         t = time.perf_counter()
         for _ in range(n):
             f()
-        torch.cuda.synchronize()
+        if wait:
+            torch.cuda.synchronize()
         per_call.append((time.perf_counter() - t) / n * 1e6)
+        torch.cuda.synchronize()
     return statistics.median(per_call), min(per_call), max(per_call)
 
 
@@ -158,16 +161,7 @@ def primitives(impl, x, g):
 def host_us(f, n=200, trials=5):
     """Microseconds per call of a loop that never waits for the GPU (host-bound at tiny shapes):
     the median of ``trials`` loops of ``n`` calls, as other work on the machine adds noise."""
-    f()
-    torch.cuda.synchronize()
-    per_call = []
-    for _ in range(trials):
-        t = time.perf_counter()
-        for _ in range(n):
-            f()
-        per_call.append((time.perf_counter() - t) / n * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(per_call)
+    return loop_us(f, n, trials, wait=False)[0]
 
 
 def inputs(M, N, dtype):

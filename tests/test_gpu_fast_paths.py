@@ -5,11 +5,16 @@ The cached launch (solution/rmsnorm.py, ``CachedLaunch``) must give exactly what
 (a row count of 1, rows not a multiple of 16, an address not a multiple of 16 bytes, long rows).
 Under torch.compile the solution's RMSNorm must be traced whole: no graph breaks, same results.
 """
+import sys
+
 import pytest
 import torch
 
 from conftest import ROOT
-from rmsnorm_check import load_impl
+
+sys.path.insert(0, str(ROOT / "starter"))
+from bench import Model  # noqa: E402  (make bench's model: the one it times)
+from rmsnorm_check import load_impl  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU with Triton")
 
@@ -70,17 +75,6 @@ def test_cached_launch_keeps_apart_what_triton_specialises_on(impl):
     keys = [key for key in k.compiled if 1024 in key]
     aligned = {key for key in keys if (torch.float32, True) in key and (torch.float32, False) not in key}
     assert aligned and len(keys) > len(aligned), keys
-
-
-class Model(torch.nn.Module):
-    def __init__(self, width, norm):
-        super().__init__()
-        self.first, self.last = torch.nn.Linear(width, width), torch.nn.Linear(width, width)
-        self.g = torch.nn.Parameter(torch.rand(width) + 0.5)
-        self.norm = norm
-
-    def forward(self, x):
-        return self.last(self.norm(self.first(x), self.g))
 
 
 @pytest.mark.parametrize("mode", ["default", "reduce-overhead"])

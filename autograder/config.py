@@ -45,12 +45,14 @@ ACCOUNT_WAIT_S = 900.0
 # --- Limits -----------------------------------------------------------------------------------------------
 
 SIM_LIMITS = Limits()
-"""Each of the two simulator jobs (the forward tasks; the autograd tasks). The reference solution takes
-2.5 s of wall and CPU time per job on a 2-core machine, most of it importing torch
-(tests/measure_grading_cost.py): 30 s is 12x that, enough for a lecture-style kernel on a slow,
-shared CPU. An endless loop costs at most 2 x 30 s, so its feedback arrives in about a minute. The CPU
-limit is twice the wall-clock one, so that a single-threaded endless loop always ends as a time-out;
-it stops a job that burns several cores at once."""
+"""Each of the two groups of simulator tasks (the forward tasks; the autograd tasks), which share one job:
+its wall time is cut per group (job/remote.py), and the job's own limit is the groups' together plus
+runner.START_S; the CPU limit holds for each process. The reference solution takes about 4 s for the
+job on a 2-core machine, most of it importing torch (tests/measure_grading_cost.py): 30 s a group is
+enough for a lecture-style kernel on a slow, shared CPU. An endless loop costs at most 2 x 30 s, so its
+feedback arrives in about a minute. The CPU limit is twice the wall-clock one, so that a
+single-threaded endless loop always ends as a time-out; it stops a process that burns several cores
+at once."""
 
 GPU_LIMITS = Limits(timeout_s=300.0, cpu_s=600, memory_bytes=None, file_bytes=1024 ** 3)
 """The GPU job with real Triton: compiling kernels and timing item 10 take minutes, and a CUDA build

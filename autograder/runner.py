@@ -22,9 +22,10 @@ from pathlib import Path
 
 import torch
 
-from . import accounts, check, isolation, runtime, sandbox
+from . import accounts, check, config, isolation, runtime, sandbox
 from .config import Limits
 from .errors import GraderError
+from .job.errors import scrub
 from .job.protocol import INPUTS, JOB, KEY_BYTES, OUTPUTS_JSON, OUTPUTS_PT, READY, RUNNING, SIGNATURE, signature
 
 JOB_LINES = (READY, RUNNING)
@@ -63,18 +64,30 @@ class Combined:
         return f"no job ran {name}"
 
 
-def run_jobs(submission: Path, jobs: dict, inputs: dict, **kw) -> Combined:
-    """Run each group of tasks in its own sandboxed job, so a hang or crash costs only its group."""
-    return Combined({name: (set(tasks), run_job(submission, tasks, inputs, **kw)) for name, tasks in jobs.items()})
+def run_jobs(submission: Path, jobs: dict, inputs: dict, *, limits: Limits | None = None, **kw) -> Combined:
+    """Run the groups of tasks on the simulator, a hang or crash costing only its group: one sandboxed job, in
+    which each group runs in a submission's process of its own and is ended at the limit's wall time
+    (job/remote.py); the job's own limit is the groups' together, and a little for its start."""
+    limits = limits or Limits()
+    whole = dataclasses.replace(limits, timeout_s=limits.timeout_s * len(jobs) + START_S)
+    outcome = run_job(submission, {}, inputs, limits=whole, groups=jobs, group_s=limits.timeout_s, **kw)
+    return Combined({name: (set(tasks), outcome) for name, tasks in jobs.items()})
+
+
+SINGLE = "tasks"        # the name of the one group of a job run with plain tasks (job/main.py)
+START_S = 15.0          # a job's start (torch's import) before its groups' time begins, as the job's limit sees it
 
 
 def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | None = None,
-            backend: str = "mini_triton", runtime_root: Path | None = None) -> Outcome:
-    """Run ``tasks`` on ``submission`` in one sandboxed job; raises GraderError if the job never started."""
+            backend: str = "mini_triton", runtime_root: Path | None = None, groups: dict | None = None,
+            group_s: float | None = None) -> Outcome:
+    """Run ``tasks`` on ``submission`` in one sandboxed job; raises GraderError if the job never started.
+    ``groups`` ({name: tasks}, the simulator only): several groups, each ended at ``group_s`` of its own."""
     limits = limits or Limits()
     runtime_root = runtime_root or runtime.root()
+    plan = {"groups": groups, "group_s": group_s} if groups else {"tasks": tasks}
     with accounts.for_job() as account:
-        job = _job_dir(submission, tasks, inputs, backend, account)
+        job = _job_dir(submission, plan, inputs, backend, account)
         try:
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "TMPDIR": str(job / "tmp"),
                    "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
@@ -85,7 +98,8 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | Non
                 if k in os.environ:
                     env[k] = os.environ[k]
             key = secrets.token_bytes(KEY_BYTES)       # the job signs its outputs with it (job/protocol.py)
-            res = sandbox.run(sandbox.python_argv(Path(runtime_root) / runtime.ENTRY, job / "rmsnorm.py", job), cwd=job,
+            res = sandbox.run(sandbox.python_argv(Path(runtime_root) / runtime.ENTRY, job / "rmsnorm.py", job,
+                                                  len(groups or [tasks])), cwd=job,
                               env=env, limits=limits, account=account, stdin=key,
                               private=(job, isolation.readable_paths(runtime_root)))
             return _collect(job, res, limits, key, account)
@@ -93,12 +107,12 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | Non
             shutil.rmtree(job, ignore_errors=True)
 
 
-def _job_dir(submission: Path, tasks: dict, inputs: dict, backend: str, account) -> Path:
+def _job_dir(submission: Path, plan: dict, inputs: dict, backend: str, account) -> Path:
     """A private folder with the job's files, owned by the account the job runs as (mode 700)."""
     job = Path(tempfile.mkdtemp(prefix="rmsnorm-job-"))
     try:
         shutil.copyfile(submission, job / "rmsnorm.py")
-        (job / JOB).write_text(json.dumps({"backend": backend, "tasks": tasks}))
+        (job / JOB).write_text(json.dumps({"backend": backend, **plan}))
         torch.save({k: v.contiguous() for k, v in inputs.items()}, job / INPUTS)
         (job / "tmp").mkdir()
         if account is not None:
@@ -142,15 +156,32 @@ def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None) -
                     f"thread) before the grader got its outputs; rmsnorm.py must return its results, never exit")
         else:
             what = f"the submission crashed{_where(res)} (exit code {res.returncode})"
-        return Outcome({}, {}, what + (": " + " | ".join(tail) if tail else ""), res)
+        return Outcome({}, {}, scrub(what + (": " + " | ".join(tail) if tail else ""), _private(job)), res)
     signed = _signed(job, key)
     if signed is None:
         return Outcome({}, {}, TAMPERED, res)
-    info = json.loads(signed[0])
+    info = _scrubbed(json.loads(signed[0]), job)
     error = f"importing rmsnorm.py failed: {info['_import']['error']}" if "_import" in info else None
+    ended = info.get("_ended") if isinstance(info.get("_ended"), dict) else {}
+    if error is None and isinstance(ended.get(SINGLE), str):
+        error = scrub(ended[SINGLE], _private(job))       # the one group of a job of plain tasks: the job's failure
     loaded = torch.load(io.BytesIO(signed[1]), weights_only=True) if signed[1] else {}
     tensors = {k: v for k, v in loaded.items() if type(v) is torch.Tensor}
     return Outcome(tensors, info, error, res)
+
+
+def _private(job: Path) -> tuple:
+    """What a job's feedback must not show besides the command lines (job/errors.scrub): the checkout, the
+    runtime folder, the job's folder."""
+    return (str(config.ROOT), str(runtime.root()), str(job))
+
+
+def _scrubbed(info: dict, job: Path) -> dict:
+    """The job's results with every error text scrubbed of the grader's paths and command lines."""
+    for entry in info.values():
+        if isinstance(entry, dict) and isinstance(entry.get("error"), str):
+            entry["error"] = scrub(entry["error"], _private(job))
+    return info
 
 
 def _where(res: sandbox.Result) -> str:

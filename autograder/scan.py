@@ -36,10 +36,14 @@ RULES = {
     "files": Rule("calls `open`, `exec`, `eval`, `compile` or `__import__`, reads or writes files (`torch.save`, "
                   "`.write_text`, ...), or edits `sys.modules`",
                   "import torch\nx = torch.zeros(3).sum()\n", "import torch\ntorch.save(1, 'x.pt')\n"),
-    "interpreter": Rule("reaches into the interpreter: `getattr`, `setattr`, `vars`, `globals`, `__builtins__`, "
-                        "frames, or attributes such as `__dict__` and `__class__`",
-                        "def f(x):\n    return x.__doc__\n", "import torch\nf = getattr(torch, 'exp')\n"),
-    "patches": Rule("changes attributes of a library (`torch.allclose = ...`, `setattr(torch, ...)`)",
+    "interpreter": Rule("reaches into the interpreter or a library's private parts: `getattr`, `setattr`, `vars`, "
+                        "`globals`, `__builtins__`, frames, attributes such as `__dict__` and `__class__`, a "
+                        "library's names that start with `_` (`torch._C`, `torch.utils._python_dispatch`), or "
+                        "`from sys import ...`",
+                        "def f(x):\n    return x.__doc__\n", "def f(x):\n    return getattr(x, 'exp')\n"),
+    "patches": Rule("changes attributes of a library (`torch.allclose = ...`, `setattr(torch, ...)`), or uses a "
+                    "module as a value: another name for it (`T = triton`), an argument, an import's name bound "
+                    "again (`tl = ...`); import it under the name you want, and `tl = triton.language` is fine",
                     "import torch\nallclose = torch.allclose\n", "import torch\ntorch.allclose = None\n"),
     "simulator": Rule("touches the simulator's own modules, which grade your file: its statistics and its race "
                       "check (`mini_triton.stats`, `triton.races`, ...); `triton`, `triton.language` and "
@@ -96,13 +100,43 @@ def _imported_names(tree) -> set:
 
 def _module_aliases(tree) -> dict:
     """{name: module} for every name an ``import`` binds to a module: ``import os as o`` gives
-    {"o": "os"}, ``import numpy as np`` {"np": "numpy"}, ``import os.path`` {"os": "os"}."""
+    {"o": "os"}, ``import numpy as np`` {"np": "numpy"}, ``import os.path`` {"os": "os"}; and for a name
+    assigned an attribute of one, its dotted path (``tl = triton.language``: {"tl": "triton.language"}),
+    so that the rules below follow it."""
     aliases = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) and _dotted(node.value):
+            root, *rest = _dotted(node.value).split(".")
+            if root in aliases:
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        aliases.setdefault(t.id, ".".join([aliases[root], *rest]))
     return aliases
+
+
+def _dotted(node):
+    """"a.b.c" for an attribute chain of names, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
+def _import_bound(tree) -> set:
+    """Names that only ``import`` statements bind to modules (``import x``, ``import x.y as z``)."""
+    return {a.asname or a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+            for a in node.names}
+
+
+def _is_tl_idiom(node) -> bool:
+    """``tl = triton.language`` (or mini_triton's): the usual way to name the language, fine."""
+    return (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "tl" and _dotted(node.value) in ("triton.language", "mini_triton.language"))
 
 
 def _internal(parts) -> bool:
@@ -144,9 +178,12 @@ def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
         problems.append((rule, message))
     imported = _imported_names(tree)
     aliases = _module_aliases(tree)
+    modules = _import_bound(tree)
     module_of = lambda name: aliases.get(name, name)                      # noqa: E731
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(tree):
+        _module_values(node, parents, modules - {n for n in modules if module_of(n) in ("os", "os.path")}, imported,
+                       flag)
         targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else
                    [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
         for t in targets:
@@ -165,8 +202,14 @@ def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
                 if parts[0] in TRITON and len(parts) > 1 and _internal(parts[1:]):
                     flag("simulator", f"line {line}: {name} is the simulator's own (it grades your submission): "
                                       f"import triton and triton.language only")
+            if any(p.startswith("_") and p != "__future__" for name in names for p in name.split(".")):
+                flag("interpreter", f"line {line}: importing {next(n for n in names if '._' in '.' + n)} reaches "
+                                    f"into a library's private parts; that is not allowed")
             if isinstance(node, ast.ImportFrom) and node.module == "os":
                 flag("imports", f"line {line}: from os import ... is not allowed (use os.environ only)")
+            elif isinstance(node, ast.ImportFrom) and node.module == "sys":
+                flag("interpreter", f"line {line}: from sys import ... is not allowed (it hands out the "
+                                    f"interpreter's own objects)")
             elif isinstance(node, ast.ImportFrom):
                 for a in node.names:
                     if a.name in REACHED_MODULES and (node.module or "").split(".")[0] != a.name:
@@ -186,6 +229,9 @@ def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
             elif _triton_root(node, module_of) and _internal([node.attr]):
                 flag("simulator", f"line {line}: {ast.unparse(node)} is the simulator's own (it grades your "
                                   f"submission): use triton's and triton.language's public names only")
+            if (node.attr.startswith("_") and not node.attr.startswith("__") and _root(node) in imported):
+                flag("interpreter", f"line {line}: {ast.unparse(node)[:60]} is a library's private name; that is "
+                                    f"not allowed")
             if node.attr in REACHED_MODULES and base not in (node.attr,):
                 flag("imports", f"line {line}: .{node.attr} reaches the {node.attr} module through another one; "
                                 f"that is not allowed")
@@ -206,6 +252,21 @@ def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
             flag("interpreter", f"line {line}: {node.id} reaches into the interpreter; that is not allowed "
                                 f"(a variable of yours with this name: rename it)")
     return missing, problems
+
+
+def _module_values(node, parents, modules, imported, flag):
+    """Flag a module used as a value (``T = triton``, ``f(torch)``) and an import's name bound again
+    (``tl = ...``): past such a line the rules above could not follow it."""
+    line = getattr(node, "lineno", "?")
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in modules:
+        parent = parents.get(node)
+        if not (isinstance(parent, ast.Attribute) and parent.value is node):
+            flag("patches", f"line {line}: the module {node.id} used as a value; use it as {node.id}.<name> only "
+                            f"(import it under the name you want)")
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in imported:
+        statement = parents.get(node)
+        if not _is_tl_idiom(statement):
+            flag("patches", f"line {line}: {node.id}, bound by an import, is bound again; use another name")
 
 
 def _environ(target, module_of) -> bool:

@@ -24,7 +24,7 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from . import dtypes as D
-from . import boolops, memory, observers, runtime
+from . import frontend, memory, observers, runtime
 from .blocks import constexpr, scalar, tensor
 from .errors import CompilationError, describe_program, student_traceback
 
@@ -101,10 +101,10 @@ class JITFunction:
 
     @property
     def body(self):
-        """What runs: ``fn``, its ``and``/``or`` between blocks made element-wise as Triton compiles them
-        (boolops.py)."""
+        """What runs: ``fn`` compiled again in Triton's kernel language (frontend.py): its outside names
+        bound as Triton binds them, its attributes checked, its ``and``/``or`` between blocks element-wise."""
         if self._body is None:
-            self._body = boolops.rewrite(self.fn)
+            self._body = frontend.compile_kernel(self.fn, (JITFunction,))
             runtime.KERNEL_CODES.add(self._body.__code__)
         return self._body
 

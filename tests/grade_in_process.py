@@ -2,8 +2,9 @@
 
 A real grading runs each job in a sandboxed process, and a process start (Python, torch) costs more than
 the tasks of a small submission. Here two spawned processes run the same jobs (cases.sim_jobs), with the
-job's own code (job.tasks.run_tasks) and the grader's judge (judge.ledgers, judge.charge): only the
-sandbox is left out, which tests/test_autograder_*.py test on their own.
+job's own code (the submission's process forked as a job forks it, job.remote.run_tasks) and the grader's
+judge (judge.ledgers, judge.charge): only the sandbox is left out, which tests/test_autograder_*.py test on
+their own.
 
     verdicts({"name": Path("rmsnorm.py"), ...}) -> {name: {"failed": {part: message}, "notes": {...},
                                                            "causes": {part: [cause, ...]}}}
@@ -25,26 +26,22 @@ def _start():
 
 
 def _grade(path: str) -> dict:
-    from autograder import runner
+    from autograder import config, runner
     from autograder.check import reference
-    from autograder.job.errors import describe
-    from autograder.job.main import load_submission, setup_backend
-    from autograder.job.norms import watch_norms
-    from autograder.job.tasks import run_tasks
+    from autograder.job import remote
+    from autograder.job.main import setup_backend
     from autograder.hidden.cases import flat, sim_inputs, sim_jobs
     from autograder.judge import ledgers
     from autograder.judge.charge import charge
     triton = setup_backend(ROOT, "mini_triton")
-    watch_norms(Path(path))
     inputs = sim_inputs(lambda x, g, eps: reference(x, g, eps=eps)[1].float())
-    try:
-        mod = load_submission(Path(path))
-    except BaseException as e:                              # noqa: BLE001 -- as a job reports it
-        outcome = runner.Outcome({}, {}, f"importing rmsnorm.py failed: {describe(e)}", None)
-    else:
-        tasks = {k: v for job in sim_jobs().values() for k, v in job.items()}
-        results, tensors = run_tasks(mod, tasks, flat(inputs), triton)
-        outcome = runner.Outcome(tensors, results, None, None)
+    submission = Path(path)
+    groups = sim_jobs()
+    hosts = remote.fork_hosts(submission, triton, len(groups))       # the submission's processes, as a job forks them
+    results, tensors, error = remote.run_groups(hosts, groups, flat(inputs), triton, submission,
+                                                submission.read_text(encoding="utf-8", errors="replace"),
+                                                config.SIM_LIMITS.timeout_s)
+    outcome = runner.Outcome(tensors, results, f"importing rmsnorm.py failed: {error}" if error else None, None)
     found = ledgers((inputs, outcome))
     verdicts = charge(found)
     return {"failed": {p: v.failure for p, v in verdicts.items() if v.failure},

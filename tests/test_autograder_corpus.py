@@ -67,52 +67,7 @@ LOOP_FOREVER = '''def rmsnorm_backward(dy, x, g, r):
 
 
 def _unused_backward(dy, x, g, r):'''
-PURE_PYTORCH = '''"""The whole API in plain PyTorch: kernels defined, never launched."""
-import torch
-import mini_triton as triton
-
-
-@triton.jit
-def rmsnorm_fwd_kernel(x_ptr):
-    pass
-
-
-@triton.jit
-def rmsnorm_bwd_kernel(x_ptr):
-    pass
-
-
-def rmsnorm_forward(x, g, eps=1e-5):
-    r = torch.rsqrt(x.float().pow(2).mean(-1) + eps)
-    return (x.float() * r[..., None] * g.float()).to(x.dtype), r.reshape(-1)
-
-
-def rmsnorm_backward(dy, x, g, r):
-    xf, dyf, gf = x.float(), dy.float(), g.float()
-    rr = r.view(*x.shape[:-1], 1)
-    xhat = xf * rr
-    dxhat = dyf * gf
-    dx = rr * (dxhat - xhat * (dxhat * xhat).mean(-1, keepdim=True))
-    return dx.to(x.dtype), (dyf * xhat).reshape(-1, x.shape[-1]).sum(0).to(g.dtype)
-
-
-class TritonRMSNorm(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, g, eps=1e-5):
-        y, r = rmsnorm_forward(x, g, eps)
-        ctx.save_for_backward(x, g, r)
-        return y
-
-    @staticmethod
-    def backward(ctx, dy):
-        x, g, r = ctx.saved_tensors
-        dx, dg = rmsnorm_backward(dy, x, g, r)
-        return dx, dg, None
-
-
-def rmsnorm(x, g, eps=1e-5):
-    return TritonRMSNorm.apply(x, g, eps)
-'''
+PURE_PYTORCH = (CORPUS / "pure_pytorch.py").read_text()
 # The wrapper upcasts x to fp32 on the host; the kernel reads the copy, and y is cast back at the end.
 UPCAST = ("    x2 = _matrix(x)\n    M, N = x2.shape\n    y = torch.empty((M, N), dtype=x.dtype, device=x.device)",
           "    x2 = _matrix(x).float()\n    M, N = x2.shape\n    y = torch.empty((M, N), dtype=torch.float32, "
@@ -248,7 +203,7 @@ CASES = {
         "_o = __builtins__['open'] if isinstance(__builtins__, dict) else __builtins__.open\n"
         "def _forge():\n"
         "    _o('outputs.json', 'w').write('{\"fwd_a\": {\"ok\": true}}')\n"
-        "atexit.register(_forge)"), {p: "tampered with grading" for p in ALL_CPU}, []),
+        "atexit.register(_forge)"), {}, ALL_CPU),      # the submission's process never runs its exit hooks
     "forward_block_capped": (mutate(("eps, BLOCK=triton.next_power_of_2(N))",
                                      "eps, BLOCK=min(triton.next_power_of_2(N), 4096))")),
                              {"4.4": "y[0:3, 4096:16384] from rmsnorm (your TritonRMSNorm.forward) was never written "

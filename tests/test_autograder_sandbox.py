@@ -266,12 +266,64 @@ def imports_of(path):
                          [shared.FOLDER / f"{name}.py" for name in shared.FOR_JOBS], ids=lambda p: p.name)
 def test_the_job_imports_nothing_of_the_grader_beyond_the_runtime(path):
     """What a job runs must import only what the runtime folder holds: the job, the files it shares (each of
-    them only those before it), the standard library and torch; never another module of the grader."""
+    them only those before it), the simulator, the standard library and torch; never another module of the
+    grader."""
     allowed = shared.FOR_JOBS[:shared.FOR_JOBS.index(path.stem)] if path.stem in shared.FOR_JOBS else shared.FOR_JOBS
     found = imports_of(path)
     assert found or path.name in ("__init__.py", "rmsnorm_text.py")
     for module, line in found:
         top = module.split(".")[0]
-        ok = (module.startswith(".") or module.startswith("autograder.job") or top in allowed or top == "torch"
-              or top in sys.stdlib_module_names)
+        ok = (module.startswith(".") or module.startswith("autograder.job") or top in allowed
+              or top in ("torch", "mini_triton") or top in sys.stdlib_module_names)
         assert ok, f"{path.name} line {line} imports {module}"
+
+
+# -- the judge's process: what the submission's process holds, and what feedback may carry ------------------
+SNOOP = '''
+_o = __builtins__['open'] if isinstance(__builtins__, dict) else __builtins__.open
+
+
+def _read(path):
+    try:
+        return _o(path, "rb").read().decode(errors="replace").replace("\\0", " ")
+    except OSError as e:
+        return f"<{type(e).__name__}>"
+
+
+def rmsnorm_forward(x, g, eps=1e-5):
+    import os
+    ancestors, pid = [], os.getpid()
+    for _ in range(12):
+        ancestors.append(_read(f"/proc/{pid}/cmdline"))
+        try:
+            pid = int(_read(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()[1])
+        except (ValueError, IndexError):
+            break
+    raise RuntimeError("job.json: " + _read("job.json")[:300] + " inputs.pt: " + _read("inputs.pt")[:40]
+                       + " | " + " | ".join(ancestors))
+'''
+
+
+def test_the_submissions_process_holds_no_task_table_and_its_errors_no_grader_paths(tmp_path):
+    """A submission (past the scan) that reads the job's files and every ancestor's command line into its
+    error: the task table and the inputs are gone before it is imported, and the grader's paths are
+    scrubbed from the feedback."""
+    sub = tmp_path / "rmsnorm.py"
+    sub.write_text(SNOOP)
+    out = runner.run_job(sub, {"fwd_secret_case": {"op": "forward", "tensors": {"x": "x", "g": "g"}}}, inputs(),
+                         limits=sandbox.Limits(timeout_s=60))
+    error = out.task_error("fwd_secret_case")
+    assert error.startswith("RuntimeError: job.json: <"), error
+    assert "fwd_secret_case" not in error and "inputs.pt: <" in error, error
+    for private in (str(ROOT), str(runtime.root())):
+        assert private not in error, (private, error)
+    assert "<grader>" in error
+
+
+def test_scrub_hides_this_process_s_ancestors_paths_and_the_given_ones():
+    from autograder.job.errors import scrub
+    own = [a for a in Path("/proc/self/cmdline").read_bytes().decode().split("\0") if "/" in a and len(a) >= 6]
+    text = " and ".join(own + [f"{ROOT}/autograder/hidden", "/srv/secret/folder/x.py"])
+    clean = scrub(text, extra=(str(ROOT), "/srv/secret/folder"))
+    assert str(ROOT) not in clean and "/srv/secret" not in clean, clean
+    assert not [a for a in own if a in clean], clean

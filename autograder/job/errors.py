@@ -3,9 +3,13 @@
 The message is all the grader reports of a task that raised, so it says where the error was raised in
 the student's file, and what to do when the cause is the grader's sandbox rather than the math.
 """
+import functools
+import os
 import traceback
 
 from .shared import text
+
+HIDDEN = "<grader>"
 
 
 def describe(e: BaseException) -> str:
@@ -33,3 +37,35 @@ def _hint(e: BaseException) -> str:
         return (f": the grader caps a job's memory{size}; allocate only the outputs (y, r, dx, dg) and a small "
                 f"partial-dg buffer, never a copy of the input per row or program")
     return ""
+
+
+@functools.lru_cache(maxsize=None)
+def _grader_strings(extra: tuple) -> tuple:
+    """The paths this process and its ancestors were started with (their command lines, which any process can
+    read in /proc), each with its parent folders, longest first: what feedback must never show."""
+    found, pid = set(extra), os.getpid()
+    for _ in range(64):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().decode("utf-8", "replace").split("\0")
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        found |= {a for a in args if "/" in a}
+        if pid <= 1:
+            break
+    paths = set()
+    for p in found:
+        parts = p.rstrip("/").split("/")
+        paths |= {p.rstrip("/")} | {"/".join(parts[:i]) for i in range(3, len(parts) + 1)}     # from /a/b on
+    return tuple(sorted((p for p in paths if len(p) >= 6), key=len, reverse=True))
+
+
+def scrub(message: str, extra=()) -> str:
+    """``message`` without the grader's paths and command lines (and ``extra`` strings): a submission may put
+    what it read of them into an error, and feedback must not carry them."""
+    for s in _grader_strings(tuple(str(e) for e in extra)):
+        if s in message:
+            message = message.replace(s, HIDDEN)
+    return message

@@ -4,6 +4,7 @@ Everything before ``READY`` is the grader's own setup (the key, torch, the input
 kept GPU functions, the watched norms): a failure there is never the submission's, which is not loaded
 yet. Everything after runs the submission, whose errors are reported per task, never raised.
 """
+import ctypes
 import importlib.util
 import json
 import os
@@ -16,6 +17,7 @@ from .errors import describe
 from .norms import watch_norms
 from .protocol import INPUTS, JOB, OUTPUTS_JSON, READY, RUNNING, signer, write_outputs
 from .shared import load
+from . import remote
 from .tasks import run_tasks
 
 timing = load("rmsnorm_timing")
@@ -42,8 +44,10 @@ def load_submission(path: Path):
 
 
 def main(argv):
-    sign = signer()
     submission, job_dir = Path(argv[0]), Path(argv[1])
+    if os.environ.get("MINI_TRITON") == "1":
+        return main_simulated(submission, job_dir, int(argv[2]) if len(argv) > 2 else 1)
+    sign = signer()
     job = json.loads((job_dir / JOB).read_text())
     backend = job.get("backend", "mini_triton")
     inputs = torch.load(job_dir / INPUTS, weights_only=True)
@@ -65,3 +69,39 @@ def main(argv):
     done, tensors = run_tasks(mod, job["tasks"], inputs, triton)
     write_outputs(job_dir, {**results, **done}, tensors, sign)
     return 0
+
+
+def main_simulated(submission: Path, job_dir: Path, groups: int):
+    """A simulator job in two kinds of process: the submission's, one per group of tasks (forked first, before
+    the key, the tasks and the inputs are read here, so they hold none of them), and this one, the judge's,
+    which runs every kernel and writes the signed outputs (remote.py)."""
+    triton = setup_backend(ROOT, "mini_triton")
+    source = submission.read_text(encoding="utf-8", errors="replace")
+    hosts = remote.fork_hosts(submission, triton, groups)
+    undumpable()
+    sign = signer()
+    job = json.loads((job_dir / JOB).read_text())
+    inputs = torch.load(job_dir / INPUTS, weights_only=True)
+    for name in (JOB, INPUTS):
+        (job_dir / name).unlink()                  # what the submission's processes must never read
+    results = {"_worker": {"torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0]}}
+    (job_dir / OUTPUTS_JSON).write_bytes(b"")          # the job folder is writable
+    (job_dir / OUTPUTS_JSON).unlink()
+    print(READY, flush=True)
+    plan = job.get("groups") or {"tasks": job.get("tasks", {})}
+    done, tensors, error = remote.run_groups(hosts[:len(plan)], plan, inputs, triton, submission, source,
+                                             job.get("group_s"))
+    for channel, pid in hosts[len(plan):]:
+        remote.stop(pid)
+    if error:
+        results["_import"] = {"error": error}
+    write_outputs(job_dir, {**results, **done}, tensors, sign)
+    return 0
+
+
+def undumpable():
+    """Make this process one the submission's (same account) cannot trace or read the memory of."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)       # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass

@@ -1,10 +1,12 @@
-"""A phase of a task (its forward, or its backward) as the grader sees it: what ran, and what made each output.
+"""A phase of a task (its forward, or its backward) as the submission's side sees it: what ran, and what made
+each output.
 
-On the simulator a phase records the submission's launches and the host-side torch ops between them
-(mini_triton.record). From the record it tells, for each output, whether the submission's kernels made
-it (``kernel_made``): stored by a kernel, or only moved, converted or summed on the host from a buffer
-a kernel stored (the lecture's ``dg_partial.sum(0)``); how much of it the kernels stored; and whether a
-host op computed it instead. On a GPU nothing is recorded: only calls of torch's own norms (norms.py).
+On the simulator the judge's process records the launches and tells what made each output from memory
+(remote.py, provenance.py); in the submission's process a Phase keeps the host-side torch ops between the
+launches and the calls of torch's norms, with their lines (mini_triton.record, norms.py): advice that names a
+line in the feedback, and, with the elements the judge says the kernels stored, which outputs the host only
+moved, converted or summed from the kernels' memory (the lecture's ``dg_partial.sum(0)``: host.claim). On a
+GPU (tasks.py) nothing is recorded but the calls of torch's own norms.
 """
 import contextlib
 
@@ -62,7 +64,8 @@ class Phase:
                 all_roles.setdefault(v, []).append(k)
         launches = [{"kernel": L.kernel, "programs": L.programs, "order_dependent": L.order_dependent,
                      "race": L.race, "undefined_lanes": L.undefined_lanes, "args": {
-            k: {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel, "dtype": a.dtype,
+            k: {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel, "span": a.span,
+                "dtype": a.dtype,
                 "role": by_storage.get(a.storage), "roles": all_roles.get(a.storage, []), "distinct": a.distinct(),
                 "storage": a.storage}
             for k, a in L.args.items()}} for L in self.rec.launches]

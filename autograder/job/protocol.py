@@ -34,12 +34,13 @@ def output_key(task: str, output: str, what: str = "") -> str:
     return f"{task}.{output}" + (f".{what}" if what else "")
 
 
-def running(what: str, x=None):
+def running(what: str, x=None) -> str:
     """Say what the submission is about to run, so that a time-out can name it."""
     if x is not None:
         what += f" on x of shape {tuple(x.shape)} {text.dtype_name(x.dtype)}"
         what += "" if x.is_contiguous() else f" (a strided view, strides {tuple(x.stride())})"
     print(f"{RUNNING}running {what}", flush=True)
+    return f"running {what}"
 
 
 def signature(key: bytes, outputs_json: bytes, outputs_pt: bytes) -> str:

@@ -30,6 +30,22 @@ def io(launches, role, key):
     return sum(a[key] for a in args), sum(a["distinct"] for a in args)
 
 
+def extent(a) -> int:
+    """The elements a buffer argument covers: the largest of its numel, the memory its view spans (a
+    one-column view of an M x N buffer spans M·N) and the distinct elements the launch touched there."""
+    return max(a["numel"], a.get("span", 0), a.get("distinct", 0))
+
+
+def scratch_extents(scratch) -> dict:
+    """{storage: (elements it covers, the name it was first passed as)} of scratch arguments
+    ((kernel, name, counts) each): one buffer passed as several views counts once, at its largest."""
+    out = {}
+    for _, name, a in scratch:
+        size, first = out.get(a["storage"], (0, name))
+        out[a["storage"]] = (max(size, extent(a)), first)
+    return out
+
+
 def wrote_a_whole_output(launches, M, N, roles) -> bool:
     """Did a kernel store all M·N elements of a buffer that is none of ``roles`` (an output of its own, which
     the wrapper then replaced with one the host computed)?"""
@@ -77,7 +93,7 @@ def scratch_problem(launches, M, N):
     words = [a for _, _, a in scratch if "int" in a.get("dtype", "float")]
     stored = sum(a["stored"] for _, _, a in floats)
     loaded = sum(a["loaded"] for _, _, a in floats)
-    size = sum({a["storage"]: a["numel"] for _, _, a in floats}.values())
+    size = sum(covered for covered, _ in scratch_extents(floats).values())
     detail = "; ".join(f"{name} in {k} ({a['numel']} elements): {a['stored']} stored, {a['loaded']} loaded"
                        for k, name, a in floats)
     if stored > M * N + M + N:

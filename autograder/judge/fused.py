@@ -14,8 +14,8 @@ from ..hidden.cases import CORE, HOST_CHECK, task_name
 from ..job.shared import text
 from .charge import Finding, Ledger
 from .counts import (IO_ROLES, backward_io_problems, backward_traffic_problem, by_role, io, order_dependence,
-                     others, roles_of, wrote_a_whole_output)
-from .outputs import backward_failure, backward_outputs, coverage_cause, failed, given, made, task_error
+                     others, roles_of, scratch_extents, wrote_a_whole_output)
+from .outputs import backward_failure, backward_outputs, coverage_cause, failed, given, laundered, made, task_error
 
 FWD_D, BWD_D = task_name("fwd", "d"), task_name("bwd", "d")      # the core case the traffic items read
 
@@ -31,13 +31,17 @@ def item_5(inputs, outcome) -> Ledger:
     if not launches:
         L.add(Finding("y", "your forward launched no kernel"))
         return L
+    taint = laundered(outcome, FWD_D, ("y", "r"), "a fused forward computes y and r from x and g")
+    if taint:
+        L.add(taint)
+        return L
     x_loads = by_role(launches, "x", "loaded")
     y_stores = by_role(launches, "y", "stored")
     r_stores = by_role(launches, "r", "stored")
     g_loads = by_role(launches, "g", "loaded")
     g_max = sum(Lc["programs"] for Lc in launches) * N
-    extra = [(k, name, a) for k, name, a in others(launches, ("x", "y", "r", "g"))
-             if a["numel"] >= M * N and (a["loaded"] or a["stored"])]
+    scratch = others(launches, ("x", "y", "r", "g"))
+    extra = sum(a["loaded"] + a["stored"] for _, _, a in scratch)     # every buffer but x, g, y and r, together
     rows_missed = coverage_cause(outcome, FWD_D, "y") or coverage_cause(outcome, FWD_D, "r")
     x_distinct = min(io(launches, "x", "loaded")[1], M * N)
     L.add(None if x_loads == x_distinct == M * N else
@@ -61,12 +65,13 @@ def item_5(inputs, outcome) -> Ledger:
                   r_cause))
     L.add(None if g_loads <= g_max else
           Finding("g", f"your forward loaded g {g_loads} times ({g_max} allowed: once per program)"))
-    if extra:
-        k, name, a = extra[0]
+    if extra >= M * N // 4:
+        names = "; ".join(f"{name} in {k}: {a['loaded']} loaded, {a['stored']} stored" for k, name, a in scratch
+                          if a["loaded"] or a["stored"])
         host_y = not made(outcome, FWD_D, "y")       # the kernel's own y, which the wrapper then replaced
-        L.add(Finding("x", f"your forward moves an extra buffer of {a['numel']} elements ({name} in {k}); a fused "
-                           f"forward reads x and g and writes y and r, nothing else",
-                      "y_not_from_kernels" if host_y else None))
+        L.add(Finding("x", f"your forward moves {extra} elements through buffers other than x, g, y and r "
+                           f"({names}): an extra pass over memory; a fused forward reads x and g and writes y and r, "
+                           f"nothing else", "y_not_from_kernels" if host_y else None))
     return L
 
 
@@ -78,6 +83,10 @@ def item_6(inputs, outcome) -> Ledger:
     if failed(L, outcome, BWD_D):
         return L
     M, N = CORE["d"].shape
+    taint = laundered(outcome, BWD_D, ("dx", "dg"), "a fused backward computes dx and dg from x, dy, g and r")
+    if taint:
+        L.add(taint)
+        return L
     problems = backward_io_problems(outcome.info[BWD_D]["bwd"]["launches"], M, N)
     if problems and problems[0][0] == "none":
         L.add(Finding("dx", problems[0][1]))
@@ -136,6 +145,10 @@ def item_7(inputs, outcome) -> Ledger:
                     by_line[line.group(1)] = cause
                 L.add(Finding(out, problem, cause))
                 continue
+            taint = laundered(outcome, task, (out,), "the work must happen in the kernels")
+            if taint:
+                L.add(taint)
+                continue
             covered = max((a["distinct"] for Lc in phase["launches"] for a in Lc["args"].values()
                            if out in roles_of(a) and a["stored"]), default=0)
             if covered != M * N:
@@ -181,17 +194,17 @@ def item_9(inputs, outcome) -> Ledger:
     launches = info["bwd"]["launches"]
     problem = backward_traffic_problem(launches, M, N)
     why = order_dependence({"bwd": info["bwd"]})
-    scratch = [(name, a) for _, name, a in others(launches, IO_ROLES)
-               if a["stored"] and "int" not in a.get("dtype", "float")]
-    biggest = max(scratch, key=lambda s: s[1]["numel"], default=None)
+    sizes = scratch_extents([s for s in others(launches, IO_ROLES)
+                             if s[2]["stored"] and "int" not in s[2].get("dtype", "float")])
+    biggest = max(sizes.values(), default=None)            # (elements it covers, its name)
     if problem:
         L.add(Finding("dg", f"the improved reduction starts from a fused backward (item 6): {problem}"))
     elif why:
         L.add(Finding("dg", f"your dg is not deterministic: {why}. The improved reduction has each program sum its "
                             f"rows in registers and store one partial row; the partial rows are then added in a fixed "
                             f"order"))
-    elif biggest and biggest[1]["numel"] > M * N // 8:
-        L.add(Finding("dg", f"your partial dg buffer ({biggest[0]}) has {biggest[1]['numel']} elements for M·N = "
+    elif biggest and biggest[0] > M * N // 8:
+        L.add(Finding("dg", f"your partial dg buffer ({biggest[1]}) has {biggest[0]} elements for M·N = "
                             f"{M * N}; the improved reduction keeps it at most M·N/8 = {M * N // 8}: give each program "
                             f"many rows and accumulate dg in registers"))
     else:

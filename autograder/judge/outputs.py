@@ -52,6 +52,9 @@ def not_made(outcome, task, name, story) -> Finding | None:
     info = outcome.info.get(task, {})
     if (info.get("kernel_made") or {}).get(name) is not False:
         return None
+    if (info.get("tainted") or {}).get(name):
+        return Finding(name, laundered_message(name, outcome, task) + f", for {story}: points for correct values go "
+                             f"only to values your Triton kernels compute from the inputs", f"{name}_not_from_kernels")
     mask = got(outcome, task, name, "stored")
     if mask is not None and (bool(mask.any()) or not (info.get("host_made") or {}).get(name)):
         return None                # partly stored, or never written at all: the diagnosis says which elements
@@ -67,6 +70,23 @@ def not_made(outcome, task, name, story) -> Finding | None:
     return Finding(name, f"your {MADE_BY[name]} returned {name} without any kernel storing it{how}, for {story}"
                          f"{called}: points for correct values go only to values your Triton kernels compute",
                    f"{name}_not_from_kernels")
+
+
+FROM = {"y": "x and g", "r": "x", "dx": "x, dy, g and r", "dg": "x, dy and r"}
+
+
+def laundered_message(name, outcome, task) -> str:
+    """An output the kernels stored, whose values they loaded from memory the host wrote (provenance)."""
+    return (f"your {MADE_BY[name]}'s kernels stored {name} from memory the host wrote (values computed outside the "
+            f"kernels, then loaded by them), not from {FROM[name]}")
+
+
+def laundered(outcome, task, names, what: str) -> Finding | None:
+    """A finding (charged where it is found: no kernel computed anything) for outputs stored from host memory."""
+    tainted = [n for n in names if (outcome.info.get(task, {}).get("tainted") or {}).get(n)]
+    if not tainted:
+        return None
+    return Finding(tainted[0], laundered_message(tainted[0], outcome, task) + f": {what}")
 
 
 def made(outcome, task, name) -> bool:

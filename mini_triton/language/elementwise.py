@@ -10,7 +10,7 @@ import enum
 import torch
 
 from .. import dtypes as D
-from .. import runtime
+from .. import frontend, runtime
 from ..arithmetic import binary, full_rank, unary_op
 from ..blocks import as_block, broadcast_shape, make_int, tensor, unwrap
 from . import names
@@ -146,6 +146,9 @@ def maximum(x, y, propagate_nan=PropagateNan.NONE):
 
 def minimum(x, y, propagate_nan=PropagateNan.NONE):
     return _extremum(x, y, propagate_nan, "min")
+
+
+frontend.ELEMENTWISE.update(min=minimum, max=maximum)       # Triton's builtin min and max on blocks
 
 
 def clamp(x, min, max, propagate_nan=PropagateNan.NONE):

@@ -302,7 +302,7 @@ def host_work_problem(host_ops, M, N, where, file=None):
     work between the student's functions, such as casting dy to y's dtype) are not the student's.
     """
     for op in host_ops:
-        if file and not (op.get("where") or "").startswith(f"{file} line"):
+        if file and not (op.get("where") or "").startswith(file):
             continue
         act = [r for r in op["roles"] if r in ("x", "dy", "y", "dx")]
         at = f", at {op['where']}" if op.get("where") else ""

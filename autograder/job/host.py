@@ -1,0 +1,201 @@
+"""The submission's process of a job: it imports rmsnorm.py and calls it, as the judge's process asks.
+
+It is forked from the judge's process before the judge reads its key, its tasks or its inputs, so it holds
+none of them; it closes its standard input first. Then it waits for requests (one at a time) and answers
+each one:
+
+- ``import``: load rmsnorm.py (its kernels launch through client.py);
+- ``forward`` / ``backward``: call rmsnorm_forward / rmsnorm_backward on the tensors given, which live in
+  the judge's shared memory;
+- ``ag_forward`` / ``ag_backward``: the step through the submission's TritonRMSNorm, kept between the two;
+- ``quit``.
+
+Each answer carries the outputs as memory handles (the judge reads their values itself) and what this side
+noticed for the feedback: the host-side torch ops and calls of torch's norms with their lines. None of it
+decides a grade: the judge's process does, from what it saw.
+"""
+from __future__ import annotations
+
+import importlib.util
+import mmap
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+
+from . import client
+from .channel import Broken, Channel
+from .errors import describe
+from .norms import watch_norms
+from .phases import HOST_OP_CAP, TRANSPORT_OPS, Phase
+from .shared import load
+
+check = load("rmsnorm_check")
+
+
+class Host:
+    def __init__(self, channel: Channel, submission: Path, triton):
+        self.channel, self.submission, self.triton = channel, submission, triton
+        self.mod = None
+        self.step = {}                  # the autograd step between its forward and its backward
+        self.maps = []                  # mmaps of the judge's memory, kept open
+        self.given = {}                 # the tensors of the request being answered
+
+    def serve(self):
+        while True:
+            try:
+                request, fds = self.channel.recv()
+            except Broken:
+                return
+            if request.get("cmd") == "quit":
+                return
+            try:
+                answer, out_fds = self.answer(request, fds)
+            except BaseException as e:              # noqa: BLE001 -- the submission's error, reported
+                if isinstance(e, (KeyboardInterrupt,)):
+                    raise
+                answer, out_fds = {"error": describe(e), **self.progress()}, []
+            try:
+                self.channel.send(answer, out_fds)
+            finally:
+                client.Link.memory.release()
+
+    def progress(self) -> dict:
+        return {}
+
+    def answer(self, request, fds) -> tuple:
+        cmd = request["cmd"]
+        if cmd == "import":
+            self.mod = load_submission(self.submission)
+            return {"ok": True}, []
+        tensors = {k: self.tensor(v, fds) for k, v in request.get("tensors", {}).items()}
+        kw = {"eps": request["eps"]} if "eps" in request else {}
+        # the roles of a task's tensors: the backward through autograd still reads the forward's x and g
+        self.given = {**self.step.get("given", {}), **tensors} if cmd == "ag_backward" else tensors
+        return getattr(self, cmd)(tensors, kw)
+
+    def tensor(self, h: dict, fds) -> torch.Tensor:
+        """A tensor in the judge's memory (its descriptor ``fds[h["fd"]]``), as the submission gets it."""
+        fd = fds[h["fd"]]
+        m = mmap.mmap(fd, h["nbytes"])
+        self.maps.append(m)
+        dtype = getattr(torch, h["dtype"])
+        base = torch.frombuffer(m, dtype=torch.uint8).view(dtype)
+        t = base.as_strided(h["shape"], h["strides"], h["offset"])
+        client.Link.memory.adopt(t, fd)
+        return t
+
+    # -- the phases --------------------------------------------------------------------------------------
+    def _phase(self, call):
+        client.Link.covered = {}
+        with Phase(self.triton) as phase:
+            out = call()
+        phase.covered = client.Link.covered
+        return out, phase
+
+    def forward(self, t, kw):
+        (y, r), phase = self._phase(lambda: self.mod.rmsnorm_forward(t["x"], t["g"], **kw))
+        return self.outputs({"y": y, "r": r}, {"fwd": phase})
+
+    def backward(self, t, kw):
+        (dx, dg), phase = self._phase(lambda: self.mod.rmsnorm_backward(t["dy"], t["x"], t["g"], t["r"]))
+        return self.outputs({"dx": dx, "dg": dg}, {"bwd": phase})
+
+    def ag_forward(self, t, kw):
+        x = t["x"].detach().requires_grad_(True)
+        g = t["g"].detach().requires_grad_(True)
+        returned = {}
+        x.register_hook(lambda grad: returned.__setitem__("dx", grad))
+        g.register_hook(lambda grad: returned.__setitem__("dg", grad))
+        y, phase = self._phase(lambda: self.mod.rmsnorm(x, g, **kw))
+        self.step = {"x": x, "g": g, "y": y, "returned": returned, "given": dict(t)}
+        out = {"y": y.detach() if isinstance(y, torch.Tensor) else y}
+        extra = {}
+        if isinstance(y, torch.Tensor):
+            r_saved, saved = check.saved_for_backward(y, t["x"].numel() // max(1, t["x"].shape[-1]))
+            extra["saved"] = None if saved is None else [[list(s.shape), str(s.dtype).removeprefix("torch.")]
+                                                          for s in saved]
+            if r_saved is not None:
+                out["r_saved"] = r_saved.detach()
+        return self.outputs(out, {"fwd": phase}, extra)
+
+    def ag_backward(self, t, kw):
+        step = self.step
+        _, phase = self._phase(lambda: step["y"].backward(t["dy"]))
+        returned = step["returned"]
+        out = {"dx": returned.get("dx", step["x"].grad), "dg": returned.get("dg", step["g"].grad)}
+        if out["dg"] is None:
+            out["dg"] = step["g"].grad
+        return self.outputs(out, {"bwd": phase}, {"grad_is_copy": {
+            "dx": returned.get("dx") is not None and step["x"].grad is not None and
+            returned["dx"].untyped_storage().data_ptr() != step["x"].grad.untyped_storage().data_ptr()}})
+
+    def outputs(self, out: dict, phases: dict, extra=None) -> tuple:
+        """The answer: each output's memory handle (or what it is instead), and what this side noticed."""
+        phase = next(iter(phases.values()))
+        claims = {k: claim(phase, v) for k, v in out.items() if isinstance(v, torch.Tensor)}   # before sharing moves
+        fds, handles, not_tensors = [], {}, {}
+        for k, v in out.items():
+            if isinstance(v, torch.Tensor) and v.device.type == "cpu" and v.layout == torch.strided:
+                handles[k] = client.Link.memory.handle(v.detach(), fds)
+            else:
+                not_tensors[k] = type(v).__name__
+        roles = {t.untyped_storage().data_ptr(): k for k, t in {**self.given, **out}.items()
+                 if isinstance(t, torch.Tensor)}
+        noticed = {name: _noticed(p, roles) for name, p in phases.items()}
+        return {"outputs": handles, "not_tensors": not_tensors, "noticed": noticed, "claims": claims,
+                **(extra or {})}, fds
+
+
+def _noticed(phase, roles) -> dict:
+    """The host ops and norm calls this side saw in a phase (advice for the feedback, never a verdict)."""
+    ops = []
+    if phase.rec is not None and phase.rec.host_ops is not None:
+        ops = [{"op": o.name, "reads": o.reads, "output_numel": o.output_numel, "dtype": o.out_dtype,
+                "where": getattr(o, "where", ""), "roles": sorted({roles[s] for s in o.storages if s in roles})}
+               for o in phase.rec.host_ops if o.reads > 0][:HOST_OP_CAP]
+    return {"host_ops": ops, "norms": phase.norms}
+
+
+def claim(phase, t) -> dict:
+    """What this side saw make output ``t``: {"made": stored by the phase's kernels, or carried from their memory
+    by host ops that only move data (phases.TRANSPORT_OPS); "host_made": written by a host op that read data}.
+    The judge believes a "made" only where the values are its clean kernels' own (remote.Task.judge_output)."""
+    covered, ops = phase.covered, (phase.rec.host_ops or []) if phase.rec is not None else []
+    derived = set()
+    for op in ops:
+        sources = op.storages[1:] if op.name == "copy_" else op.storages
+        if op.name in TRANSPORT_OPS and any(s in derived or covered.get(s, 0) >= op.max_input_numel for s in sources):
+            derived |= set(op.out_storages)
+    where = t.untyped_storage().data_ptr()
+    return {"made": where in derived or covered.get(where, 0) >= t.numel(),
+            "host_made": any(where in op.out_storages and op.reads for op in ops)}
+
+
+def load_submission(path: Path):
+    spec = importlib.util.spec_from_file_location("rmsnorm", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run(sock, submission: Path, triton):
+    """The child's life: no standard input, the channel, the simulator's jit made remote; serve; exit."""
+    try:
+        os.close(0)
+    except OSError:
+        pass
+    sys.stdin = None
+    channel = Channel(sock)
+    client.install(channel)
+    watch_norms(submission)
+    try:
+        Host(channel, submission, triton).serve()
+    except BaseException:                                  # noqa: BLE001
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

@@ -1,0 +1,241 @@
+"""The judge's side of a launch: the kernel compiled from the judge's own copy of rmsnorm.py, run on the
+simulator against the judge's mirrors of the shared memory, and what it read and stored noted.
+
+A launch request (client.py) names a kernel by its name and first line; the judge finds that ``def`` in the
+file it read itself, binds the kernel's outside names from the request's plain descriptions (a kernel,
+a constexpr's value, a dtype's name, a module or an op of the language: nothing else exists here), and
+compiles it in Triton's language (mini_triton/frontend.py). Its tensor arguments are views of the judge's
+mirrors (provenance.py). After the launch, the simulator's own records say which elements each argument
+loaded and stored: a launch that loaded memory the host filled stores tainted values.
+"""
+from __future__ import annotations
+
+import ast
+import linecache
+import math
+import types
+
+import torch
+
+import mini_triton
+from mini_triton import dtypes as D
+from mini_triton import frontend
+from mini_triton.blocks import constexpr
+from mini_triton.launcher import JITFunction
+
+from .provenance import TAINTED, Memory, Refused
+
+NAMESPACES = {"tl": mini_triton.language, "tl.math": mini_triton.language.math,
+              "libdevice": mini_triton.language.extra.libdevice, "tl.extra.cuda": mini_triton.language.extra.cuda}
+MODULES = {"triton": mini_triton, "tl": mini_triton.language, "tl.math": mini_triton.language.math,
+           "tl.extra": mini_triton.language.extra, "libdevice": mini_triton.language.extra.libdevice,
+           "tl.extra.cuda": mini_triton.language.extra.cuda, "math": math}
+
+
+def plain(d):
+    """A constant described by client.plain, or raise Refused."""
+    if not isinstance(d, dict):
+        raise Refused(f"a value described as {type(d).__name__}")
+    if "value" in d and (d["value"] is None or isinstance(d["value"], (bool, int, str))):
+        return d["value"]
+    if "float" in d and isinstance(d["float"], str):
+        return float(d["float"])
+    if "dtype" in d:
+        return dtype(d["dtype"])
+    if "other" in d:
+        return type(str(d["other"])[:60] or "object", (), {})()       # an object of that name: the simulator refuses it
+    raise Refused("a value the judge does not know how to read")
+
+
+def dtype(name):
+    value = getattr(mini_triton.language, str(name), None) if str(name) in mini_triton.language.__all__ else None
+    if not isinstance(value, D.dtype):
+        raise Refused(f"no dtype named {name!r}")
+    return value
+
+
+class Kernels:
+    """The submission's kernels, compiled from the judge's copy of its file, by (name, first line)."""
+
+    def __init__(self, path: str, source: str):
+        self.path = path
+        linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            tree = ast.Module([], [])
+        self.defs = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef):
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                self.defs[(node.name, first)] = node
+        self.compiled = {}
+
+    def kernel(self, ident: dict, seen: dict) -> JITFunction:
+        """The kernel a request describes (its helpers and constexprs bound as described)."""
+        if "ref" in ident:
+            if ident["ref"] not in seen:
+                raise Refused("a kernel that refers to one not described")
+            return seen[ident["ref"]]
+        name, line = str(ident.get("name")), ident.get("line")
+        node = self.defs.get((name, line))
+        if node is None:
+            raise Refused(f"the kernel {name} (line {line}) is not a def of rmsnorm.py; Triton compiles a kernel "
+                          f"from its source, so define it with def in the file")
+        key = repr(ident)
+        if key in self.compiled:
+            seen[ident.get("id")] = self.compiled[key]
+            return self.compiled[key]
+        proto = self._proto(node, line, ident.get("defaults") or {})
+        jit = JITFunction(proto)
+        seen[ident.get("id")] = jit
+        for k, v in (ident.get("globals") or {}).items():
+            proto.__globals__[str(k)] = self._bound(v, seen)
+        self.compiled[key] = jit
+        return jit
+
+    def _proto(self, node: ast.FunctionDef, line: int, defaults: dict):
+        """A function with the kernel's signature, file and first line: the simulator reads its source from the
+        file (linecache) and compiles that again; the stub's own body is never run."""
+        a = node.args
+        if a.vararg or a.kwarg or a.posonlyargs:
+            raise Refused(f"{node.name}: a kernel takes named parameters only (no *args, **kwargs or /)")
+        names = [p.arg for p in (*a.args, *a.kwonlyargs)]
+        stub = f"def {node.name}({', '.join(p.arg for p in a.args)}" + \
+               (f", *, {', '.join(p.arg for p in a.kwonlyargs)}" if a.kwonlyargs else "") + "):\n    pass\n"
+        code = next(c for c in compile(stub, self.path, "exec").co_consts if isinstance(c, types.CodeType))
+        fn = types.FunctionType(code.replace(co_firstlineno=line), {"__name__": "rmsnorm"}, node.name)
+        with_default = [p.arg for p in a.args[len(a.args) - len(a.defaults):]]
+        fn.__defaults__ = tuple(plain(defaults.get(n, {"other": "missing"})) for n in with_default) or None
+        fn.__kwdefaults__ = {p.arg: plain(defaults.get(p.arg, {"other": "missing"}))
+                             for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None} or None
+        fn.__annotations__ = {p.arg: "tl.constexpr" for p in (*a.args, *a.kwonlyargs)
+                              if p.annotation is not None and ast.unparse(p.annotation).endswith("constexpr")}
+        fn.__module__ = "rmsnorm"
+        del names
+        return fn
+
+    def _bound(self, d, seen):
+        """An outside name of a kernel, from its description (client.describe)."""
+        kind = d.get("kind") if isinstance(d, dict) else None
+        if kind == "kernel":
+            return self.kernel(d, seen)
+        if kind == "constexpr":
+            return constexpr(plain(d.get("value")))
+        if kind == "dtype":
+            return dtype(d.get("name"))
+        if kind == "module" and d.get("name") in MODULES:
+            return MODULES[d["name"]]
+        if kind == "op" and d.get("space") in NAMESPACES and d.get("name") in NAMESPACES[d["space"]].__all__:
+            return getattr(NAMESPACES[d["space"]], d["name"])
+        return frontend.Foreign(str(d.get("type", "object"))[:60], bool(d.get("module")), bool(d.get("function")),
+                                plain(d["plain"]) if isinstance(d.get("plain"), dict) else frontend.Foreign.NONE,
+                                str(d.get("name", ""))[:60])
+
+
+class Launcher:
+    """Runs each launch request against the judge's memory, in the current phase's record."""
+
+    def __init__(self, memory: Memory, kernels: Kernels):
+        self.memory, self.kernels = memory, kernels
+        self.record = None                 # the current phase's mini_triton.record()
+        self.stored = None                 # the buffers the launch stored into ({id: Buffer}); None: unknown
+
+    def run(self, request: dict, fds: list) -> dict:
+        """The reply: {"stored": [distinct elements stored, for each tensor argument in order]} when it ran,
+        {"error": {type, message}} when it did not."""
+        args = []
+        try:
+            kernel = self.kernels.kernel(request.get("kernel") or {}, {})
+            views = {}
+            pos = [self._arg(a, fds, views) for a in request.get("args", [])]
+            kw = {str(k): self._arg(v, fds, views) for k, v in (request.get("kwargs") or {}).items()}
+            grid = tuple(int(g) for g in request.get("grid", []))
+            args = list(views.values())
+            before = {id(b): b.mirror.clone() for b, *_ in args}
+            count = len(self.record.launches)
+            try:
+                kernel.run(*pos, grid=grid, **kw)
+            except BaseException:
+                self._failed(args, before)
+                raise
+            stored = self._ran(kernel, pos, kw, views, self.record.launches[count:])
+            return {"stored": [stored.get(key, 0) for key in views]}
+        except Refused as e:
+            return {"error": {"type": "ValueError", "message": f"the grader cannot take this launch: {e}"}}
+        except Exception as e:                               # noqa: BLE001 -- the kernel's error, the student's
+            return {"error": {"type": type(e).__name__, "message": str(e)}}
+        finally:
+            for b in {id(b): b for b, *_ in args}.values():
+                if self.stored is None or id(b) in self.stored:
+                    b.write_back()
+            self.stored = None
+
+    def _arg(self, a, fds, views):
+        if isinstance(a, dict) and "tensor" in a:
+            h = a["tensor"]
+            fd = fds[int(h["fd"])]
+            buf = self.memory.buffer(fd, int(h["nbytes"]))
+            self.memory.refresh(buf)
+            geometry = (getattr(torch, str(h["dtype"])), int(h["offset"]), [int(s) for s in h["shape"]],
+                        [int(s) for s in h["strides"]])
+            if not isinstance(geometry[0], torch.dtype):
+                raise Refused(f"no torch dtype {h['dtype']!r}")
+            view = self.memory.settle(buf, *geometry)
+            views[id(view)] = (buf, *geometry, view)
+            return view
+        if isinstance(a, dict) and "constexpr" in a:
+            return constexpr(plain(a["constexpr"]))
+        return plain(a)
+
+    def _ran(self, kernel, pos, kw, views, stats) -> dict:
+        """Note what the launch read and stored, by the simulator's records of each argument; returns the distinct
+        elements it stored through each tensor argument ({id of its view: count})."""
+        if not stats:
+            return {}
+        bound = kernel.bind(pos, kw)
+        by_name = {name: views[id(v)] for name, v in bound.items() if id(v) in views}
+        reads, stores = [], []
+        for a in stats[0].args.values():
+            if a.name not in by_name:
+                continue
+            buf, dt, offset, shape, strides, view = by_name[a.name]
+            size = view.element_size()
+            for r in a.records:
+                if r.kind.reads() and buf.dirty():
+                    reads.append((buf, size, elements(r, buf.nbytes // size)))
+                if r.kind.writes():
+                    stores.append((buf, size, elements(r, buf.nbytes // size)))
+        dirty = self.memory.launch_reads_dirty(reads, stores)
+        self.memory.launch_stored(stores, dirty)
+        self.stored = {id(buf): buf for buf, _, _ in stores}
+        if not dirty:
+            for name, (buf, dt, offset, shape, strides, view) in by_name.items():
+                if id(buf) in self.stored:
+                    self.memory.kernel_views.append((buf, dt, offset, shape, strides))
+        args = stats[0].args
+        return {id(bound[name]): args[name].distinct("store") for name in by_name if name in args}
+
+    def _failed(self, args, before):
+        """A launch that raised may have stored part of its work, as a GPU would have: keep it, as tainted."""
+        for b, *_ in args:
+            b.mark(b.mirror != before[id(b)], TAINTED)
+
+
+def elements(r, count: int) -> torch.Tensor:
+    """The elements of its buffer an access record touched, as a mask over ``count`` elements (a dense record's
+    ranges without listing each lane), counted from the buffer's first element."""
+    base = r.buf.storage_offset
+    if r.dense:
+        P = int(r.pids.numel())
+        lo = (r.lo.expand(P) if r.lo.numel() == 1 else r.lo) + base
+        hi = (r.hi.expand(P) if r.hi.numel() == 1 else r.hi) + base
+        keep = (r.count.expand(P) if r.count.numel() == 1 else r.count) > 0
+        lo, hi = lo[keep].clamp(0, count), (hi[keep] + 1).clamp(0, count)
+        edges = torch.zeros(count + 1, dtype=torch.int32)
+        edges.index_add_(0, lo, torch.ones_like(lo, dtype=torch.int32))
+        edges.index_add_(0, hi, -torch.ones_like(hi, dtype=torch.int32))
+        return torch.cumsum(edges, 0)[:count] > 0
+    mask = torch.zeros(count, dtype=torch.bool)
+    mask[(r.active_offsets()[0] + base).clamp(0, max(0, count - 1))] = True
+    return mask

@@ -1,0 +1,297 @@
+"""Where each byte of a job's memory came from, as the judge's process sees it.
+
+Every tensor the kernels or the grader see lives in shared memory: the task's inputs in memory the judge
+made, the submission's own buffers in memory its side shared (client.py). The judge never takes the
+submission's word for what is there: it keeps its own copy of each buffer (a *mirror*, found by the
+buffer's inode, which the submission cannot forge) and an *origin* for every byte:
+
+- ``INPUT``: the grader's input, as given;
+- ``CONST``: a fill of 0, 1, -1, infinity or NaN (``torch.zeros``, ``torch.empty``'s poison, ``zero_()``): no
+  information (any other value, even repeated, is the host's: a one-element output is one value);
+- ``COPY_INPUT`` / ``COPY_KERNEL``: written by the host, equal element for element to a copy or a cast of an
+  input or of memory clean kernels stored (``x.contiguous()``, ``y32.to(bfloat16)``): clean, but moved on the
+  host;
+- ``KERNEL``: stored by a launch that read only clean memory;
+- ``HOST``: anything else the host wrote: values no kernel computed from the inputs;
+- ``TAINTED``: stored by a launch that read ``HOST`` memory (the values it stores derive from it).
+
+Before each launch the judge compares each buffer with its mirror: what changed, the host wrote (a
+difference it classifies). A launch that loads a ``HOST`` or ``TAINTED`` byte stores ``TAINTED`` bytes; any
+other stores ``KERNEL`` bytes. So an output counts as the kernels' work only if its values derive, through
+kernel operations, from the grader's inputs: one loaded back from memory the host filled does not, and a
+second kernel that reads what a first one stored is as clean as the first.
+"""
+from __future__ import annotations
+
+import os
+import stat
+
+import torch
+
+INPUT, CONST, COPY_INPUT, COPY_KERNEL, KERNEL, HOST, TAINTED = range(7)
+DIRTY = (HOST, TAINTED)
+MADE = (KERNEL, COPY_KERNEL)            # what an output made by the kernels holds
+MAX_BYTES = 1 << 30                     # one buffer: more than a job's memory could hold anyway
+
+
+class Refused(Exception):
+    """A description of memory the judge cannot take (too big, not shared memory, a view past its end)."""
+
+
+class Buffer:
+    """One storage: its descriptor, the judge's mirror of its bytes, their origins, what kernels wrote."""
+
+    def __init__(self, fd: int, nbytes: int, origin: int):
+        self.fd, self.nbytes = fd, nbytes
+        self.mirror = torch.zeros(nbytes, dtype=torch.uint8)
+        self.origin = torch.full((nbytes,), origin, dtype=torch.uint8)
+        self.written = torch.zeros(nbytes, dtype=torch.bool)       # by kernels, in the current phase
+        self.worst = origin                 # at least the largest origin code of any byte: HOST or more is dirty
+        self.key = None
+
+    def mark(self, where, code: int, size: int = 1):
+        """Set the origin of the bytes ``where`` (an index or mask over elements of ``size`` bytes)."""
+        (self.origin if size == 1 else self.origin.view(-1, size))[where] = code
+        self.worst = max(self.worst, code)
+
+    def read(self) -> torch.Tensor:
+        """The bytes as they are now in the shared memory (a short read leaves zeros: a file cut shorter)."""
+        data = bytearray(self.nbytes)
+        view, got = memoryview(data), 0
+        while got < self.nbytes:
+            n = os.preadv(self.fd, [view[got:]], got)
+            if n <= 0:
+                break
+            got += n
+        return torch.frombuffer(data, dtype=torch.uint8) if self.nbytes else torch.zeros(0, dtype=torch.uint8)
+
+    def write_back(self):
+        """The mirror into the shared memory: what the kernels stored, for the submission's side to see."""
+        data, done = self.mirror.numpy().tobytes(), 0
+        while done < len(data):
+            n = os.pwrite(self.fd, data[done:], done)
+            if n <= 0:
+                break
+            done += n
+
+    def dirty(self) -> bool:
+        if self.worst >= HOST:
+            self.worst = int(self.origin.max()) if self.nbytes else CONST
+        return self.worst >= HOST
+
+
+class Memory:
+    """Every buffer of a job, by inode; the candidates a host write may be a copy of."""
+
+    def __init__(self):
+        self.buffers = {}                  # (device, inode) -> Buffer
+        self.inputs = []                   # the task's inputs, as the submission got them (views)
+        self.kernel_views = []             # (Buffer, dtype, offset, shape, strides) that clean launches stored
+        self.copies = []                   # (source's mirror address, elements, dtype): host copies, this phase
+
+    # -- arrival: a descriptor from either side ---------------------------------------------------------
+    def buffer(self, fd: int, nbytes: int, origin=None) -> Buffer:
+        """The Buffer behind ``fd`` (adopted on first sight: a dup of the descriptor is kept)."""
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused("a tensor's memory that is not shared memory")
+        if nbytes < 0 or nbytes > MAX_BYTES or st.st_size < nbytes:
+            raise Refused(f"a tensor's memory of {nbytes} bytes in a file of {st.st_size}")
+        key = (st.st_dev, st.st_ino)
+        buf = self.buffers.get(key)
+        if buf is None or buf.nbytes != nbytes:
+            buf = Buffer(os.dup(fd), nbytes, CONST if origin is None else origin)
+            buf.key = key
+            self.buffers[key] = buf
+            if origin is None:                        # the host's new buffer: what it holds is the host's
+                self._arrived(buf, buf.read())
+        return buf
+
+    def input(self, t: torch.Tensor) -> tuple:
+        """(Buffer, descriptor to hand the submission) of a new shared memory holding ``t``'s storage, an input."""
+        data = t.untyped_storage()
+        raw = torch.empty(data.nbytes(), dtype=torch.uint8)
+        raw.untyped_storage().copy_(data)
+        fd = os.memfd_create("rmsnorm-input")
+        os.ftruncate(fd, raw.numel())
+        payload, done = raw.numpy().tobytes(), 0
+        while done < len(payload):
+            done += os.pwrite(fd, payload[done:], done)
+        buf = self.buffer(fd, raw.numel(), origin=INPUT)
+        buf.mirror.copy_(raw)
+        return buf, fd
+
+    def view(self, buf: Buffer, dtype, offset, shape, strides) -> torch.Tensor:
+        """The mirror seen as a tensor (the launch's argument, an output)."""
+        size = torch.empty((), dtype=dtype).element_size()
+        if buf.nbytes % size:
+            raise Refused(f"a {dtype} tensor in {buf.nbytes} bytes, not a whole number of elements")
+        try:
+            return buf.mirror.view(dtype).as_strided(shape, strides, offset)
+        except RuntimeError as e:
+            raise Refused(f"a tensor view past the end of its memory: {e}") from None
+
+    def refresh(self, buf: Buffer):
+        """Take in what the host wrote into ``buf`` since the judge last looked."""
+        now = buf.read()
+        if not torch.equal(now, buf.mirror):
+            self._changed(buf, now)
+
+    def _arrived(self, buf: Buffer, now: torch.Tensor):
+        """A buffer of the host's, seen for the first time: a constant fill (torch.empty's poison, zeros), or
+        the host's own values."""
+        buf.mirror.copy_(now)
+        if not _uniform(now):
+            buf.origin.fill_(HOST)
+            buf.worst = HOST
+
+    def _changed(self, buf: Buffer, now: torch.Tensor):
+        """Take in the bytes the host changed since the judge last looked: HOST, unless a constant fill."""
+        changed = now != buf.mirror
+        buf.mirror.copy_(now)
+        if not bool(changed.any()):
+            return
+        buf.mark(changed, HOST)
+        buf.written[changed] = False
+        self._classify(buf, changed)
+
+    # -- what the host wrote: a constant, a copy of something clean, or its own ---------------------------
+    def _classify(self, buf: Buffer, changed: torch.Tensor):
+        """Bytes the host wrote, ``changed``: one value repeated over whole elements is a constant fill."""
+        for size in (4, 2, 8, 1):
+            if buf.nbytes % size == 0 and _constant(buf.mirror, changed, size):
+                buf.origin[changed] = CONST
+                return
+
+    def settle(self, buf: Buffer, dtype, offset, shape, strides) -> torch.Tensor:
+        """The view's elements, after the host's writes there that equal, element for element, a copy or a cast
+        of a clean tensor (an input as the submission got it, or a view clean kernels stored) are marked as
+        that copy; returns the view."""
+        view = self.view(buf, dtype, offset, shape, strides)
+        if not buf.dirty():
+            return view
+        size = view.element_size()
+        index = element_index(buf, size, offset, shape, strides).reshape(-1)
+        origin = buf.origin.view(-1, size)
+        host = (origin[index] == HOST).all(1)
+        if not bool(host.any()):
+            return view
+        flat = view.reshape(-1)
+        for src, code in self._candidates():
+            if src.numel() != flat.numel() or not bool(host.any()):
+                continue
+            ref = src.reshape(-1).to(flat.dtype)
+            same = host & ((flat == ref) | (torch.isnan(flat) & torch.isnan(ref)))
+            if int(same.sum()) * 10 >= int(host.sum()) * 9:     # a copy matches all but a few: not a coincidence
+                buf.mark(index[same], code, size)
+                self.copies.append((src.untyped_storage().data_ptr(), int(same.sum()), str(flat.dtype)))
+                host &= ~same
+        return view
+
+    def _candidates(self):
+        for t in self.inputs:
+            yield t, COPY_INPUT
+        for b, dtype, offset, shape, strides in self.kernel_views:
+            if bool(torch.isin(self.origins(b, dtype, offset, shape, strides),
+                               torch.tensor(MADE, dtype=torch.uint8)).all()):
+                yield self.view(b, dtype, offset, shape, strides), COPY_KERNEL
+
+    def origins(self, buf, dtype, offset, shape, strides) -> torch.Tensor:
+        """The origin of each element of a view (the worst of its bytes: the largest code)."""
+        size = torch.empty((), dtype=dtype).element_size()
+        return buf.origin.view(-1, size).amax(1).as_strided(shape, strides, offset)
+
+    def stored(self, buf, dtype, offset, shape, strides) -> torch.Tensor:
+        """Which elements of a view the kernels wrote in this phase."""
+        size = torch.empty((), dtype=dtype).element_size()
+        return buf.written.view(-1, size).any(1).as_strided(shape, strides, offset)
+
+    # -- a launch --------------------------------------------------------------------------------------
+    def launch_reads_dirty(self, reads, stores) -> bool:
+        """Is the launch's work the host's? It is when the distinct HOST or TAINTED elements it loaded (as they
+        were before it ran) are at least a quarter of the distinct elements it stored: then most of what it
+        stored could be what the host computed (a copy, laundered). A kernel that reads a few host values (an
+        r the host recomputed, M values for M·N outputs) still does its own work; item 7 names the host's.
+        ``reads``, ``stores``: (Buffer, element size, mask over its elements)."""
+        dirty = 0
+        for buf, size, elements in reads:
+            if buf.dirty():
+                if buf.nbytes % size:
+                    return True
+                dirty += int(((buf.origin.view(-1, size).amax(1) >= HOST) & elements).sum())
+        if not dirty:
+            return False
+        merged = {}
+        for buf, size, elements in stores:
+            merged[(id(buf), size)] = merged.get((id(buf), size), elements) | elements
+        return dirty * 4 >= max(1, sum(int(m.sum()) for m in merged.values()))
+
+    def launch_stored(self, stores, dirty: bool):
+        """Mark the elements the launch stored (``stores``: (Buffer, element size, elements)) as its work."""
+        for buf, size, elements in stores:
+            if buf.nbytes % size:
+                continue
+            buf.mark(elements, TAINTED if dirty else KERNEL, size)
+            buf.written.view(-1, size)[elements] = True
+
+    def new_phase(self):
+        self.copies = []
+        for buf in self.buffers.values():
+            if buf.written.any():
+                buf.written.zero_()
+
+    def close(self):
+        for buf in self.buffers.values():
+            try:
+                os.close(buf.fd)
+            except OSError:
+                pass
+        self.buffers.clear()
+
+
+def element_index(buf: Buffer, size: int, offset, shape, strides) -> torch.Tensor:
+    """Each element of a view, as its index among the buffer's elements of ``size`` bytes."""
+    return torch.arange(buf.nbytes // size).as_strided(shape, strides, offset)
+
+
+INTS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+FLOATS = {2: (torch.float16, torch.bfloat16), 4: (torch.float32,), 8: (torch.float64,), 1: ()}
+
+
+def fill_value(value: torch.Tensor) -> bool:
+    """Is one element's bytes a value allocations and initialisations fill with: 0, 1, -1, infinity or NaN
+    (torch.zeros, torch.ones, torch.full(-inf) for a running max, torch.empty's poison)? Any other value repeated
+    is information: the host's own."""
+    size = value.numel()
+    as_int = int(value.view(INTS[size])[0])
+    if as_int in (0, 1, -1) or (size == 1 and as_int == 255):
+        return True
+    for dtype in FLOATS[size]:
+        f = float(value.view(dtype)[0])
+        if f != f or f in (1.0, -1.0, float("inf"), float("-inf")):
+            return True
+    return False
+
+
+def _uniform(data: torch.Tensor) -> bool:
+    """Is ``data`` a fill: one fill value (fill_value) of 1, 2, 4 or 8 bytes over and over?"""
+    if data.numel() == 0:
+        return True
+    for size in (4, 2, 8, 1):
+        if data.numel() % size == 0:
+            v = data.view(INTS[size])
+            if bool((v == v[0]).all()) and fill_value(data[:size].clone()):
+                return True
+    return False
+
+
+def _constant(mirror: torch.Tensor, changed: torch.Tensor, size: int) -> bool:
+    """Do the changed bytes hold one value of ``size`` bytes over and over (whole elements only)?"""
+    rows = changed.view(-1, size)
+    whole = rows.all(1)
+    if not bool((whole | ~rows.any(1)).all()):
+        return False
+    values = mirror.view(-1, size)[whole]
+    return values.shape[0] > 0 and bool((values == values[0]).all()) and fill_value(values[0].clone())

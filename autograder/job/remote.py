@@ -1,0 +1,413 @@
+"""The judge's side of a simulator job: the tasks run by asking the submission's process, which the judge
+forked before it read anything secret (host.py), and judged from what the judge itself saw.
+
+For each task the judge puts the inputs into shared memory of its own, asks the submission's process to
+run a phase (the forward, the backward, or the step through autograd), serves every launch that phase
+makes on its own simulator (launches.py), and reads the outputs from memory itself. What it reports is
+what it saw: each phase's launches (mini_triton's record, kept in this process), each output's values and
+origin (provenance.py: made by clean kernels, stored from host memory, or written by the host), what the
+kernels stored of it, whether dy changed. The submission's process adds only advice for the feedback (the
+host ops and norm calls it noticed, with their lines), which can make a message clearer but no grade higher.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import time
+
+import torch
+
+from . import host
+from . import provenance as P
+from .channel import Broken, Channel, TimedOut, close, pair
+from .errors import describe
+from .launches import Kernels, Launcher
+from .phases import MADE_IN
+from .protocol import RUNNING, output_key, plain, running
+from .shared import load, text
+
+check = load("rmsnorm_check")
+
+
+class Failed(Exception):
+    """The submission's side reported an error (its text, described there), or stopped answering."""
+
+
+class Judge:
+    """One conversation with the submission's process, and the judge's memory of the current task."""
+
+    def __init__(self, channel: Channel, triton, submission, source: str):
+        self.channel, self.triton = channel, triton
+        self.kernels = Kernels(str(submission), source)
+        self.memory = P.Memory()
+        self.launcher = Launcher(self.memory, self.kernels)
+
+    def ask(self, request: dict, fds=()) -> tuple:
+        """Send a request; serve the launches it makes; return its answer and the descriptors it carried."""
+        self.channel.send(request, fds)
+        while True:
+            message, got = self.channel.recv()
+            if "launch" not in message:
+                return message, got
+            try:
+                reply = self.launcher.run(message["launch"], got) if self.launcher.record is not None else \
+                    {"error": {"type": "RuntimeError", "message": "a kernel launched outside the graded call"}}
+            finally:
+                close(got)
+            self.channel.send(reply)
+
+    @contextlib.contextmanager
+    def phase(self):
+        """The launches of one phase, recorded here; what the kernels write is counted from zero."""
+        self.memory.new_phase()
+        with self.triton.record() as rec:
+            self.launcher.record = rec
+            try:
+                yield rec
+            finally:
+                self.launcher.record = None
+
+    def load(self) -> str | None:
+        """Import rmsnorm.py on the other side; its error, or None."""
+        answer, fds = self.ask({"cmd": "import"})
+        close(fds)
+        return answer.get("error")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a task
+# ---------------------------------------------------------------------------------------------------------
+class Task:
+    """One task: its inputs in the judge's memory, and what it found of each output."""
+
+    def __init__(self, judge: Judge, task: dict, inputs: dict):
+        self.judge, self.task = judge, task
+        judge.memory.close()
+        judge.memory = judge.launcher.memory = P.Memory()
+        self.given, self.handles, self.fds = {}, {}, []
+        for k, v in task.get("tensors", {}).items():
+            base = inputs[v].clone()
+            buf, fd = judge.memory.input(base)
+            view = check.apply_view(judge.memory.view(buf, base.dtype, 0, list(base.shape), list(base.stride())),
+                                    task.get("view", {}).get(k))
+            self.given[k] = (buf, view)
+            self.handles[k] = {"fd": len(self.fds), "nbytes": buf.nbytes, "offset": view.storage_offset(),
+                               "shape": list(view.shape), "strides": list(view.stride()),
+                               "dtype": str(view.dtype).removeprefix("torch.")}
+            self.fds.append(fd)
+        judge.memory.inputs = [view for _, view in self.given.values()]
+        self.original = {k: view.clone() for k, (_, view) in self.given.items()}
+        self.kw = {"eps": task["eps"]} if "eps" in task else {}
+        self.info, self.tensors, self.roles = {}, {}, {}
+        for k, (buf, _) in self.given.items():
+            self.roles.setdefault(k, buf.mirror.untyped_storage().data_ptr())
+
+    def close(self):
+        close(self.fds)
+
+    def request(self, cmd: str, names) -> tuple:
+        """(request, descriptors) for ``cmd`` on the inputs ``names``: only those cross."""
+        fds = [self.fds[self.handles[k]["fd"]] for k in names]
+        tensors = {k: dict(self.handles[k], fd=i) for i, k in enumerate(names)}
+        return {"cmd": cmd, "tensors": tensors, **self.kw}, fds
+
+    def run_phase(self, name: str, cmd: str, names) -> dict:
+        """Run one phase on the other side; its answer's outputs judged into self.tensors and self.info."""
+        request, fds = self.request(cmd, names)
+        with self.judge.phase() as rec:
+            answer, got = self.judge.ask(request, fds)
+        try:
+            if "error" not in answer:
+                self.outputs(name, answer, got)
+        finally:
+            close(got)
+            noticed = answer.get("noticed") if isinstance(answer.get("noticed"), dict) else {}
+            self.info[name] = summary(rec, self.roles, noticed.get(name) if isinstance(noticed.get(name), dict) else {})
+            self.info[name]["host_ops"] += self.copies_seen(name)
+        if "error" in answer:
+            raise Failed(str(answer["error"])[:text.MESSAGE_CHARS])
+        return answer
+
+    def outputs(self, phase: str, answer: dict, fds):
+        info = self.info
+        for k, t in (answer.get("not_tensors") or {}).items():
+            info.setdefault("not_tensors", {})[str(k)] = str(t)[:60]
+        for k, h in (answer.get("outputs") or {}).items():
+            k = str(k)
+            try:
+                buf = self.judge.memory.buffer(fds[int(h["fd"])], int(h["nbytes"]))
+                self.judge.memory.refresh(buf)
+                geometry = (getattr(torch, str(h["dtype"])), int(h["offset"]), [int(s) for s in h["shape"]],
+                            [int(s) for s in h["strides"]])
+                view = self.judge.memory.settle(buf, *geometry)
+            except (P.Refused, OSError, KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
+                info.setdefault("not_tensors", {})[k] = f"unreadable ({e})"[:60]
+                continue
+            self.roles.setdefault(k if k != "r_saved" else "r", buf.mirror.untyped_storage().data_ptr())
+            claims = answer.get("claims") if isinstance(answer.get("claims"), dict) else {}
+            self.judge_output(phase, k, buf, geometry, view, claims.get(k) if isinstance(claims.get(k), dict) else {})
+
+    def judge_output(self, phase, k, buf, geometry, view, claim: dict):
+        """An output's values, and whether the kernels made them, stored them, or the host did. Made: the other
+        side saw the kernels store it or carry it from their memory (``claim``), and the judge sees that every
+        value is its clean kernels' own (provenance: stored, copied, cast or summed from their memory)."""
+        info, memory = self.info, self.judge.memory
+        value = view.detach().clone().contiguous()
+        self.tensors[k] = value
+        info.setdefault("dtypes", {})[k] = str(value.dtype).removeprefix("torch.")
+        origins = memory.origins(buf, *geometry)
+        stored = memory.stored(buf, *geometry)
+        made = bool(torch.isin(origins, torch.tensor(P.MADE, dtype=torch.uint8)).all()) and value.numel() > 0
+        if not made and k == "dg":
+            made = summed_partials(value, memory)
+        made = made and claim.get("made") is True
+        if MADE_IN.get(k) == phase or k == "r_saved":
+            key = k if k != "r_saved" else None
+            if key:
+                info.setdefault("kernel_made", {})[k] = made
+                info.setdefault("kernel_stored", {})[k] = int(stored.sum())
+                info.setdefault("host_made", {})[k] = bool((origins == P.HOST).any()) or claim.get("host_made") is True
+                info.setdefault("tainted", {})[k] = bool((origins == P.TAINTED).any())
+            if not made and k in ("y", "r", "r_saved", "dx"):
+                self.tensors[output_key(k, "stored")] = stored.reshape(value.shape).contiguous()
+
+    def copies_seen(self, phase: str) -> list:
+        """The host's copies of inputs or of the kernels' outputs that the judge found in memory this phase, as
+        host ops (the submission's side may not have told: a copy through numpy, say)."""
+        by_storage = {v: k for k, v in self.roles.items()}
+        ops = []
+        for source, n, dtype in self.judge.memory.copies:
+            role = by_storage.get(source)
+            if not (role == "x" or (role is None and phase == "fwd")):
+                continue            # autograd's own casts of dy, dx and dg are not the submission's host work
+            what = f"a copy of {role}" if role else "a copy of a buffer your kernels stored"
+            ops.append({"op": "copy", "reads": n, "output_numel": n, "dtype": dtype.removeprefix("torch."),
+                        "where": f"rmsnorm.py ({what}, in {dtype.removeprefix('torch.')}, found in memory)",
+                        "roles": [role] if role else []})
+        return ops
+
+    def dy_modified(self) -> bool:
+        if "dy" not in self.given:
+            return False
+        buf, view = self.given["dy"]
+        self.judge.memory.refresh(buf)
+        return not torch.equal(view, self.original["dy"])
+
+
+def summary(rec, roles: dict, noticed: dict) -> dict:
+    """A phase as the judge saw it (the job's format, phases.Phase.summary's): each launch's arguments with
+    their roles, and the host ops and norm calls the submission's side noticed."""
+    all_roles = {}
+    for k, v in roles.items():
+        all_roles.setdefault(v, []).append(k)
+    by_storage = {v: k for k, v in roles.items()}
+    launches = [{"kernel": L.kernel, "programs": L.programs, "order_dependent": L.order_dependent, "race": L.race,
+                 "undefined_lanes": L.undefined_lanes, "args": {
+        k: {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel, "span": a.span,
+            "dtype": a.dtype, "role": by_storage.get(a.storage), "roles": all_roles.get(a.storage, []),
+            "distinct": a.distinct(), "storage": a.storage}
+        for k, a in L.args.items()}} for L in rec.launches]
+    host_ops = [op for op in (noticed.get("host_ops") or []) if isinstance(op, dict)][:64]
+    norms = [n for n in (noticed.get("norms") or []) if isinstance(n, dict)][:16]
+    return {"launches": launches, "norms": norms, "host_ops": host_ops}
+
+
+def summed_partials(dg: torch.Tensor, memory: P.Memory) -> bool:
+    """Is ``dg`` the column sums of rows of a buffer clean kernels stored (the lecture's dg_partial.sum(0); of its
+    first or last rows only, a wrong sum the diagnosis then names), up to the rounding of the sum and of dg's
+    dtype?"""
+    n = dg.numel()
+    for buf, dtype, offset, shape, strides in memory.kernel_views:
+        part = memory.view(buf, dtype, offset, shape, strides)
+        if n == 0 or part.numel() % n or not dtype.is_floating_point:
+            continue
+        if not bool(torch.isin(memory.origins(buf, dtype, offset, shape, strides),
+                               torch.tensor(P.MADE, dtype=torch.uint8)).all()):
+            continue
+        terms = part.reshape(-1, n).double()
+        zero = torch.zeros(1, n, dtype=torch.float64)
+        prefix = torch.cat([zero, terms.cumsum(0)])                      # rows 0..k-1, for every k
+        sums = torch.cat([prefix[1:], prefix[-1:] - prefix[1:-1]])        # first rows, then last rows
+        scale = torch.cat([zero, terms.abs().cumsum(0)])[-1:]
+        slack = 1e-5 * scale + torch.finfo(dg.dtype).eps * 2 * sums.abs() + 1e-30
+        if bool(((dg.double().reshape(1, n) - sums).abs() <= slack).all(1).any()):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the tasks
+# ---------------------------------------------------------------------------------------------------------
+def forward(t: Task):
+    say("rmsnorm_forward", t.given["x"][1])
+    t.run_phase("fwd", "forward", ["x", "g"])
+
+
+def backward(t: Task):
+    say("rmsnorm_backward", t.given["x"][1])
+    try:
+        t.run_phase("bwd", "backward", ["dy", "x", "g", "r"])
+    finally:
+        t.info["dy_modified"] = t.dy_modified()
+
+
+def autograd(t: Task):
+    say("rmsnorm (the forward through TritonRMSNorm)", t.given["x"][1])
+    answer = t.run_phase("fwd", "ag_forward", ["x", "g"])
+    t.info["saved"] = answer.get("saved") if isinstance(answer.get("saved"), (list, type(None))) else None
+    t.info["saved_r"] = "r_saved" in t.tensors
+    t.progress = {"info": {"failed_in": "bwd", "saved": t.info["saved"], "saved_r": t.info["saved_r"]},
+                  "tensors": {k: v for k, v in t.tensors.items() if k in ("y", output_key("y", "stored"))}}
+    if "r_saved" in t.tensors:
+        t.tensors["r_saved"] = t.tensors["r_saved"].clone()
+    say("y.backward() (the backward through TritonRMSNorm)", t.given["x"][1])
+    try:
+        t.run_phase("bwd", "ag_backward", ["dy"])
+    finally:
+        t.info["dy_modified"] = t.dy_modified()
+
+
+TASKS = {"forward": forward, "backward": backward, "autograd": autograd}
+
+
+def run_task(judge: Judge, task: dict, inputs: dict, progress: dict) -> tuple:
+    if task["op"] not in TASKS:
+        raise ValueError(f"unknown task {task['op']!r}")
+    t = Task(judge, task, inputs)
+    t.progress = {}
+    try:
+        TASKS[task["op"]](t)
+    except Failed:
+        progress.update(t.progress)
+        raise
+    finally:
+        t.close()
+    tensors, _ = plain(t.tensors, {})
+    return tensors, t.info
+
+
+def run_tasks(judge: Judge, tasks: dict, inputs: dict) -> tuple:
+    """(results, tensors) of every task, as job.tasks.run_tasks reports them."""
+    results, tensors = {}, {}
+    for name, task in tasks.items():
+        progress = {}
+        try:
+            out, info = run_task(judge, task, inputs, progress)
+            tensors.update({output_key(name, k): v for k, v in out.items()})
+            results[name] = {"ok": True, **info}
+            if undefined_lanes(info):
+                tensors.update({output_key(name, k, "if_zero"): v for k, v in with_zero_lanes(judge, task, inputs)
+                                .items() if "." not in k})
+        except Failed as e:
+            results[name] = {"error": str(e), **progress.get("info", {})}
+            tensors.update({output_key(name, k): v.contiguous() for k, v in progress.get("tensors", {}).items()
+                            if v is not None})
+        except Broken:
+            raise                                  # the submission's process ended or hangs: its whole group
+        except BaseException as e:                 # noqa: BLE001 -- the judge's own trouble with this task
+            results[name] = {"error": describe(e)}
+    return results, tensors
+
+
+def undefined_lanes(info) -> bool:
+    return any(L.get("undefined_lanes") for p in ("fwd", "bwd") for L in info.get(p, {}).get("launches", []))
+
+
+def with_zero_lanes(judge: Judge, task: dict, inputs: dict) -> dict:
+    """The task's outputs once more, with masked-off lanes loaded as 0.0 instead of NaN ({} if it fails)."""
+    memory = judge.triton.memory
+    memory.UNDEFINED_FLOAT = 0.0
+    try:
+        return run_task(judge, task, inputs, {})[0]
+    except Failed:
+        return {}
+    finally:
+        memory.UNDEFINED_FLOAT = float("nan")
+
+
+def fork_hosts(submission, triton, n: int) -> list:
+    """[(Channel, pid)] of ``n`` submission's processes, one per group of tasks, forked before anything secret
+    is read."""
+    return [fork_host(submission, triton) for _ in range(n)]
+
+
+def run_groups(hosts: list, groups: dict, inputs: dict, triton, submission, source: str, seconds) -> tuple:
+    """(results, tensors, the import's error or None) of every group of tasks, each in a submission's process of
+    its own (``hosts``), ended at ``seconds`` from its start (None: the job's own limit ends it): a hang or a
+    crash costs its own group only."""
+    results, tensors = {}, {}
+    for (channel, pid), (group, tasks) in zip(hosts, groups.items()):
+        channel.deadline = None if seconds is None else time.monotonic() + seconds
+        judge = Judge(channel, triton, submission, source)
+        try:
+            say("importing rmsnorm.py")
+            error = judge.load()
+            if error:
+                return results, tensors, error
+            done, made = run_tasks(judge, tasks, inputs)
+            results.update(done)
+            tensors.update(made)
+        except Broken as e:
+            message = ended(pid, e, seconds)
+            results.setdefault("_ended", {})[group] = message
+            if SAID["now"] == "importing rmsnorm.py":
+                return results, tensors, message
+            results.update({name: {"error": message} for name in tasks})
+        finally:
+            stop(pid)
+    return results, tensors, None
+
+
+SAID = {"now": ""}              # what the judge last said it was running (protocol.RUNNING)
+
+
+def say(what: str, x=None):
+    SAID["now"] = running(what, x) if what != "importing rmsnorm.py" else what
+    if what == "importing rmsnorm.py":
+        print(f"{RUNNING}{what}", flush=True)
+
+
+def ended(pid: int, why: Broken, seconds: float) -> str:
+    """Why a group's submission process stopped answering, as the runner words it for a whole job."""
+    where = f" while {SAID['now']}" if SAID["now"] else ""
+    if isinstance(why, TimedOut):
+        return check.timed_out(seconds, where)
+    stop(pid)
+    code, cpu = STATUS.get(pid), CPU.get(pid, 0.0)
+    limit = resource.getrlimit(resource.RLIMIT_CPU)[0]
+    if code == -signal.SIGXCPU or (code == -signal.SIGKILL and limit > 0 and cpu >= limit - 0.5):
+        return f"ran out of CPU time ({limit} s){where}: {check.SLOW_HINT}"
+    if code == 0:
+        return (f"the submission ended the process{where} (exit code 0: os._exit, or an exit from another thread) "
+                f"before the grader got its outputs; rmsnorm.py must return its results, never exit")
+    return f"the submission crashed{where} (exit code {code})"
+
+
+STATUS, CPU = {}, {}             # pid -> exit code, CPU seconds: once reaped
+
+
+def stop(pid: int):
+    """End a submission's process (it may be in an endless loop of its own) and note how it ended."""
+    if pid in STATUS:
+        return
+    try:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if not done:
+            os.kill(pid, signal.SIGKILL)
+            done, status, usage = os.wait4(pid, 0)
+        STATUS[pid], CPU[pid] = os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
+    except (ProcessLookupError, ChildProcessError, PermissionError):
+        STATUS[pid] = None
+
+
+def fork_host(submission, triton) -> tuple:
+    """(the judge's Channel, the child's pid): the submission's process, forked before anything secret is read."""
+    mine, theirs = pair()
+    pid = os.fork()
+    if pid == 0:
+        mine.close()
+        host.run(theirs, submission, triton)        # never returns
+    theirs.close()
+    return Channel(mine), pid

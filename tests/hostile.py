@@ -1,0 +1,316 @@
+"""Hostile submissions, each built on an honest control: what a determined student would try, with the
+simulator's source at hand, to earn points its work does not.
+
+``HOSTILE`` maps a name to (its control, what it tries, how the grader stops it, the source). The
+control is an honest submission of the same design without the trick (``CONTROLS``);
+tests/test_autograder_hostile.py grades both and holds the hostile one to at most the control's points.
+How it is stopped is one of ``scan`` (the static scan refuses the file: it earns nothing), ``language``
+(the kernel leaves Triton's language: the simulator refuses the launch as Triton's compiler would),
+``provenance`` (the judge's process sees that the outputs' values came from memory the host wrote:
+autograder/job/provenance.py) and ``judge`` (the grader measures what was touched). The controls:
+
+- ``simple``: tests/corpus/simple.py, correct, lecture-style (every regular point, no extra credit);
+- ``pure_pytorch``: tests/corpus/pure_pytorch.py, the whole API in torch, no kernel launched;
+- ``x_twice``: simple.py whose forward reads x a second time (item 5 lost);
+- ``racy_dg``: simple.py whose backward adds dg into one shared row without atomics (item 8 lost);
+- ``no_other``: simple.py whose forward loads x without ``other=`` (its masked lanes are undefined);
+- ``float_atomics``: tests/calibration/float_atomics.py, dg by float atomics (no extra credit);
+- ``dg_on_host``: simple.py whose backward computes dg with torch on the host (item 3 lost).
+"""
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SIMPLE = (ROOT / "tests" / "corpus" / "simple.py").read_text()
+PURE_PYTORCH = (ROOT / "tests" / "corpus" / "pure_pytorch.py").read_text()
+
+FWD_X_LOAD = "x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)"
+FWD_STORE_Y = "    tl.store(y_ptr + row * y_stride + cols, x * r * g, mask=mask)"
+DG_STORE = "tl.store(dg_ptr + row * N + cols, dy * x * r, mask=mask)"
+
+
+def edit(src, *edits):
+    """``src`` with each (old, new) replaced once; an edit that no longer applies fails loudly."""
+    for old, new in edits:
+        assert old in src, f"hostile edit no longer applies: {old!r}"
+        src = src.replace(old, new, 1)
+    return src
+
+
+def after_imports(src, code):
+    """``src`` with ``code`` right after its backend choice, where triton and tl are bound."""
+    marker = "    import triton.language as tl\n"
+    return edit(src, (marker, marker + "\n" + code + "\n"))
+
+
+CONTROLS = {
+    "simple": SIMPLE,
+    "pure_pytorch": PURE_PYTORCH,
+    "x_twice": edit(SIMPLE, (FWD_STORE_Y, "    " + FWD_X_LOAD + "\n" + FWD_STORE_Y)),
+    "racy_dg": edit(SIMPLE, (DG_STORE, "tl.store(dg_ptr + cols, tl.load(dg_ptr + cols, mask=mask) + dy * x * r, "
+                                       "mask=mask)"),
+                    ("dg_partial = torch.empty((M, N)", "dg_partial = torch.zeros((1, N)")),
+    "no_other": edit(SIMPLE, (FWD_X_LOAD, FWD_X_LOAD.replace(", other=0.0", ""))),
+    "float_atomics": (ROOT / "tests" / "calibration" / "float_atomics.py").read_text(),
+    "dg_on_host": edit(SIMPLE, ("    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)",
+                                "    dg = (dy2.float() * x2.float() * r[:, None]).sum(0)\n"
+                                "    return dx.view(x.shape), dg.to(g.dtype)")),
+}
+
+# All the math in torch on the host; kernels only load each output and store it back where it was, so that
+# a kernel "stored" every element. {prelude} and {hide} say how the math hides from the grader's watch.
+LAUNDERED = '''"""All of the math in torch on the host; the kernels only touch the outputs."""
+import torch
+{imports}
+import mini_triton as triton
+tl = triton.language
+
+{prelude}
+
+@triton.jit
+def rmsnorm_fwd_kernel(buf_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(buf_ptr + offs, tl.load(buf_ptr + offs, mask=offs < n, other=0.0), mask=offs < n)
+
+
+@triton.jit
+def rmsnorm_bwd_kernel(buf_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(buf_ptr + offs, tl.load(buf_ptr + offs, mask=offs < n, other=0.0), mask=offs < n)
+
+
+def _touch(t):
+    rmsnorm_fwd_kernel[(triton.cdiv(t.numel(), 1024),)](t, t.numel(), BLOCK=1024)
+
+
+def _forward_math(x, g, eps):
+    r = torch.rsqrt(x.float().pow(2).mean(-1) + eps)
+    return (x.float() * r[..., None] * g.float()).to(x.dtype).contiguous(), r.reshape(-1).contiguous()
+
+
+def _backward_math(dy, x, g, r):
+    xf, dyf, gf = x.float(), dy.float(), g.float()
+    rr = r.view(*x.shape[:-1], 1)
+    xhat, dxhat = xf * rr, dyf * gf
+    dx = rr * (dxhat - xhat * (dxhat * xhat).mean(-1, keepdim=True))
+    return dx.to(x.dtype).contiguous(), (dyf * xhat).reshape(-1, x.shape[-1]).sum(0).to(g.dtype).contiguous()
+
+
+def rmsnorm_forward(x, g, eps=1e-5):
+    {hide}
+        y, r = _forward_math(x, g, eps)
+    _touch(y)
+    _touch(r)
+    return y, r
+
+
+def rmsnorm_backward(dy, x, g, r):
+    {hide}
+        dx, dg = _backward_math(dy, x, g, r)
+    _touch(dx)
+    _touch(dg)
+    return dx, dg
+
+
+class TritonRMSNorm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, g, eps=1e-5):
+        y, r = rmsnorm_forward(x, g, eps)
+        ctx.save_for_backward(x, g, r)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, g, r = ctx.saved_tensors
+        dx, dg = rmsnorm_backward(dy, x, g, r)
+        return dx, dg, None
+
+
+def rmsnorm(x, g, eps=1e-5):
+    return TritonRMSNorm.apply(x, g, eps)
+'''
+
+
+def laundered(hide="if True:", imports="", prelude=""):
+    return LAUNDERED.format(hide=hide, imports=imports, prelude=prelude)
+
+
+# The math run from inside a kernel: a @jit body calls a plain Python function of the module.
+INSIDE_A_KERNEL = '''_HELD = {}
+
+
+def _math_now():
+    if "dy" in _HELD:
+        _HELD["out"] = _backward_math(_HELD.pop("dy"), _HELD.pop("x"), _HELD.pop("g"), _HELD.pop("r"))
+    else:
+        _HELD["out"] = _forward_math(_HELD.pop("x"), _HELD.pop("g"), _HELD.pop("eps"))
+
+
+@triton.jit
+def _inside(any_ptr):
+    _math_now()
+
+
+class _InsideAKernel:
+    def __init__(self, **held):
+        _HELD.update(held)
+
+    def __enter__(self):
+        _inside[(1,)](torch.zeros(1))
+
+    def __exit__(self, *exc):
+        return False
+'''
+
+
+def tricked(body, prelude=""):
+    """The laundered submission, each phase first launching a kernel whose ``body`` (on ``buf_ptr``, 4
+    elements) reaches past Triton's language."""
+    return laundered("with _Trick():", prelude=prelude + f"""
+@triton.jit
+def _trick(buf_ptr):
+{textwrap.indent(body, "    ")}
+
+
+class _Trick:
+    def __enter__(self):
+        _trick[(1,)](torch.zeros(4))
+
+    def __exit__(self, *exc):
+        return False
+""")
+
+
+# The job's record of each phase, reached through sys.modules without the words `sys.modules`.
+PATCH_PHASE = '''from sys import modules as _modules
+
+for _name, _m in list(_modules.items()):
+    if _name.endswith("job.phases"):
+        _m.Phase.summary = lambda self, roles, _s=_m.Phase.summary: dict(_s(self, roles), host_ops=[])
+'''
+
+NUMPY_MATH = '''
+
+def _forward_math(x, g, eps):
+    xn, gn = x.detach().float().numpy(), g.detach().float().numpy()
+    r = 1.0 / np.sqrt((xn * xn).mean(-1) + eps)
+    y = torch.from_numpy((xn * r[..., None] * gn).astype(np.float32)).to(x.dtype)
+    return y.contiguous(), torch.from_numpy(r.astype(np.float32)).reshape(-1).contiguous()
+
+
+def _backward_math(dy, x, g, r):
+    xn, dyn, gn = x.detach().float().numpy(), dy.detach().float().numpy(), g.detach().float().numpy()
+    rr = r.detach().numpy().reshape(*x.shape[:-1], 1)
+    xhat, dxhat = xn * rr, dyn * gn
+    dx = rr * (dxhat - xhat * (dxhat * xhat).mean(-1, keepdims=True))
+    dg = (dyn * xhat).reshape(-1, x.shape[-1]).sum(0)
+    return torch.from_numpy(dx.astype(np.float32)).to(x.dtype), torch.from_numpy(dg.astype(np.float32)).to(g.dtype)
+'''
+
+HOSTILE = {
+    # 1: laundering: the host computes, a kernel loads the result and stores it where the output is
+    "laundered_through_a_touch": ("pure_pytorch", "torch computes every output on the host; a kernel loads each "
+                                                  "one and stores it back", "provenance", laundered()),
+    "laundered_from_numpy": ("pure_pytorch", "the math in numpy through .numpy(), then touched by kernels",
+                             "provenance", laundered(imports="import numpy as np") + NUMPY_MATH),
+    "laundered_through_a_scratch_buffer": (
+        "pure_pytorch", "the host's y copied into y's memory by a kernel, from a scratch buffer of the host's",
+        "provenance", laundered().replace("    _touch(y)\n    _touch(r)\n", "    _copied(y)\n    _copied(r)\n")
+        .replace("def _touch(t):", '''@triton.jit
+def _copy(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < n, other=0.0), mask=offs < n)
+
+
+def _copied(t):
+    scratch = t.clone()
+    t.zero_()
+    _copy[(triton.cdiv(t.numel(), 1024),)](scratch, t, t.numel(), BLOCK=1024)
+
+
+def _touch(t):''')),
+    "dg_partial_laundered": ("dg_on_host", "the host computes dg's terms into the partial buffer, a kernel touches "
+                                           "them, the host sums", "provenance",
+                             edit(SIMPLE, (DG_STORE, "tl.store(dg_ptr + row * N + cols, tl.load(dg_ptr + row * N + "
+                                                     "cols, mask=mask, other=0.0), mask=mask)"),
+                                  ("    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N,",
+                                   "    dg_partial.copy_(dy2.float() * x2.float() * r[:, None])\n"
+                                   "    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N,"))),
+    # 2: host work the grader's watch never sees, its outputs touched by kernels
+    "math_inside_a_kernel": ("pure_pytorch", "the torch math called from inside a @jit body", "language",
+                             laundered("with _InsideAKernel(x=x, g=g, eps=eps):", prelude=INSIDE_A_KERNEL)
+                             .replace("with _InsideAKernel(x=x, g=g, eps=eps):\n        dx, dg",
+                                      "with _InsideAKernel(dy=dy, x=x, g=g, r=r):\n        dx, dg")
+                             .replace("y, r = _forward_math(x, g, eps)", "y, r = _HELD.pop('out')")
+                             .replace("dx, dg = _backward_math(dy, x, g, r)", "dx, dg = _HELD.pop('out')")),
+    "dispatch_mode_popped": ("pure_pytorch", "the math under torch's private _disable_current_modes()", "scan",
+                             laundered("with _disable_current_modes():",
+                                       "from torch.utils._python_dispatch import _disable_current_modes")),
+    "torch_dispatch_switch": ("pure_pytorch", "the math under torch._C's switch of dispatch modes", "scan",
+                              laundered("with torch._C._DisableTorchDispatch():")),
+    "job_phase_patched_through_sys": ("pure_pytorch", "`from sys import modules`, then the job's Phase patched to "
+                                                      "forget host ops", "scan", laundered(prelude=PATCH_PHASE)),
+    "math_through_a_pointers_buffer": ("pure_pytorch", "a kernel computes with torch on the tensor behind its pointer",
+                                       "language", tricked("buf_ptr.buf.tensor.mul_(1.0)")),
+    "block_handle_read": ("pure_pytorch", "a kernel reads the torch tensor behind a block", "language",
+                          tricked("x = tl.load(buf_ptr + tl.arange(0, 4))\ns = x.handle.sum()")),
+    "python_builtin_in_a_kernel": ("pure_pytorch", "type(ptr) in a kernel: the simulator's own class", "language",
+                                   tricked("cls = type(buf_ptr)")),
+    "host_dict_read_by_a_kernel": ("pure_pytorch", "a kernel reaches a global dict of the host's", "language",
+                                   tricked("_BOX.clear()", prelude="_BOX = {}\n")),
+    # 3: the simulator's switches, reached through another name for the module
+    "race_check_off_through_an_alias": ("racy_dg", "`T = triton`, then the race check off", "scan",
+                                        after_imports(CONTROLS["racy_dg"], "T = triton\nT.set_race_mode('off')")),
+    "batching_off_through_an_alias": ("racy_dg", "`T = triton`, then the race check and batching off", "scan",
+                                      after_imports(CONTROLS["racy_dg"], "T = triton\nT.set_race_mode('off')\n"
+                                                                         "T.set_batching(False)")),
+    "module_passed_as_an_argument": ("racy_dg", "triton handed to a helper that turns the race check off", "scan",
+                                     after_imports(CONTROLS["racy_dg"], "def _off(m):\n    m.set_race_mode('off')\n\n\n"
+                                                                        "_off(triton)")),
+    "masked_lanes_zeroed_through_an_alias": ("no_other", "masked lanes made to read 0 through a tuple holding triton",
+                                             "scan", after_imports(CONTROLS["no_other"],
+                                                                   "(triton,)[0].memory.UNDEFINED_FLOAT = 0.0")),
+    "order_dependence_cleared_by_an_observer": (
+        "float_atomics", "an observer that forgets the order dependence of float atomics", "scan",
+        after_imports(CONTROLS["float_atomics"],
+                      "def _calm(launch, records):\n    launch.order_dependent = None\n\n\n"
+                      "_sim = triton\n_sim.observers.register(_calm, order=15)")),
+    "loads_erased_through_an_alias": (
+        "x_twice", "the second load of x dropped from a launch's records, through an alias of triton", "scan",
+        after_imports(CONTROLS["x_twice"],
+                      "def _once(launch, records):\n"
+                      "    loads = [r for r in records if r.op == 'load' and r.buf.name == 'x_ptr']\n"
+                      "    for r in loads[len(loads) // 2:]:\n"
+                      "        records.remove(r)\n\n\n"
+                      "_sim = triton\n_sim.observers.register(_once, order=5)")),
+    "language_bound_again": ("simple", "`tl` bound again to an object of the file's own", "scan",
+                             after_imports(SIMPLE, "class _Any:\n    def __getattr__(self, name):\n"
+                                                   "        return triton.language.constexpr\n\n\ntl = _Any()")),
+    # 4, 5: what items 5 and 9 measure
+    "extra_pass_split_over_two_buffers": (
+        "x_twice", "an extra pass over x through two scratch buffers of M·N/2 each", "judge",
+        edit(SIMPLE,
+             ("def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, N, x_stride, y_stride, eps, BLOCK: tl.constexpr):",
+              "def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, N, x_stride, y_stride, eps, a_ptr, b_ptr, half,\n"
+              "                       BLOCK: tl.constexpr):"),
+             (FWD_STORE_Y, "    if row < half:\n"
+                           "        tl.store(a_ptr + row * N + cols, x, mask=mask)\n"
+                           "        x = tl.load(a_ptr + row * N + cols, mask=mask, other=0.0)\n"
+                           "    else:\n"
+                           "        tl.store(b_ptr + (row - half) * N + cols, x, mask=mask)\n"
+                           "        x = tl.load(b_ptr + (row - half) * N + cols, mask=mask, other=0.0)\n"
+                           + FWD_STORE_Y),
+             ("    rmsnorm_fwd_kernel[(M,)](x2, g, y, r, N, x2.stride(0), y.stride(0), eps, "
+              "BLOCK=triton.next_power_of_2(N))",
+              "    half = (M + 1) // 2\n"
+              "    a = torch.empty((half, N), dtype=torch.float32, device=x.device)\n"
+              "    b = torch.empty((M - half + 1, N), dtype=torch.float32, device=x.device)\n"
+              "    rmsnorm_fwd_kernel[(M,)](x2, g, y, r, N, x2.stride(0), y.stride(0), eps, a, b, half, "
+              "BLOCK=triton.next_power_of_2(N))"))),
+    "partial_buffer_passed_as_one_column": (
+        "simple", "the lecture's M x N partial dg buffer passed as a one-column view", "judge",
+        edit(SIMPLE, ("dg_partial = torch.empty((M, N)", "dg_partial = torch.empty((M + 1, N)"),
+             ("rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N,",
+              "rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial[:, :1], N,"),
+             ("dg_partial.sum(0)", "dg_partial[:M].sum(0)"))),
+}

@@ -15,7 +15,8 @@ autograder/job/provenance.py) and ``judge`` (the grader measures what was touche
 - ``racy_dg``: simple.py whose backward adds dg into one shared row without atomics (item 8 lost);
 - ``no_other``: simple.py whose forward loads x without ``other=`` (its masked lanes are undefined);
 - ``float_atomics``: tests/calibration/float_atomics.py, dg by float atomics (no extra credit);
-- ``dg_on_host``: simple.py whose backward computes dg with torch on the host (item 3 lost).
+- ``dg_on_host``: simple.py whose backward computes dg with torch on the host (item 3 lost);
+- ``r_on_host``: simple.py whose wrapper computes r with torch and whose kernel loads it (items 1, 5, 7 lost).
 """
 import textwrap
 from pathlib import Path
@@ -52,6 +53,11 @@ CONTROLS = {
                     ("dg_partial = torch.empty((M, N)", "dg_partial = torch.zeros((1, N)")),
     "no_other": edit(SIMPLE, (FWD_X_LOAD, FWD_X_LOAD.replace(", other=0.0", ""))),
     "float_atomics": (ROOT / "tests" / "calibration" / "float_atomics.py").read_text(),
+    "r_on_host": edit(SIMPLE, ("    r = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)\n",
+                               "    r = tl.load(r_ptr + row)\n"),
+                      ("    tl.store(r_ptr + row, r)\n", ""),
+                      ("    r = torch.empty(M, dtype=torch.float32, device=x.device)",
+                       "    r = torch.rsqrt(x2.float().pow(2).mean(-1) + eps)")),
     "dg_on_host": edit(SIMPLE, ("    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)",
                                 "    dg = (dy2.float() * x2.float() * r[:, None]).sum(0)\n"
                                 "    return dx.view(x.shape), dg.to(g.dtype)")),
@@ -236,6 +242,12 @@ def _touch(t):''')),
                                   ("    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N,",
                                    "    dg_partial.copy_(dy2.float() * x2.float() * r[:, None])\n"
                                    "    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N,"))),
+    "r_from_numpy": ("r_on_host", "r computed in numpy on the host, out of the host-op watch's sight, then loaded by "
+                                  "the forward kernel", "provenance",
+                     edit(CONTROLS["r_on_host"], ("import torch\n", "import numpy as np\nimport torch\n"),
+                          ("    r = torch.rsqrt(x2.float().pow(2).mean(-1) + eps)",
+                           "    xn = x2.float().numpy()\n"
+                           "    r = torch.from_numpy((1.0 / np.sqrt((xn * xn).mean(-1) + eps)).astype(np.float32))"))),
     # 2: host work the grader's watch never sees, its outputs touched by kernels
     "math_inside_a_kernel": ("pure_pytorch", "the torch math called from inside a @jit body", "language",
                              laundered("with _InsideAKernel(x=x, g=g, eps=eps):", prelude=INSIDE_A_KERNEL)

@@ -65,4 +65,5 @@ def test_a_trick_earns_at_most_its_honest_control(graded, name):
         assert "1" in got["failed"] and "2" in got["failed"], got["failed"]
         assert "kernel" in got["failed"]["1"], got["failed"]["1"]
     if how == "provenance":         # the message says where the values came from
-        assert any("from memory the host wrote" in m for m in got["failed"].values()), got["failed"]
+        assert any("from memory the host wrote" in m or "values the host computed" in m
+                   for m in got["failed"].values()), got["failed"]

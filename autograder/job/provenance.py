@@ -88,6 +88,7 @@ class Memory:
         self.inputs = []                   # the task's inputs, as the submission got them (views)
         self.kernel_views = []             # (Buffer, dtype, offset, shape, strides) that clean launches stored
         self.copies = []                   # (source's mirror address, elements, dtype): host copies, this phase
+        self.host_loaded = 0               # elements the host wrote (HOST or TAINTED) that launches loaded, this phase
 
     # -- arrival: a descriptor from either side ---------------------------------------------------------
     def buffer(self, fd: int, nbytes: int, origin=None) -> Buffer:
@@ -219,6 +220,7 @@ class Memory:
                 if buf.nbytes % size:
                     return True
                 dirty += int(((buf.origin.view(-1, size).amax(1) >= HOST) & elements).sum())
+        self.host_loaded += dirty
         if not dirty:
             return False
         merged = {}
@@ -235,7 +237,7 @@ class Memory:
             buf.written.view(-1, size)[elements] = True
 
     def new_phase(self):
-        self.copies = []
+        self.copies, self.host_loaded = [], 0
         for buf in self.buffers.values():
             if buf.written.any():
                 buf.written.zero_()

@@ -126,6 +126,7 @@ class Task:
             noticed = answer.get("noticed") if isinstance(answer.get("noticed"), dict) else {}
             self.info[name] = summary(rec, self.roles, noticed.get(name) if isinstance(noticed.get(name), dict) else {})
             self.info[name]["host_ops"] += self.copies_seen(name)
+            self.info[name]["host_loaded"] = self.judge.memory.host_loaded
         if "error" in answer:
             raise Failed(str(answer["error"])[:text.MESSAGE_CHARS])
         return answer

@@ -129,6 +129,9 @@ def item_7(inputs, outcome) -> Ledger:
                 L.add(Finding(out, f"your {where} launched no kernel"))
                 continue
             problem = host_work_problem(phase.get("host_ops", []), M, N, where, file="rmsnorm.py")
+            if not problem and phase.get("host_loaded", 0) >= M:
+                problem = (f"your kernels loaded {phase['host_loaded']} values the host computed in your {where} "
+                           f"(not inputs, not copies of them, not fills): the host did work the kernels must do")
             norms = phase.get("norms") or []
             if norms and not problem:
                 problem = (f"your {where} called torch's {norms[0]['name']}" +

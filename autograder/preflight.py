@@ -60,9 +60,9 @@ def main(argv) -> int:
         return 1
     lim = facts["limits"]
     print(f"preflight: ok. Python {facts['python']} ({sys.executable}), torch {facts['torch']}; submissions run "
-          f"as {facts['account']}; each simulator job gets {lim.timeout_s:.0f} s of wall time, {lim.cpu_s} s of "
-          f"CPU and " + (f"{lim.memory_bytes / 2**30:.0f} GiB of address space" if lim.memory_bytes else
-                         "no address-space cap (GPU)"))
+          f"as {facts['account']}; each group of simulator tasks gets {lim.timeout_s:.0f} s of wall time, each "
+          f"process of a job {lim.cpu_s} s of CPU and " + (f"{lim.memory_bytes / 2**30:.0f} GiB of address space"
+                                                          if lim.memory_bytes else "no address-space cap (GPU)"))
     return 0
 
 

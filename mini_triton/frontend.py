@@ -186,7 +186,7 @@ def _language_module(value) -> bool:
                                                     or value.__name__.startswith("mini_triton.language"))
 
 
-def bind(kernel_name: str, name: str, value, kernels: tuple):
+def bind(where: str, name: str, value, kernels: tuple):
     """What the global (or closure) ``name`` of a kernel is bound to, as Triton's compiler binds it:
     another @jit function, a tl.constexpr, a dtype, the language (tl, triton, libdevice, math) or one
     of its functions. Anything else is refused with the error Triton gives."""
@@ -195,7 +195,7 @@ def bind(kernel_name: str, name: str, value, kernels: tuple):
     module = getattr(value, "__module__", None) or ""
     if module.startswith("mini_triton.language") and callable(value):
         return value                                   # from triton.language.extra.libdevice import rsqrt
-    raise CompilationError(f"{kernel_name}: {_refusal(name, value)}")
+    raise CompilationError(f"{where}: {_refusal(name, value)}")
 
 
 class Foreign:
@@ -322,6 +322,10 @@ def compile_kernel(fn, kernels: tuple):
     fdef = parse(fn)
     check_language(fdef, fn.__name__)
     names = free_names(fdef)
+    lines = {}                                         # where each outside name is first read
+    for node in (n for stmt in fdef.body for n in ast.walk(stmt)):
+        if isinstance(node, ast.Name) and node.id in names:
+            lines[node.id] = min(lines.get(node.id, node.lineno), node.lineno)
     # what ran on the host when the def ran (decorators, defaults, annotations) is not compiled again
     fdef.decorator_list, fdef.returns = [], None
     fdef.args.defaults, fdef.args.kw_defaults = [], [None] * len(fdef.args.kwonlyargs)
@@ -338,14 +342,15 @@ def compile_kernel(fn, kernels: tuple):
                  "NotImplementedError": NotImplementedError}          # the starter's TODOs (_todo)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     for name in names:
+        where = f"{fn.__name__} line {lines[name]}" if name in lines else fn.__name__
         if name in namespace:
             continue
         if name in cells:
-            namespace[name] = bind(fn.__name__, name, cells[name].cell_contents, kernels)
+            namespace[name] = bind(where, name, cells[name].cell_contents, kernels)
         elif name in fn.__globals__:
-            namespace[name] = bind(fn.__name__, name, fn.__globals__[name], kernels)
+            namespace[name] = bind(where, name, fn.__globals__[name], kernels)
         elif name not in BUILTINS and hasattr(builtins, name):
-            raise CompilationError(f"{fn.__name__}: {_refused_builtin(name)}")
+            raise CompilationError(f"{where}: {_refused_builtin(name)}")
     new = types.FunctionType(code, namespace, fn.__name__, fn.__defaults__)
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__qualname__, new.__module__, new.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__

@@ -1,4 +1,5 @@
-"""The tasks a job runs on the submission, dispatched by their ``op`` from one table (``TASKS``).
+"""The tasks a GPU job runs on the submission, in its own process, dispatched by their ``op`` from one table
+(``TASKS``); a simulator job runs the same kinds of task from the judge's process (remote.py).
 
 A task is a dict:
   op       "forward" | "backward" | "autograd" | "speed"
@@ -15,7 +16,6 @@ whether the kernels made it. The speed task times the submission on the GPU (spe
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 import torch
 
@@ -190,29 +190,8 @@ def run_tasks(mod, tasks, inputs, triton) -> tuple:
             out, info = run_task(mod, task, inputs, triton, progress)
             tensors.update({output_key(name, k): v for k, v in out.items()})
             results[name] = {"ok": True, **info}
-            if triton is not None and undefined_lanes(info):
-                tensors.update({output_key(name, k, "if_zero"): v for k, v in with_zero_lanes(mod, task, inputs, triton)
-                                .items() if "." not in k})
         except BaseException as e:                 # noqa: BLE001
             results[name] = {"error": describe(e), **progress.get("info", {})}
             tensors.update({output_key(name, k): v.contiguous() for k, v in progress.get("tensors", {}).items()
                             if v is not None})
     return results, tensors
-
-
-def undefined_lanes(info) -> bool:
-    """Did a kernel of this task load masked-off lanes without other= (NaN in the simulator)?"""
-    return any(L.get("undefined_lanes") for p in ("fwd", "bwd") for L in info.get(p, {}).get("launches", []))
-
-
-def with_zero_lanes(mod, task, inputs, triton) -> dict:
-    """The task's outputs once more, with masked-off lanes loaded as 0.0 instead of NaN: the grader then
-    sees whether those loads were the only thing wrong ({} if this run fails)."""
-    memory = sys.modules["mini_triton.memory"]
-    memory.UNDEFINED_FLOAT = 0.0
-    try:
-        return run_task(mod, task, inputs, triton)[0]
-    except Exception:                                 # noqa: BLE001 -- the first run's outputs stand
-        return {}
-    finally:
-        memory.UNDEFINED_FLOAT = float("nan")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import math
 import os
 import types
 
@@ -31,11 +32,12 @@ from mini_triton import frontend
 from mini_triton.blocks import constexpr
 from mini_triton.launcher import LAUNCH_OPTIONS
 
-NAMESPACES = {"tl": mini_triton.language, "tl.math": mini_triton.language.math,
-              "libdevice": mini_triton.language.extra.libdevice, "tl.extra.cuda": mini_triton.language.extra.cuda}
-MODULES = {"mini_triton": "triton", "mini_triton.language": "tl", "mini_triton.language.math": "tl.math",
-           "mini_triton.language.extra": "tl.extra", "mini_triton.language.extra.libdevice": "libdevice",
-           "mini_triton.language.extra.cuda": "tl.extra.cuda", "math": "math"}
+# The modules a kernel may name, as both sides call them; the namespaces whose functions it may name.
+LANGUAGE = {"triton": mini_triton, "tl": mini_triton.language, "tl.math": mini_triton.language.math,
+            "tl.extra": mini_triton.language.extra, "libdevice": mini_triton.language.extra.libdevice,
+            "tl.extra.cuda": mini_triton.language.extra.cuda, "math": math}
+NAMESPACES = {k: LANGUAGE[k] for k in ("tl", "tl.math", "libdevice", "tl.extra.cuda")}
+MODULES = {module.__name__: name for name, module in LANGUAGE.items()}
 
 
 class Memory:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import linecache
-import math
 import types
 
 import torch
@@ -23,13 +22,9 @@ from mini_triton import frontend
 from mini_triton.blocks import constexpr
 from mini_triton.launcher import JITFunction
 
+from .client import LANGUAGE, NAMESPACES
 from .provenance import TAINTED, Memory, Refused
 
-NAMESPACES = {"tl": mini_triton.language, "tl.math": mini_triton.language.math,
-              "libdevice": mini_triton.language.extra.libdevice, "tl.extra.cuda": mini_triton.language.extra.cuda}
-MODULES = {"triton": mini_triton, "tl": mini_triton.language, "tl.math": mini_triton.language.math,
-           "tl.extra": mini_triton.language.extra, "libdevice": mini_triton.language.extra.libdevice,
-           "tl.extra.cuda": mini_triton.language.extra.cuda, "math": math}
 
 
 def plain(d):
@@ -100,7 +95,6 @@ class Kernels:
         a = node.args
         if a.vararg or a.kwarg or a.posonlyargs:
             raise Refused(f"{node.name}: a kernel takes named parameters only (no *args, **kwargs or /)")
-        names = [p.arg for p in (*a.args, *a.kwonlyargs)]
         stub = f"def {node.name}({', '.join(p.arg for p in a.args)}" + \
                (f", *, {', '.join(p.arg for p in a.kwonlyargs)}" if a.kwonlyargs else "") + "):\n    pass\n"
         code = next(c for c in compile(stub, self.path, "exec").co_consts if isinstance(c, types.CodeType))
@@ -112,7 +106,6 @@ class Kernels:
         fn.__annotations__ = {p.arg: "tl.constexpr" for p in (*a.args, *a.kwonlyargs)
                               if p.annotation is not None and ast.unparse(p.annotation).endswith("constexpr")}
         fn.__module__ = "rmsnorm"
-        del names
         return fn
 
     def _bound(self, d, seen):
@@ -124,8 +117,8 @@ class Kernels:
             return constexpr(plain(d.get("value")))
         if kind == "dtype":
             return dtype(d.get("name"))
-        if kind == "module" and d.get("name") in MODULES:
-            return MODULES[d["name"]]
+        if kind == "module" and d.get("name") in LANGUAGE:
+            return LANGUAGE[d["name"]]
         if kind == "op" and d.get("space") in NAMESPACES and d.get("name") in NAMESPACES[d["space"]].__all__:
             return getattr(NAMESPACES[d["space"]], d["name"])
         return frontend.Foreign(str(d.get("type", "object"))[:60], bool(d.get("module")), bool(d.get("function")),

@@ -56,14 +56,11 @@ class Host:
             except BaseException as e:              # noqa: BLE001 -- the submission's error, reported
                 if isinstance(e, (KeyboardInterrupt,)):
                     raise
-                answer, out_fds = {"error": describe(e), **self.progress()}, []
+                answer, out_fds = {"error": describe(e)}, []
             try:
                 self.channel.send(answer, out_fds)
             finally:
                 client.Link.memory.release()
-
-    def progress(self) -> dict:
-        return {}
 
     def answer(self, request, fds) -> tuple:
         cmd = request["cmd"]

@@ -47,7 +47,6 @@ class Buffer:
         self.origin = torch.full((nbytes,), origin, dtype=torch.uint8)
         self.written = torch.zeros(nbytes, dtype=torch.bool)       # by kernels, in the current phase
         self.worst = origin                 # at least the largest origin code of any byte: HOST or more is dirty
-        self.key = None
 
     def mark(self, where, code: int, size: int = 1):
         """Set the origin of the bytes ``where`` (an index or mask over elements of ``size`` bytes)."""
@@ -102,7 +101,6 @@ class Memory:
         buf = self.buffers.get(key)
         if buf is None or buf.nbytes != nbytes:
             buf = Buffer(os.dup(fd), nbytes, CONST if origin is None else origin)
-            buf.key = key
             self.buffers[key] = buf
             if origin is None:                        # the host's new buffer: what it holds is the host's
                 self._arrived(buf, buf.read())

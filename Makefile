@@ -8,6 +8,8 @@ IMPL     ?= starter
 PART     ?=
 K        ?=
 SHAPES   ?=
+# `make check`'s pytest workers (pytest-xdist): modules run side by side, each whole on one worker
+CHECK_WORKERS ?= 2
 impl_path = $(if $(filter starter solution,$(1)),$(1)/rmsnorm.py,$(1))
 
 .PHONY: help setup sandbox-accounts check test bench bench-sim grade grade-all autograder starter partial student clean
@@ -52,7 +54,7 @@ sandbox-accounts: setup
 
 check: setup sandbox-accounts
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q --durations=12 tests
+	$(PY) -m pytest -q -n $(CHECK_WORKERS) --dist loadscope --durations=12 tests
 
 test: setup
 ifeq ($(PART),e)

@@ -54,7 +54,7 @@ feedback arrives in about a minute. The CPU limit is twice the wall-clock one, s
 single-threaded endless loop always ends as a time-out; it stops a process that burns several cores
 at once."""
 
-GPU_LIMITS = Limits(timeout_s=300.0, cpu_s=600, memory_bytes=None, file_bytes=1024 ** 3)
+GPU_LIMITS = Limits(timeout_s=300.0, cpu_s=600, memory_bytes=None, file_bytes=2 * 1024 ** 3)
 """The GPU job with real Triton: compiling kernels and timing item 10 take minutes, and a CUDA build
 of torch maps far more address space than any cap would allow."""
 

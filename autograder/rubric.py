@@ -73,15 +73,13 @@ ITEMS = (
 )
 
 # Item 10: the percentage of copy bandwidth each part's kernels need, in GPU time (a CUDA graph's
-# replay of the step, or its kernels' durations from the profiler), calibrated on an H200
+# replay of the step on secret inputs; a step that cannot be captured earns nothing), calibrated on an H200
 # (docs/perf.md) with the solution and slow variants graded 3-4 times each: GPU time varies by
 # 1-2 points between gradings. The forward parts fail an unfused forward (11-28%) and blocks fixed
 # too small (60-64%); the solution reaches 95-97%. The forward+backward parts fail a backward left
 # to PyTorch (7-16%) and pass the lecture's M x N partial-dg backward (38-68%: improving it is item
 # 9's extra credit) and an unfused forward with a fused backward (19-41%: it loses the forward parts).
 COPY_NEEDED = {"10.1": 75, "10.2": 75, "10.3": 30, "10.4": 15}
-# The speedup over eager's wall time, graded only when no GPU time could be measured at all.
-SPEEDUP_NEEDED = {"10.1": 3.2, "10.2": 4.0, "10.3": 2.0, "10.4": 2.0}
 
 # Which part owns each cause the diagnosis can name (starter/tests/rmsnorm_diagnose.py's CAUSES, and the
 # grader's own): one mistake costs points once, in its part. A part that finds a cause another part owns

@@ -28,9 +28,9 @@ class Rule(typing.NamedTuple):
 
 RULES = {
     "imports": Rule("imports process, network, file, FFI or import-machinery modules (`subprocess`, `socket`, "
-                    "`ctypes`, `importlib`, `signal`, `threading`, `multiprocessing`, `pickle`, `inspect`, `gc`, "
-                    "`pathlib`, `io`, `atexit`, ...), or uses `os` for anything but `os.environ`, which it may "
-                    "read and write",
+                    "`ctypes`, `importlib`, `signal`, `threading`, `concurrent`, `multiprocessing`, `pickle`, "
+                    "`inspect`, `gc`, `pathlib`, `io`, `atexit`, ...), or uses `os` for anything but `os.environ`, "
+                    "which it may read and write",
                     "import os\nos.environ['MINI_TRITON'] = '1'\nB = os.environ.get('BACKEND', 'auto')\n",
                     "import os\nos.system('ls')\n"),
     "files": Rule("calls `open`, `exec`, `eval`, `compile` or `__import__`, reads or writes files (`torch.save`, "
@@ -41,9 +41,11 @@ RULES = {
                         "library's names that start with `_` (`torch._C`, `torch.utils._python_dispatch`), or "
                         "`from sys import ...`",
                         "def f(x):\n    return x.__doc__\n", "def f(x):\n    return getattr(x, 'exp')\n"),
-    "patches": Rule("changes attributes of a library (`torch.allclose = ...`, `setattr(torch, ...)`), or uses a "
-                    "module as a value: another name for it (`T = triton`), an argument, an import's name bound "
-                    "again (`tl = ...`); import it under the name you want, and `tl = triton.language` is fine",
+    "patches": Rule("changes attributes of a library, directly or through another name (`torch.allclose = ...`, "
+                    "`E = torch.cuda.Event` then `E.record = ...`, `setattr(torch, ...)`), or uses a module as a "
+                    "value: another name for it (`T = triton`), an argument, an import's name bound again (`tl = "
+                    "...`); import it under the name you want, and `tl = triton.language` is fine. Attributes of "
+                    "`self` and `ctx` are yours to set",
                     "import torch\nallclose = torch.allclose\n", "import torch\ntorch.allclose = None\n"),
     "simulator": Rule("touches the simulator's own modules, which grade your file: its statistics and its race "
                       "check (`mini_triton.stats`, `triton.races`, ...); `triton`, `triton.language` and "
@@ -60,6 +62,7 @@ FORBIDDEN_MODULES = {"subprocess", "socket", "ctypes", "importlib", "multiproces
                      "pathlib", "io", "tempfile", "glob", "fileinput", "mmap", "fcntl", "posix", "atexit",
                      "weakref", "zipfile", "tarfile", "sqlite3", "code", "codeop", "types", "linecache",
                      "codecs", "tokenize", "pkgutil", "zipimport", "shelve", "dbm", "traceback", "site",
+                     "concurrent", "_threading_local",
                      # the grader's own, loaded in a job: they time, record and sign the submission
                      "autograder", *shared.FILES}
 # File access through libraries: torch.save/np.load..., Path.write_text...
@@ -181,6 +184,9 @@ def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
     modules = _import_bound(tree)
     module_of = lambda name: aliases.get(name, name)                      # noqa: E731
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for line, target in _patched_through_names(tree, imported):
+        flag("patches", f"line {line}: changing {target} may patch a library object reached through another name; "
+                        f"set attributes of self and ctx only (or of objects of your own classes)")
     for node in ast.walk(tree):
         _module_values(node, parents, modules - {n for n in modules if module_of(n) in ("os", "os.path")}, imported,
                        flag)
@@ -252,6 +258,87 @@ def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
             flag("interpreter", f"line {line}: {node.id} reaches into the interpreter; that is not allowed "
                                 f"(a variable of yours with this name: rename it)")
     return missing, problems
+
+
+# Attributes of a tensor that code sets as a matter of course (``x.requires_grad = True``).
+TENSOR_SETTABLE = {"requires_grad", "grad"}
+
+
+def _bound_names(target) -> list:
+    """The names an assignment target binds (``a``, ``a, b``, ``[a, *b]``)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for t in target.elts for n in _bound_names(t)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
+
+
+def _library_names(tree, imported) -> set:
+    """Names bound, anywhere in the file, to a value computed from a library's name (``E = torch.cuda.Event``,
+    ``B = E.mro()[1]``, ``for k in vars_of_torch``...): through them a library object can be reached. Followed
+    until no more are found."""
+    bindings = []                                    # (names bound, the expression they come from)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            bindings += [(_bound_names(t), node.value) for t in node.targets]
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            bindings.append((_bound_names(node.target), node.value))
+        elif isinstance(node, ast.NamedExpr):
+            bindings.append((_bound_names(node.target), node.value))
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            bindings.append((_bound_names(node.target), node.iter))
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            bindings += [(_bound_names(i.optional_vars), i.context_expr) for i in node.items if i.optional_vars]
+    names, grew = set(imported), True
+    while grew:
+        grew = False
+        for bound, value in bindings:
+            used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+            if used & names and not set(bound) <= names:
+                names |= set(bound)
+                grew = True
+    return names - set(imported)
+
+
+def _patched_through_names(tree, imported):
+    """(line, target) of each attribute set on a name that may hold a library object: a name bound from a
+    library's value (``_library_names``), a parameter other than a function's first (``self``, ``ctx``,
+    ``cls``), or no name at all (``f().x = ...``). Tensor flags such as ``requires_grad`` are fine."""
+    library = _library_names(tree, imported)
+    params, firsts = set(), set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = [*fn.args.posonlyargs, *fn.args.args]
+            firsts |= {args[0].arg} if args else set()
+            params |= {a.arg for a in [*args[1:], *fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg] if a}
+    setters = set()                                  # functions that set attributes of their first parameter
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and [*fn.args.posonlyargs, *fn.args.args]:
+            first = [*fn.args.posonlyargs, *fn.args.args][0].arg
+            if any(isinstance(t, ast.Attribute) and _root(t) == first for n in ast.walk(fn)
+                   for t in getattr(n, "targets", [getattr(n, "target", None)])):
+                setters.add(fn.name)
+    classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else
+                   [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        for t in targets:
+            if not isinstance(t, ast.Attribute) or t.attr in TENSOR_SETTABLE:
+                continue
+            root = _root(t)
+            if root in imported:
+                continue                             # the direct form has its own message (scan_rules)
+            if root is None or root in library or (root in params and root not in firsts):
+                yield node.lineno, ast.unparse(t)
+        # a library object handed to such a function as its first parameter: f(torch.cuda.Event), C.f(...)
+        if isinstance(node, ast.Call) and node.args and (
+                (isinstance(node.func, ast.Name) and node.func.id in setters) or
+                (isinstance(node.func, ast.Attribute) and node.func.attr in setters and
+                 isinstance(node.func.value, ast.Name) and node.func.value.id in classes)):
+            if {n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name)} & (library | imported):
+                yield node.lineno, f"the attributes of {ast.unparse(node.args[0])} (in {ast.unparse(node.func)})"
 
 
 def _module_values(node, parents, modules, imported, flag):

@@ -1,11 +1,14 @@
 """GPU speed (rubric item 10), the trusted side: baselines, references and verdicts.
 
-The submission's kernels are timed in its sandboxed job (job/speed.py, with the
-timing functions of rmsnorm_timing kept before the submission is imported). The
-grader times PyTorch eager and a plain device copy itself, in its own process, on
-the same inputs, with the same functions, and decides here. A reported time faster
-than a copy of the same bytes is physically impossible and is rejected as a broken
-measurement. Every byte count and "copies of x" comes from rmsnorm_timing's traffic model.
+The submission's steps are timed in its job (job/speed.py): each captured in a CUDA graph and replayed
+on inputs made from a seed the job drew after the capture, with the timing functions of rmsnorm_timing
+kept before the submission was imported. The grader times PyTorch eager and a plain device copy itself,
+in its own process, with the same functions; it makes the replayed inputs again from their seeds,
+compares the replay's whole outputs with its float64 reference, and decides here. A step that could
+not be captured, that ran torch's own work, ran beside other Python threads or changed its inputs
+earns nothing (``refusal``); a time faster than a copy of the same bytes is physically impossible and
+is rejected as a broken measurement. Every byte count and "copies of x" comes from rmsnorm_timing's
+traffic model.
 """
 from __future__ import annotations
 
@@ -49,14 +52,21 @@ def _baseline_times(x, g, dy) -> dict:
 
 def reference_at_rows(shape, dtype: str, seed: int, rows, device: str = "cuda") -> tuple:
     """(x rows, float64 reference of y and dx at those rows and of the full dg) for the timing inputs."""
-    x, g, dy = timing.speed_inputs(shape, dtype, seed, device=device)
-    y, _, dx, dg = reference(x, g, dy)
+    x, ref = full_reference(shape, dtype, seed, device)
     idx = torch.tensor(rows, device=device)
-    out = x[idx].cpu(), {"y": y[idx].cpu(), "dx": dx[idx].cpu(), "dg": dg.cpu()}
-    del x, g, dy, y, dx, dg
+    out = x[idx].cpu(), {"y": ref["y"][idx].cpu(), "dx": ref["dx"][idx].cpu(), "dg": ref["dg"].cpu()}
+    del x, ref
     if device == "cuda":
         torch.cuda.empty_cache()
     return out
+
+
+def full_reference(shape, dtype: str, seed: int, device: str = "cuda") -> tuple:
+    """(x, float64 reference of y, dx and dg) of the timing inputs made from ``seed``, on ``device``: a
+    replay's whole outputs are compared with them there (milliseconds on a GPU)."""
+    x, g, dy = timing.speed_inputs(shape, dtype, seed, device=device)
+    y, _, dx, dg = reference(x, g, dy)
+    return x, {"y": y, "dx": dx, "dg": dg}
 
 
 WHAT = {step: what for step, (what, _) in timing.STEPS.items()}         # "fwd" -> "forward"
@@ -79,21 +89,44 @@ KERNEL_NAME_CHARS = 60       # a kernel's name as the feedback lists it: C++ tem
 PYTORCH_PREFIXES = ("at::", "cub", "Memcpy", "Memset", "elementwise_kernel", "reduce_kernel")
 
 
-def gpu_time(kind: str, info: dict) -> tuple[float | None, str, str]:
-    """(milliseconds, how they were measured, a note): the graded GPU time of one kind of step.
+def not_captured(why: str) -> str:
+    """Why a step could not be captured in a CUDA graph, and what to do, from the error that stopped it."""
+    if "unjoined" in why.lower():
+        return ("it launches work on another CUDA stream and does not make the current stream wait for it "
+                "(launch on the current stream, or end with torch.cuda.current_stream().wait_stream(side))")
+    if "not a plain" in why or "subclass of torch.Tensor" in why:
+        return "it returned something other than plain tensors"
+    return ("your wrapper makes Python wait for the GPU (.item(), .cpu(), .tolist(), printing or testing a "
+            "tensor's value, torch.cuda.synchronize()), or launches work on a stream other than the current "
+            "one; in a model that leaves the GPU idle at every call: remove it")
 
-    A CUDA graph's replay when the step could be captured; else the sum of its kernels'
-    durations from the profiler (the note then says why it could not be captured); None when
-    neither was measured."""
-    if info.get(f"{kind}_graph_ms"):
-        return info[f"{kind}_graph_ms"], "replayed from a CUDA graph", ""
-    if info.get(f"{kind}_profiled_ms"):
-        why = info.get(f"{kind}_graph_error", "")
-        return info[f"{kind}_profiled_ms"], "the profiler's sum of the kernels' durations", (
-            f" It could not be captured in a CUDA graph ({why}): your wrapper makes Python wait for the GPU "
-            f"(.item(), .cpu(), printing or testing a tensor's value do). That costs no points here, since "
-            f"the profiler timed your kernels, but in a model it leaves the GPU idle at every call: remove it.")
-    return None, info.get(f"{kind}_graph_error") or info.get(f"{kind}_profile_error") or "no GPU time", ""
+
+def refusal(kind: str, info: dict) -> str | None:
+    """Why the timed replay of one kind of step cannot be graded (None when it can): it was not captured,
+    Python ran beside it, torch did the work, or it changed its inputs."""
+    what = WHAT[kind]
+    why = info.get(f"{kind}_graph_error")
+    if why or f"{kind}_graph_ms" not in info:
+        why = why or "no time was measured"
+        return (f"your {what} could not be captured in a CUDA graph ({why}): {not_captured(why)}. Item 10 times "
+                f"each step as a CUDA graph replays it, as torch.compile's \"reduce-overhead\" mode and inference "
+                f"servers run a model; a step that cannot be captured earns no points here")
+    if info.get("threads"):
+        return (f"other Python threads were running while your {what} was timed ({info['threads']}): a thread "
+                f"could change the outputs after the timing, so the time is not used. Start no threads")
+    work = info.get(f"{kind}_torch_work") or []
+    if work:
+        first = work[0]
+        return (f"your {what} ran torch's {first.get('op')} over {first.get('reads')} elements"
+                + (f" at {first['where']}" if first.get("where") else "") +
+                " while it was captured for timing: the work must be done in your own kernels, and PyTorch's "
+                "operations on whole tensors are not timed as yours (moving data, as a copy, a cast or the "
+                "sum of a buffer of partial results, is fine)")
+    changed = info.get(f"{kind}_inputs_changed") or []
+    if changed:
+        return (f"your {what} changed its input{'s' if len(changed) > 1 else ''} {' and '.join(changed)} while "
+                f"it was timed: a step must leave its inputs as they were (callers reuse them)")
+    return None
 
 
 def kernel_name(name: str) -> str:
@@ -152,8 +185,9 @@ def advice(kind: str, info: dict, base: dict) -> str:
 
 
 def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct: float,
-                wrong: str | None, wall_needed: float) -> tuple[bool, str]:
-    """(passed, message): the GPU time of the submission's step as a percentage of copy bandwidth.
+                wrong: str | None) -> tuple[bool, str]:
+    """(passed, message): the GPU time of the submission's step, replayed from a CUDA graph on inputs it
+    has never seen, as a percentage of copy bandwidth.
 
     The kernels' own time is graded, not the wall clock: at this shape a call's host time (Python,
     autograd, allocations, launches) is up to twice its kernels' time and varies between runs,
@@ -161,26 +195,26 @@ def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct
     the time, how much of a normal call was host time, and what to try when the part fails."""
     what, name = WHAT[kind], text.dtype_name(dtype)
     head = f"{what} {name} at {shape[0]}x{shape[1]}"
+    why = refusal(kind, info)
+    if why:
+        return False, f"{head}: {why}."
     if wrong:
-        return False, (f"{head}: while it was being timed (replayed from a CUDA graph with new inputs, or "
-                       f"profiled), your {what} gave wrong outputs ({wrong}); it is right when called "
-                       f"normally. Does your wrapper behave differently under a CUDA graph or the profiler?")
-    ms, how, note = gpu_time(kind, info)
+        return False, (f"{head}: replayed from a CUDA graph on new inputs, your {what} gave wrong outputs "
+                       f"({wrong}); it is right when called normally. Does your wrapper behave differently "
+                       f"while it is captured, keep outputs from an earlier call, or launch on another stream?")
+    ms = info[f"{kind}_graph_ms"]
     nbytes = traffic_bytes(kind, shape, dtype)
     copy_gbs = copy_bandwidth(shape, dtype, base)
-    if ms is None:                                   # the profiler failed too: the wall clock decides
-        ok, msg = verdict(kind, dtype, shape, info.get(f"{kind}_ms"), base, wall_needed)
-        return ok, f"{msg}. No GPU time could be measured ({how}), so the wall time was graded."
     gbs = nbytes / ms / 1e6
     if gbs > PLAUSIBLE * copy_gbs:
         return False, (f"{head}: the measured GPU time ({ms:.4f} ms) is faster than copying the data; the "
                        f"measurement was tampered with or broken, and is not used")
     pct = 100 * gbs / copy_gbs
     eager_kernels = base.get(f"{kind}_graph")
-    msg = (f"{head}: the GPU ran your {what} in {ms:.3f} ms ({how}): {gbs:.0f} GB/s = {pct:.0f}% of copy "
-           f"bandwidth (a plain copy on this GPU: {copy_gbs:.0f} GB/s); {needed_pct:.0f}% needed" +
-           (f"; {eager_kernels / ms:.2f}x as fast as eager PyTorch's kernels ({eager_kernels:.3f} ms)"
-            if eager_kernels else "") + "." + note + kernel_list(kind, info, base))
+    msg = (f"{head}: the GPU ran your {what} in {ms:.3f} ms (replayed from a CUDA graph): {gbs:.0f} GB/s = "
+           f"{pct:.0f}% of copy bandwidth (a plain copy on this GPU: {copy_gbs:.0f} GB/s); {needed_pct:.0f}% "
+           f"needed" + (f"; {eager_kernels / ms:.2f}x as fast as eager PyTorch's kernels ({eager_kernels:.3f} ms)"
+                        if eager_kernels else "") + "." + kernel_list(kind, info, base))
     wall = info.get(f"{kind}_ms")
     if wall:
         host = wall - ms
@@ -197,21 +231,3 @@ def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct
 def copy_bandwidth(shape, dtype: str, base: dict) -> float:
     """GB/s of the measured copy of x (``base["copy"]`` ms)."""
     return timing.copy_bytes(shape, dtype) / base["copy"] / 1e6
-
-
-def verdict(kind: str, dtype: str, shape, ms: float, base: dict, needed: float) -> tuple[bool, str]:
-    """(passed, message) for one timing against eager, with GB/s and the percentage of copy bandwidth."""
-    what, name = WHAT[kind], text.dtype_name(dtype)
-    nbytes = traffic_bytes(kind, shape, dtype)
-    copy_gbs = copy_bandwidth(shape, dtype, base)
-    if not ms or ms <= 0:
-        return False, f"{what} {name}: no valid time was measured"
-    gbs = nbytes / ms / 1e6
-    speedup = base[kind] / ms
-    msg = (f"{what} {name} at {shape[0]}x{shape[1]}: {ms:.3f} ms, {gbs:.0f} GB/s = {100 * gbs / copy_gbs:.0f}% "
-           f"of copy bandwidth ({copy_gbs:.0f} GB/s); {speedup:.2f}x PyTorch eager ({base[kind]:.3f} ms), "
-           f"{needed:.2f}x needed")
-    if gbs > PLAUSIBLE * copy_gbs:
-        return False, f"{what} {name}: the measured time ({ms:.4f} ms) is faster than copying the data; " \
-                      f"the measurement was tampered with or broken"
-    return speedup >= needed, msg

@@ -4,6 +4,7 @@ import torch
 
 from autograder import speed
 from autograder.check import compare, reference
+from autograder.job import protocol
 from autograder.job import speed as job_speed
 from conftest import ROOT
 from fake_gpu import FakeGPU
@@ -25,18 +26,6 @@ def test_reference_at_sampled_rows_is_the_full_reference_at_those_rows(dtype):
 def test_speed_inputs_are_the_same_for_grader_and_submission():
     a, b = timing.speed_inputs((8, 16), "bfloat16", 3), timing.speed_inputs((8, 16), "bfloat16", 3)
     assert all(torch.equal(p, q) for p, q in zip(a, b)) and a[0].dtype == torch.bfloat16
-
-
-def test_verdict_reports_bandwidth_and_rejects_faster_than_copy():
-    shape = (16384, 4096)
-    base = {"fwd": 1.0, "fwdbwd": 3.0, "copy": 0.15}             # copy: 2 * 256 MB in 0.15 ms = 3579 GB/s
-    ok, msg = speed.verdict("fwd", "float32", shape, 0.16, base, 2.5)
-    assert ok and "GB/s" in msg and "% of copy bandwidth" in msg and "6.25x PyTorch eager" in msg
-    ok, msg = speed.verdict("fwd", "float32", shape, 0.5, base, 2.5)
-    assert not ok and "2.00x PyTorch eager" in msg
-    ok, msg = speed.verdict("fwd", "float32", shape, 0.01, base, 2.5)
-    assert not ok and "faster than copying" in msg
-    assert speed.traffic_bytes("fwdbwd", shape, "bfloat16") == 5 * 16384 * 4096 * 2
 
 
 @pytest.mark.parametrize("what, elements", [("rmsnorm_fwd_kernel", 2), ("rmsnorm_bwd_kernel", 3), ("fwd", 2),
@@ -77,74 +66,146 @@ def test_time_cuda_takes_the_best_median_of_its_rounds(monkeypatch):
     assert calls >= 3 * 5
 
 
-# -- kernels timed alone: a CUDA graph's replay, or the profiler, with CPU stand-ins --------------------
-SHAPE, SEED = (16, 32), 5
+# -- kernels timed alone: a CUDA graph's replay, with CPU stand-ins (fake_gpu.py) --------------------------
+SHAPE = (16, 32)
 
 
-def stand_in(gpu, cheat=None, sync=False):
-    """A submission's rmsnorm_forward on the fake GPU. cheat="capture": while a graph is captured, its
-    kernel copies the y of its last call instead of computing; cheat="profiler": while profiled, it
-    launches a copy of its last y; sync: it reads a value back to the host (not capturable)."""
+def stand_in(gpu, cheat=None):
+    """A submission's rmsnorm_forward on the fake GPU, honest unless ``cheat`` says:
+    "capture": while captured, its kernel copies the y of its last call instead of computing;
+    "sync": it reads a value back to the host (not capturable); "unjoined": it leaves work on a side stream;
+    "torch": torch computes y on the host; "thread": it starts a thread that outlives the call;
+    "inputs": its kernel also writes into x; "rows": it computes every other row only;
+    "lazy": it returns a subclass of torch.Tensor."""
+    class Lazy(torch.Tensor):
+        pass
+
     class Mod:
-        last = None
+        last, calls, threads = None, [], []
 
         @staticmethod
         def rmsnorm_forward(x, g):
-            if sync and gpu.capturing is not None:
-                raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+            Mod.calls.append("call")
+            if gpu.capturing is not None and cheat in ("sync", "unjoined"):
+                raise RuntimeError("CUDA error: operation not permitted when stream is capturing" if cheat == "sync"
+                                   else "CUDA error: capturing stream has unjoined work")
             y = torch.empty_like(x)
-            lazy = ((cheat == "capture" and gpu.capturing is not None)
-                    or (cheat == "profiler" and gpu.profiling is not None))
-            if lazy and Mod.last is not None:
+            if cheat == "capture" and gpu.capturing is not None and Mod.last is not None:
                 last = Mod.last
                 gpu.launch(lambda: y.copy_(last), name="copy_kernel")
+            elif cheat == "torch":
+                y = (x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5) * g).to(x.dtype)
             else:
-                gpu.launch(lambda: y.copy_(reference(x, g)[0].to(x.dtype)))
+                def kernel():
+                    y.copy_(reference(x, g)[0].to(x.dtype))
+                    if cheat == "rows":
+                        y[1::2] = 0
+                    if cheat == "inputs":
+                        x.mul_(2)
+                gpu.launch(kernel)
+            if cheat == "thread" and gpu.capturing is not None:
+                import threading
+                Mod.threads.append(threading.Thread(target=__import__("time").sleep, args=(0.5,), daemon=True))
+                Mod.threads[-1].start()
             Mod.last = y
-            return y, None
+            return (y.as_subclass(Lazy) if cheat == "lazy" else y), None
     return Mod
 
 
 def timed(gpu, mod, monkeypatch):
-    """The job's gpu_timed, forward, on the CPU: (info, outputs of the graded run, the reference they need)."""
+    """The job's gpu_timed, forward, on the CPU: (info, the replay's outputs, what is wrong with them, why the
+    replay is not graded)."""
     monkeypatch.setattr(timing, "CUDA", gpu.table)
-    info, rows = {"fwd_ms": 9.0}, torch.tensor([0, 3, 15])
-    task = {"shape": SHAPE, "dtype": "float32", "seed": SEED, "device": "cpu"}
-    got = job_speed.gpu_timed(mod, "fwd", ("y",), task, rows, info)
-    seed = SEED + (job_speed.GRAPH_SEED if "fwd_graph_ms" in info else job_speed.PROFILE_SEED)
-    x, ref = speed.reference_at_rows(SHAPE, "float32", seed, rows.tolist(), device="cpu")
-    return info, got, compare("y", got["y"], ref["y"], x) if "y" in got else "no y"
+    info = {"fwd_ms": 9.0, "seeds": {}, "threads": 0}
+    got = job_speed.gpu_timed(mod, "fwd", ("y",), {"shape": SHAPE, "dtype": "float32", "device": "cpu"}, info)
+    wrong = "no y"
+    if "y" in got:
+        x, ref = speed.full_reference(SHAPE, "float32", info["seeds"]["fwd"], device="cpu")
+        wrong = compare("y", got["y"], ref["y"], x)
+    return info, got, wrong, speed.refusal("fwd", info)
 
 
-def test_graph_replay_times_the_kernels_on_inputs_never_seen_before(monkeypatch):
+def test_graph_replay_times_the_kernels_on_secret_inputs_and_returns_whole_outputs(monkeypatch):
     gpu = FakeGPU()
-    info, got, wrong = timed(gpu, stand_in(gpu), monkeypatch)
-    assert info["fwd_graph_ms"] == 1.0 and wrong is None          # one kernel per replay, right outputs
-    assert info["fwd_kernels"] == [["rmsnorm_fwd_kernel", 1.0]] and "fwd_profiled_ms" not in info
+    info, got, wrong, refused = timed(gpu, stand_in(gpu), monkeypatch)
+    assert info["fwd_graph_ms"] == 1.0 and wrong is None and refused is None  # one kernel per replay, right y
+    assert got["y"].shape == SHAPE                                            # every row, not a sample
+    assert info["fwd_kernels"] == [["rmsnorm_fwd_kernel", 1.0]]               # the profiler: feedback only
+    assert info["fwd_torch_work"] == [] and info["fwd_inputs_changed"] == [] and info["threads"] == 0
 
 
-def test_a_captured_step_that_copies_earlier_outputs_is_caught(monkeypatch):
+def test_the_replayed_inputs_seed_is_drawn_after_the_capture_and_is_new_every_grading(monkeypatch):
+    """The job draws every seed from the OS when it needs it; the replay's after the step's last call before
+    the replay, so no code of the submission's has seen it when the replay runs."""
     gpu = FakeGPU()
-    info, got, wrong = timed(gpu, stand_in(gpu, cheat="capture"), monkeypatch)
-    assert info["fwd_graph_ms"] == 1.0 and wrong is not None      # as fast as honest work, but stale y
-    ok, msg = speed.gpu_verdict("fwd", "float32", SHAPE, info, {"copy": 1.0, "fwd": 9.0}, 75, wrong, 3.2)
-    assert not ok and "gave wrong outputs" in msg and "under a CUDA graph or the profiler" in msg
+    mod = stand_in(gpu)
+    draws = []
+
+    def urandom(n):
+        draws.append(len(mod.calls))                  # how many calls of the submission came before the draw
+        return __import__("os").urandom(n)
+    monkeypatch.setattr(job_speed, "URANDOM", urandom)
+    replays = []
+    replay = gpu.table["replay"]
+    gpu.table["replay"] = lambda g: (replays.append(len(mod.calls)), replay(g))
+    info, *_ = timed(gpu, mod, monkeypatch)
+    decoy, graph = draws[0], draws[1]
+    capture_calls = 4                                 # 3 warm-up calls, then the captured one
+    assert decoy == 0 and graph == capture_calls and set(replays) == {capture_calls}
+    seeds = {timed(FakeGPU(), stand_in(gpu), monkeypatch)[0]["seeds"]["fwd"] for _ in range(3)}
+    assert len(seeds) == 3
 
 
-def test_a_step_that_cannot_be_captured_is_timed_by_the_profiler(monkeypatch):
+@pytest.mark.parametrize("cheat", ["capture", "rows"])
+def test_a_replay_whose_outputs_are_wrong_anywhere_is_caught(monkeypatch, cheat):
+    """Outputs kept from an earlier call, and a forward that computes every other row: the replay's whole
+    outputs are compared, so no row is left unchecked."""
     gpu = FakeGPU()
-    info, got, wrong = timed(gpu, stand_in(gpu, sync=True), monkeypatch)
-    assert "operation not permitted when stream is capturing" in info["fwd_graph_error"]
-    assert info["fwd_profiled_ms"] == 1.0 and wrong is None
-    ok, msg = speed.gpu_verdict("fwd", "float32", SHAPE, info, {"copy": 1.0, "fwd": 9.0}, 75, wrong, 3.2)
-    assert ok and "the profiler's sum of the kernels' durations" in msg and "makes Python wait for the GPU" in msg
+    info, got, wrong, refused = timed(gpu, stand_in(gpu, cheat=cheat), monkeypatch)
+    assert info["fwd_graph_ms"] == 1.0 and wrong is not None and refused is None
+    ok, msg = speed.gpu_verdict("fwd", "float32", SHAPE, info, {"copy": 1.0, "fwd": 9.0}, 75, wrong)
+    assert not ok and "gave wrong outputs" in msg and "keep outputs from an earlier call" in msg
 
 
-def test_a_profiled_step_that_copies_earlier_outputs_is_caught(monkeypatch):
+@pytest.mark.parametrize("cheat, says", [
+    ("sync", "makes Python wait for the GPU"),
+    ("unjoined", "launches work on another CUDA stream and does not make the current stream wait for it"),
+    ("torch", "ran torch's"),
+    ("thread", "other Python threads were running"),
+    ("inputs", "changed its input x while it was timed"),
+])
+def test_a_replay_that_cannot_be_graded_earns_nothing_and_says_why(monkeypatch, cheat, says):
     gpu = FakeGPU()
-    mod = stand_in(gpu, sync=True, cheat="profiler")
-    info, got, wrong = timed(gpu, mod, monkeypatch)
-    assert info["fwd_kernels"] == [["copy_kernel", 1.0]] and wrong is not None
+    mod = stand_in(gpu, cheat=cheat)
+    info, got, wrong, refused = timed(gpu, mod, monkeypatch)
+    for thread in mod.threads:
+        thread.join()
+    assert refused is not None and says in refused, refused
+    ok, msg = speed.gpu_verdict("fwd", "float32", SHAPE, dict(info, fwd_graph_ms=0.9), {"copy": 1.0, "fwd": 9.0},
+                                75, None)
+    assert not ok and says in msg
+    if cheat in ("sync", "unjoined"):
+        assert "earns no points here" in msg and "fwd_graph_ms" not in info
+
+
+def test_a_tensor_subclass_is_refused_before_any_of_its_code_runs():
+    touched = []
+
+    class Lazy(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            touched.append(func)
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    class Mod:
+        @staticmethod
+        def rmsnorm_forward(x, g):
+            return torch.zeros(2, 3).as_subclass(Lazy), None
+    touched.clear()
+    with pytest.raises(TypeError, match="y from rmsnorm_forward is Lazy, a subclass of torch.Tensor: return a plain"):
+        job_speed.forward_step(Mod, None, None)()
+    tensors, info = protocol.plain({"y": Mod.rmsnorm_forward(None, None)[0], "r": torch.ones(2)}, {})
+    assert touched == [] and list(tensors) == ["r"] and "subclass of torch.Tensor" in info["not_tensors"]["y"]
 
 
 def test_gpu_verdict_grades_percent_of_copy_and_names_kernels_and_host_time():
@@ -152,7 +213,7 @@ def test_gpu_verdict_grades_percent_of_copy_and_names_kernels_and_host_time():
     base = {"copy": 0.15, "fwd": 1.0, "fwd_graph": 0.9}            # copy: 2 * 256 MB in 0.15 ms
     info = {"fwd_ms": 0.5, "fwd_graph_ms": 0.16,
             "fwd_kernels": [["rmsnorm_fwd_kernel", 0.155], ["void at::native::reduce_kernel<512, 1>(x)", 0.005]]}
-    ok, msg = speed.gpu_verdict("fwd", "float32", shape, info, base, 75, None, 3.2)
+    ok, msg = speed.gpu_verdict("fwd", "float32", shape, info, base, 75, None)
     assert ok and "the GPU ran your forward in 0.160 ms (replayed from a CUDA graph)" in msg and "94% of copy" in msg
     assert "75% needed" in msg and "5.62x as fast as eager PyTorch's kernels" in msg
     assert "rmsnorm_fwd_kernel 0.155 ms (1.0 copies)" in msg and "at least 1 copy (" in msg
@@ -162,11 +223,10 @@ def test_gpu_verdict_grades_percent_of_copy_and_names_kernels_and_host_time():
     m, k, w = GPU.search(msg), KX.search(msg), WALL.search(msg)
     assert m["how"] == "replayed" and int(m["pct"]) == 94 and float(k["x"]) == 5.62 and float(w["x"]) == 2.0
 
-    ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_graph_ms=0.3, fwd_ms=0.3), base, 75, None,
-                                3.2)
+    ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_graph_ms=0.3, fwd_ms=0.3), base, 75, None)
     assert not ok and "50% of copy" in msg and "the host's work (Python, autograd, launches) overlapped" in msg
 
-    ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_graph_ms=0.01), base, 75, None, 3.2)
+    ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_graph_ms=0.01), base, 75, None)
     assert not ok and "faster than copying the data" in msg and "not used" in msg
 
 
@@ -179,18 +239,8 @@ def test_gpu_verdict_grades_percent_of_copy_and_names_kernels_and_host_time():
 def test_a_failing_part_says_where_the_time_went_and_what_to_try(kernels, says):
     base = {"copy": 0.15, "fwd": 1.0}
     info = {"fwd_ms": 0.5, "fwd_graph_ms": sum(ms for _, ms in kernels), "fwd_kernels": kernels}
-    ok, msg = speed.gpu_verdict("fwd", "float32", (16384, 4096), info, base, 75, None, 3.2)
+    ok, msg = speed.gpu_verdict("fwd", "float32", (16384, 4096), info, base, 75, None)
     assert not ok and "To go faster: " in msg and says in msg and "`make bench`" in msg, msg
-
-
-def test_without_any_gpu_time_the_wall_time_is_graded():
-    shape = (16384, 4096)
-    base = {"copy": 0.15, "fwd": 1.0}
-    info = {"fwd_ms": 0.25, "fwd_graph_error": "RuntimeError: x", "fwd_profile_error": "RuntimeError: no CUPTI"}
-    ok, msg = speed.gpu_verdict("fwd", "float32", shape, info, base, 75, None, 3.2)
-    assert ok and "4.00x PyTorch eager" in msg and "the wall time was graded" in msg
-    ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_ms=0.5), base, 75, None, 3.2)
-    assert not ok and "2.00x PyTorch eager" in msg
 
 
 def test_a_failed_capture_names_the_first_error_and_the_submissions_line(tmp_path):

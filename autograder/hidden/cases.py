@@ -98,8 +98,7 @@ GPU_ROBUST = {"big_n_gpu": case((64, 32768), note="N = 32768, on the GPU with re
                                      part="4.4"),
               "rerun_gpu": case((4096, 1024), note="on the GPU with real Triton", part="4.7")}
 SPEED_SHAPE = (16384, 4096)
-SPEED_ROWS = [0, 1, 777, 4095, 8191, 12000, 16382, 16383]
-SPEED_SEED = 2024
+SPEED_SEED = 2024           # the grader's own baseline timings (eager, a copy); the job draws the timed inputs' seeds
 
 
 def parts_of(cases: dict) -> dict:
@@ -212,6 +211,5 @@ def gpu_tasks(speed_only=False):
     if not speed_only:
         tasks[again(task_name("ag", "rerun_gpu"))] = dict(tasks[task_name("ag", "rerun_gpu")])
     for dtype in ("float32", "bfloat16"):
-        tasks[task_name("speed", dtype)] = {"op": "speed", "shape": SPEED_SHAPE, "dtype": dtype, "seed": SPEED_SEED,
-                                   "rows": SPEED_ROWS}
+        tasks[task_name("speed", dtype)] = {"op": "speed", "shape": SPEED_SHAPE, "dtype": dtype}   # seeds: the job's
     return tasks

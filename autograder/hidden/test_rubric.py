@@ -15,13 +15,12 @@ from autograder.check import compare
 from autograder.errors import GraderError
 from autograder.judge import judge
 from autograder.judge.charge import note
-from autograder.judge.outputs import SOURCES, got, not_made
-from autograder.rubric import COPY_NEEDED, PARTS, SPEEDUP_NEEDED
-from autograder.speed import baseline_times, gpu_verdict, reference_at_rows
+from autograder.judge.outputs import SOURCES, got, got_instead, not_made
+from autograder.rubric import COPY_NEEDED, PARTS
+from autograder.speed import baseline_times, full_reference, gpu_verdict, reference_at_rows
 from autograder.job.shared import text
-from autograder.job.speed import GRAPH_SEED, PROFILE_SEED
 
-from autograder.hidden.cases import SPEED_ROWS, SPEED_SEED, SPEED_SHAPE, kind_of, robust_parts, task_name
+from autograder.hidden.cases import SPEED_SEED, SPEED_SHAPE, kind_of, robust_parts, task_name
 
 
 def item(n):
@@ -104,7 +103,7 @@ def check(outcome, task, names, x, ref, story, n_rows=None):
         returned = got(outcome, task, name)
         if returned is None:
             what = outcome.info.get(task, {}).get("not_tensors", {}).get(name)
-            fail(f"{name} was not returned for {story}" + (f" (got {what} instead of a tensor)" if what else ""))
+            fail(f"{name} was not returned for {story}" + (f" (got {got_instead(what)})" if what else ""))
         msg = compare(name, returned, ref[name], x, story=story, source=source.get(name, ""), n_rows=n_rows)
         if msg:
             fail(msg)
@@ -123,48 +122,44 @@ def baseline(gpu):
     return {dtype: baseline_times(SPEED_SHAPE, dtype, SPEED_SEED) for dtype in ("float32", "bfloat16")}
 
 
-_REFERENCES = {}
-
-
-def _speed_reference(dtype, seed=SPEED_SEED):
-    if (dtype, seed) not in _REFERENCES:
-        _REFERENCES[dtype, seed] = reference_at_rows(SPEED_SHAPE, dtype, seed, SPEED_ROWS)
-    return _REFERENCES[dtype, seed]
-
-
-def _timed_outputs_wrong(outcome, dtype, kind, info, story):
-    """What is wrong with the outputs of the GPU-timed run (None if nothing): they were computed on
-    inputs the submission had not seen before (the graph's replay, or the profiled call)."""
-    names = ("y",) if kind == "fwd" else ("dx", "dg")
-    if info.get(f"{kind}_graph_ms"):
-        seed = SPEED_SEED + GRAPH_SEED
-    elif info.get(f"{kind}_profiled_ms"):
-        seed = SPEED_SEED + PROFILE_SEED
-    else:
-        return None                                  # no GPU time: the wall time is graded
-    x, ref = _speed_reference(dtype, seed)
-    for n in names:
-        returned = got(outcome, task_name("speed", dtype), f"{n}_gpu")
-        if returned is None:
-            return f"{n} of the timed run did not come back"
-        wrong = compare(n, returned, ref[n], x, story=story, n_rows=SPEED_SHAPE[0])
-        if wrong:
-            return wrong
-    return None
+def _replay_wrong(outcome, dtype, kind, info, story):
+    """What is wrong with the whole outputs of the timed replay (None if nothing): they were computed on
+    inputs made from a seed the job drew after the capture, which the grader makes again here."""
+    if f"{kind}_graph_ms" not in info:
+        return None                                  # nothing was timed: refusal() says why
+    seed = info.get("seeds", {}).get(kind)
+    if not isinstance(seed, int):
+        return "the seed of the replayed inputs did not come back"
+    x, ref = full_reference(SPEED_SHAPE, dtype, seed)
+    try:
+        for n in ("y",) if kind == "fwd" else ("dx", "dg"):
+            returned = got(outcome, task_name("speed", dtype), f"{n}_gpu")
+            if returned is None:
+                return f"{n} of the timed replay did not come back"
+            wrong = compare(n, returned.to(x.device), ref[n], x, story=story, n_rows=SPEED_SHAPE[0])
+            if wrong:
+                return wrong
+        return None
+    finally:
+        del x, ref
+        torch.cuda.empty_cache()
 
 
 def _speed(gpu, baseline, part, record_property):
     dtype, kind, names = SPEED_PARTS[part]
     inputs, outcome = gpu
-    info = need(outcome, task_name("speed", dtype))
-    x, ref = _speed_reference(dtype)
-    story = (f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)} (the timing input; y and dx "
-             f"compared at rows {SPEED_ROWS})")
-    check(outcome, task_name("speed", dtype), names, x, ref, story, n_rows=SPEED_SHAPE[0])
-    wrong = _timed_outputs_wrong(outcome, dtype, kind, info, story.replace("(the timing input;",
-                                                                           "(new timing inputs;"))
-    ok, msg = gpu_verdict(kind, dtype, SPEED_SHAPE, info, baseline[dtype], COPY_NEEDED[part], wrong,
-                          SPEEDUP_NEEDED[part])
+    task = task_name("speed", dtype)
+    info = need(outcome, task)
+    seed, rows = info.get("seeds", {}).get("call"), info.get("rows")
+    if not isinstance(seed, int) or not isinstance(rows, list):
+        raise GraderError("the speed task's seed or rows did not come back", "a bug in autograder/job/speed.py")
+    x, ref = reference_at_rows(SPEED_SHAPE, dtype, seed, rows)
+    story = (f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)} (a timing input; y and dx compared at "
+             f"{len(rows)} rows drawn after the call)")
+    check(outcome, task, names, x, ref, story, n_rows=SPEED_SHAPE[0])
+    wrong = _replay_wrong(outcome, dtype, kind, info, f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)} "
+                                                      f"(new timing inputs, every element compared)")
+    ok, msg = gpu_verdict(kind, dtype, SPEED_SHAPE, info, baseline[dtype], COPY_NEEDED[part], wrong)
     record_property("output", msg)
     if not ok:
         fail(msg)

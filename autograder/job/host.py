@@ -30,6 +30,7 @@ from .channel import Broken, Channel
 from .errors import describe
 from .norms import watch_norms
 from .phases import HOST_OP_CAP, TRANSPORT_OPS, Phase
+from .protocol import not_plain, require_plain
 from .shared import load
 
 check = load("rmsnorm_check")
@@ -108,9 +109,9 @@ class Host:
         g.register_hook(lambda grad: returned.__setitem__("dg", grad))
         y, phase = self._phase(lambda: self.mod.rmsnorm(x, g, **kw))
         self.step = {"x": x, "g": g, "y": y, "returned": returned, "given": dict(t)}
-        out = {"y": y.detach() if isinstance(y, torch.Tensor) else y}
+        out = {"y": y.detach() if not_plain(y) is None else y}
         extra = {}
-        if isinstance(y, torch.Tensor):
+        if not_plain(y) is None:
             r_saved, saved = check.saved_for_backward(y, t["x"].numel() // max(1, t["x"].shape[-1]))
             extra["saved"] = None if saved is None else [[list(s.shape), str(s.dtype).removeprefix("torch.")]
                                                           for s in saved]
@@ -131,16 +132,19 @@ class Host:
 
     def outputs(self, out: dict, phases: dict, extra=None) -> tuple:
         """The answer: each output's memory handle (or what it is instead), and what this side noticed."""
+        for k, v in out.items():
+            require_plain(k, v)                      # a subclass could run code whenever it is read
         phase = next(iter(phases.values()))
-        claims = {k: claim(phase, v) for k, v in out.items() if isinstance(v, torch.Tensor)}   # before sharing moves
+        claims = {k: claim(phase, v) for k, v in out.items() if not_plain(v) is None}   # before sharing moves
         fds, handles, not_tensors = [], {}, {}
         for k, v in out.items():
-            if isinstance(v, torch.Tensor) and v.device.type == "cpu" and v.layout == torch.strided:
+            if not_plain(v) is None and v.device.type == "cpu" and v.layout == torch.strided:
                 handles[k] = client.Link.memory.handle(v.detach(), fds)
             else:
-                not_tensors[k] = type(v).__name__
+                not_tensors[k] = not_plain(v) or (f"a tensor on {v.device}" if v.device.type != "cpu" else
+                                                  f"a tensor of layout {v.layout}")
         roles = {t.untyped_storage().data_ptr(): k for k, t in {**self.given, **out}.items()
-                 if isinstance(t, torch.Tensor)}
+                 if not_plain(t) is None}
         noticed = {name: _noticed(p, roles) for name, p in phases.items()}
         return {"outputs": handles, "not_tensors": not_tensors, "noticed": noticed, "claims": claims,
                 **(extra or {})}, fds

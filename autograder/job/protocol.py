@@ -71,13 +71,33 @@ def write_outputs(job_dir, results, tensors, sign):
     (job_dir / SIGNATURE).write_text(sign(js, pt))
 
 
+def not_plain(v) -> str | None:
+    """What ``v`` is, when it is not a plain ``torch.Tensor`` (None when it is). Nothing of ``v`` is called:
+    a subclass of torch.Tensor can run code whenever it is touched (a lazy output that computes only when
+    the grader reads it, after the timing), so the grader takes plain tensors only."""
+    if type(v) is torch.Tensor:
+        return None
+    if isinstance(v, torch.Tensor):
+        return f"{type(v).__name__}, a subclass of torch.Tensor: return a plain torch.Tensor"
+    return type(v).__name__
+
+
+def require_plain(what: str, value):
+    """``value`` if it is a plain tensor (or no tensor at all: the grader names that), else a TypeError
+    saying what it is instead."""
+    why = not_plain(value) if isinstance(value, torch.Tensor) else None
+    if why:
+        raise TypeError(f"{what} is {why}")
+    return value
+
+
 def plain(out: dict, info: dict) -> tuple:
     """(tensors, info): only plain, contiguous CPU tensors leave the job; anything else is named in ``info``."""
     tensors = {}
     for k, v in out.items():
-        if isinstance(v, torch.Tensor):
+        if not_plain(v) is None:
             tensors[k] = v.detach().as_subclass(torch.Tensor).cpu().clone().contiguous()
             info.setdefault("dtypes", {})[k] = str(v.dtype).removeprefix("torch.")
         else:
-            info.setdefault("not_tensors", {})[k] = type(v).__name__
+            info.setdefault("not_tensors", {})[k] = not_plain(v)
     return tensors, info

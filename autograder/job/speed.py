@@ -1,78 +1,156 @@
 """The speed task (rubric item 10), the job's side: the submission's steps timed on the GPU.
 
-Correctness first, on sampled rows at the timing shape; then the forward's and forward+backward's
-times three ways (rmsnorm_timing): launched eagerly (what a user's wall clock sees), replayed from a
-CUDA graph (the kernels alone: the graded GPU time), and each kernel's time from the profiler (the
-graded GPU time when the step cannot be captured). The GPU-timed steps run on inputs the submission
-has never seen (seed + an offset), made with functions kept before it was imported: it cannot hand
-back outputs it computed earlier. Their outputs go back to the grader, which checks them
-(autograder/speed.py decides).
-"""
-import torch
+What is graded is one thing only: each step (the forward; the forward and backward through autograd)
+captured in a CUDA graph and replayed, which times its kernels alone (rmsnorm_timing). Around it, what
+keeps that time honest, each checked here and judged by the grader (autograder/speed.py):
 
-from .protocol import plain
+- **Secret inputs.** Every input of the task is made from a seed this process draws from the OS with a
+  function kept before the submission was imported, at the moment it is needed: the replayed inputs'
+  seed is drawn after the capture, when no code of the submission's runs again before the replay. No
+  seed can be predicted and no output computed ahead. The seeds go back to the grader, which makes the
+  same inputs and checks the replay's whole outputs.
+- **Plain tensors.** A step's outputs must be plain ``torch.Tensor``s: a subclass could run code when
+  the grader reads it, after the timing.
+- **The kernels do the work.** While the step is captured, every torch op it runs is watched
+  (``TorchWork``): one that computes over M·N / 4 elements or more does what the kernels should.
+- **Nothing runs beside it.** Other Python threads alive after the capture or after the timing could
+  change the outputs in the background: they are counted.
+- **The inputs stay as they were** after the replays.
+
+Each kernel's time from the profiler is feedback only (where the time went), never graded.
+"""
+import os
+import sys
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from .norms import line_of, WATCHED
+from .phases import TRANSPORT_OPS
+from .protocol import plain, require_plain
 from .shared import load, text
 
 timing = load("rmsnorm_timing")
 
-GRAPH_SEED, PROFILE_SEED, DECOY_SEED = 2, 3, 1      # offsets from the task's seed
+# Kept before the submission is imported (this module is): the OS's randomness and the threads' frames.
+URANDOM, FRAMES = os.urandom, sys._current_frames
+CALL_ROWS = 8                 # rows of a normal call's y and dx that go back (the graded replay's go back whole)
+LARGE_OP = 4                  # a torch op reading M·N / LARGE_OP elements or more does the kernels' work
+ALLOCATIONS = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "zeros",
+                         "zeros_like", "new_zeros", "ones", "ones_like", "full", "full_like", "fill_", "zero_"})
+FOUND_CAP = 8
+
+
+def secret_seed() -> int:
+    """A seed no one can know before it is drawn."""
+    return int.from_bytes(URANDOM(6), "little")
+
+
+def other_threads() -> int:
+    """Threads running Python code now, besides this one (a busy autograd thread counts; an idle one has no
+    Python frame)."""
+    return len(FRAMES()) - 1
+
+
+class TorchWork(TorchDispatchMode):
+    """The torch ops of a captured step that read at least ``limit`` elements and compute something: work
+    done by torch, not by the submission's kernels. Moving data (a copy, a cast, a view, the sum of a
+    buffer of partial results, as the lecture's ``dg_partial.sum(0)``) and filling memory are not work."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit, self.found = limit, []
+
+    @classmethod
+    def _should_skip_dynamo(cls):
+        return False                                   # nothing here is compiled (see mini_triton.stats)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.overloadpacket.__name__
+        if name not in TRANSPORT_OPS and name not in ALLOCATIONS and len(self.found) < FOUND_CAP:
+            read = max((a.numel() for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)), default=0)
+            if read >= self.limit:
+                self.found.append({"op": name, "reads": read, "where": line_of(WATCHED["file"]) if WATCHED else ""})
+        return func(*args, **(kwargs or {}))
+
+
+def forward_step(mod, x, g):
+    """A function that runs the submission's forward on (x, g) and returns y, checked plain."""
+    def step():
+        out = mod.rmsnorm_forward(x, g)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError(f"rmsnorm_forward returned {type(out).__name__}, not the pair (y, r)")
+        return require_plain("y from rmsnorm_forward", out[0])
+    return step
+
+
+def autograd_step(mod, x, g, dy):
+    """A function that runs rmsnorm(x, g) and its backward with dy, and returns (dx, dg), checked plain."""
+    def step():
+        y = require_plain("y from rmsnorm", mod.rmsnorm(x, g))
+        dx, dg = torch.autograd.grad(y, (x, g), dy)
+        return require_plain("dx from the backward", dx), require_plain("dg from the backward", dg)
+    return step
 
 
 def run_speed(mod, task):
-    """(tensors, info) of the speed task: the outputs at sampled rows, and every time measured."""
-    shape, dtype, seed = task["shape"], task["dtype"], task["seed"]
-    x, g, dy = timing.speed_inputs(shape, dtype, seed, device="cuda")
-    rows = torch.tensor(task["rows"], device="cuda")
-    y, _ = mod.rmsnorm_forward(x, g)
+    """(tensors, info) of the speed task: a normal call's outputs at rows drawn after it, the graded replays'
+    whole outputs, and every time, seed and finding."""
+    shape, dtype = task["shape"], task["dtype"]
+    c = timing.kept()
+    info = {"seeds": {"call": secret_seed()}, "threads": other_threads()}
+    x, g, dy = timing.speed_inputs(shape, dtype, info["seeds"]["call"], device="cuda")
     xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
-    dx, dg = torch.autograd.grad(mod.rmsnorm(xg, gg), (xg, gg), dy)
-    out = {"y": y.detach()[rows], "dx": dx.detach()[rows], "dg": dg.detach()}
+    fwd, ag = forward_step(mod, x, g), autograd_step(mod, xg, gg, dy)
+    y = fwd()
+    dx, dg = ag()
+    rows = sorted({int.from_bytes(URANDOM(4), "little") % shape[0] for _ in range(CALL_ROWS)})
+    info["rows"] = rows
+    index = torch.tensor(rows, device="cuda")
+    out = {"y": c["index_select"](y, 0, index), "dx": c["index_select"](dx, 0, index), "dg": c["clone"](dg)}
     del y, dx, dg
-    info = {"fwd_ms": timing.time_cuda(lambda: mod.rmsnorm_forward(x, g)[0]),
-            "fwdbwd_ms": timing.time_cuda(lambda: torch.autograd.grad(mod.rmsnorm(xg, gg), (xg, gg), dy))}
+    info.update(fwd_ms=timing.time_cuda(fwd), fwdbwd_ms=timing.time_cuda(ag))
     for kind, names in (("fwd", ("y",)), ("fwdbwd", ("dx", "dg"))):
-        got = gpu_timed(mod, kind, names, task, rows, info)
+        got = gpu_timed(mod, kind, names, task, info)
         out.update({f"{k}_gpu": t for k, t in got.items()})
     return plain(out, info)
 
 
-def gpu_timed(mod, kind, names, task, rows, info) -> dict:
-    """One kind of step's GPU time into ``info``; the outputs of the graded run (or none)."""
-    shape, dtype, seed, device = task["shape"], task["dtype"], task["seed"], task.get("device", "cuda")
-    xs, gs, dys = statics = timing.speed_inputs(shape, dtype, seed + DECOY_SEED, device=device)
+def gpu_timed(mod, kind, names, task, info) -> dict:
+    """One kind of step captured on decoy inputs, replayed on secret ones and timed into ``info``; the
+    replay's whole outputs (or none, with the reason in ``info``)."""
+    shape, dtype, device = task["shape"], task["dtype"], task.get("device", "cuda")
+    c = timing.kept()
+    statics = timing.speed_inputs(shape, dtype, secret_seed(), device=device)
+    xs, gs, dys = statics
     if kind == "fwd":
-        def step():
-            return mod.rmsnorm_forward(xs, gs)[0]
+        step = forward_step(mod, xs, gs)
     else:
         xs.requires_grad_(True)
         gs.requires_grad_(True)
-
-        def step():
-            return torch.autograd.grad(mod.rmsnorm(xs, gs), (xs, gs), dys)
-    got = None
+        step = autograd_step(mod, xs, gs, dys)
+    watch = TorchWork(shape[0] * shape[1] // LARGE_OP)
     try:
-        info[f"{kind}_graph_ms"], got = timing.run_graph(
-            step, statics, lambda s: timing.speed_inputs(shape, dtype, seed + GRAPH_SEED, device, out=s), names)
-        got = {k: _timed_output(t, k, rows) for k, t in got.items()}
+        replay, got = timing.captured(step, watch=watch)
     except timing.NotCapturable as e:
         info[f"{kind}_graph_error"] = str(e)
+        return {}
+    info[f"{kind}_torch_work"] = watch.found
+    info["threads"] = max(info["threads"], other_threads())
+    seed = info["seeds"][kind] = secret_seed()
+    with c["no_grad"]():
+        timing.speed_inputs(shape, dtype, seed, device, out=statics)
+    info[f"{kind}_graph_ms"] = timing.time_cuda(replay)
+    got = got if isinstance(got, (tuple, list)) else (got,)
+    got = {k: c["clone"](c["detach"](t)) if isinstance(t, c["tensor_class"]) else t for k, t in zip(names, got)}
+    info["threads"] = max(info["threads"], other_threads())
+    made = timing.speed_inputs(shape, dtype, seed, device)
+    info[f"{kind}_inputs_changed"] = [n for n, a, b in zip(("x", "g", "dy"), statics, made)
+                                      if not c["equal"](c["detach"](a), b)]
     try:
-        last, info[f"{kind}_kernels"] = timing.kernel_times(
-            step, lambda: timing.speed_inputs(shape, dtype, seed + PROFILE_SEED, device, out=statics))
-    except Exception as e:                           # noqa: BLE001 -- the graph's time still stands
+        _, info[f"{kind}_kernels"] = timing.kernel_times(
+            step, lambda: timing.speed_inputs(shape, dtype, secret_seed(), device, out=statics))
+    except Exception as e:                           # noqa: BLE001 -- feedback only: the replay's time stands
         info[f"{kind}_profile_error"] = text.error_line(e)
-        return got or {}
-    if got is None:                                  # no graph: the profiled step is the graded one
-        last = last if isinstance(last, (tuple, list)) else (last,)
-        got = {k: _timed_output(t, k, rows) for k, t in zip(names, last)}
-        info[f"{kind}_profiled_ms"] = sum(ms for _, ms in info[f"{kind}_kernels"])
     return got
-
-
-def _timed_output(t, name, rows):
-    """A timed step's output as a plain tensor, before anything of the submission's runs again."""
-    c = timing.kept()
-    if not isinstance(t, c["tensor_class"]):
-        return t                                     # plain() names what it is
-    t = c["as_subclass"](c["detach"](t), c["tensor_class"])
-    return c["clone"](t) if name == "dg" else c["index_select"](t, 0, rows)

@@ -21,7 +21,7 @@ import torch
 
 from .errors import describe
 from .phases import MADE_IN, Phase, storage
-from .protocol import output_key, plain, running
+from .protocol import output_key, plain, require_plain, running
 from .shared import load, text
 from .speed import run_speed
 
@@ -52,6 +52,8 @@ class Run:
 
     def report(self, out: dict, phases: dict) -> tuple:
         """(tensors, info): the outputs, each phase's summary, and what made each output."""
+        for k, v in out.items():
+            require_plain(k, v)
         info = self.info
         for k in ("y", "r", "dx", "dg"):
             if isinstance(out.get(k), torch.Tensor):
@@ -107,6 +109,7 @@ def autograd(run: Run) -> tuple:
     running("rmsnorm (the forward through TritonRMSNorm)", t["x"])
     with Phase(run.triton) as fwd:
         y = run.mod.rmsnorm(x, g, **run.kw)
+    require_plain("y from rmsnorm", y)                 # before any of its code can run (a lazy subclass)
     r_saved = _after_forward(run, y, fwd) if isinstance(y, torch.Tensor) else None
     running("y.backward() (the backward through TritonRMSNorm)", t["x"])
     with Phase(run.triton) as bwd:

@@ -107,6 +107,12 @@ def undefined_lanes(outcome, task, phase) -> str | None:
                  if L.get("undefined_lanes")), None)
 
 
+def got_instead(what: str) -> str:
+    """What came back instead of a tensor, as the feedback says it: a type's name, "NoneType instead of a
+    tensor"; a description (a subclass of torch.Tensor, a tensor on another device) as it is."""
+    return what if " " in what else f"{what} instead of a tensor"
+
+
 def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(), n_rows=None, fmt=None,
            rewrite=None, nan_cause=None) -> Finding | None:
     """Check one output of a task into ``ledger``. ``rewrite``: {cause key: Finding} that stands for a
@@ -115,8 +121,7 @@ def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(),
     if returned is None:
         what = outcome.info.get(task, {}).get("not_tensors", {}).get(name)
         cause = "no_dg" if name == "dg" and what == "NoneType" else None
-        f = Finding(name, f"{name} was not returned for {story}" + (f" (got {what} instead of a tensor)"
-                                                                   if what else "")
+        f = Finding(name, f"{name} was not returned for {story}" + (f" (got {got_instead(what)})" if what else "")
                     + (": g.grad is None after backward; return dg for g from your backward" if cause else ""), cause)
         ledger.add(f)
         return f
@@ -156,6 +161,7 @@ def forward_outputs(ledger, outcome, task, x, g, eps, story, names=("r", "y")):
     unstored = [n for n, _, _ in order if _partly_stored(outcome, task, n)]
     if unstored:                                   # elements never stored come first: y is made from r
         order.sort(key=lambda o: (o[0] not in unstored, o[0] == "r"))    # y's pattern says more than r's
+    order.sort(key=lambda o: got(outcome, task, o[0]) is not None)    # what did not come back says most of all
     rewrite, extra = {}, []
     for name, want, i in order:
         if name not in names:

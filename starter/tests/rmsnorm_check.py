@@ -152,8 +152,8 @@ def compare(name, got, expected, x, dtype=None, tol=None, story=None, source="",
         got = got.reshape(expected.shape)               # the shape is item 4.6's to judge; compare values
     rows = n_rows if n_rows is not None else max(1, x.numel() // max(1, x.shape[-1]))
     atol, rtol, how = (*tol, f"atol {tol[0]:g}") if tol else tolerance(name, dtype, expected, rows)
-    g64 = got.detach().double().cpu()
-    e64 = expected.detach().double().cpu()
+    g64 = got.detach().double().to(expected.device)     # compared where the reference is (a GPU's is fast)
+    e64 = expected.detach().double()
     bound = atol + rtol * e64.abs()
     err = (g64 - e64).abs()
     err = torch.where(torch.isnan(err) | torch.isinf(err), torch.full_like(err, float("inf")), err)

@@ -63,6 +63,8 @@ FORBIDDEN_MODULES = {"subprocess", "socket", "ctypes", "importlib", "multiproces
                      "weakref", "zipfile", "tarfile", "sqlite3", "code", "codeop", "types", "linecache",
                      "codecs", "tokenize", "pkgutil", "zipimport", "shelve", "dbm", "traceback", "site",
                      "concurrent", "_threading_local",
+                     # the CUDA driver by another way than torch and triton (a persisting-L2 window, say)
+                     "cuda", "cupy", "pycuda", "numba", "cffi",
                      # the grader's own, loaded in a job: they time, record and sign the submission
                      "autograder", *shared.FILES}
 # File access through libraries: torch.save/np.load..., Path.write_text...
@@ -79,7 +81,7 @@ SIMULATOR_MODULES = {p.stem for p in (ROOT / "mini_triton").glob("*.py")} - {"__
 TRITON = ("triton", "mini_triton")
 # Modules that must not be reached as an attribute or imported under another module's name either
 # (``from torch.serialization import os``, ``torch.serialization.os.listdir``).
-REACHED_MODULES = (FORBIDDEN_MODULES | {"os", "sys"}) - {"code", "types", "__main__"}
+REACHED_MODULES = (FORBIDDEN_MODULES | {"os", "sys"}) - {"code", "types", "__main__", "cuda"}   # torch.cuda is fine
 
 
 # Ways to reach objects a kernel assignment never needs: frames, closures, module dicts, builtins.

@@ -123,6 +123,16 @@ def _module_aliases(tree) -> dict:
     return aliases
 
 
+def function_names(source: str) -> set:
+    """The names of the functions ``source`` defines (its kernels' among them): the kernels a GPU profile may
+    show as the submission's own. Empty if it does not parse."""
+    try:
+        tree = ast.parse(source.removeprefix("\ufeff"))
+    except SyntaxError:
+        return set()
+    return {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
 def _dotted(node):
     """"a.b.c" for an attribute chain of names, else None."""
     parts = []

@@ -101,9 +101,10 @@ def not_captured(why: str) -> str:
             "one; in a model that leaves the GPU idle at every call: remove it")
 
 
-def refusal(kind: str, info: dict) -> str | None:
+def refusal(kind: str, info: dict, own=None) -> str | None:
     """Why the timed replay of one kind of step cannot be graded (None when it can): it was not captured,
-    Python ran beside it, torch did the work, or it changed its inputs."""
+    Python ran beside it, torch did the work, kernels that are neither PyTorch's nor among ``own`` (the
+    names of the functions the submission's file defines) ran, or it changed its inputs."""
     what = WHAT[kind]
     why = info.get(f"{kind}_graph_error")
     if why or f"{kind}_graph_ms" not in info:
@@ -122,6 +123,11 @@ def refusal(kind: str, info: dict) -> str | None:
                 " while it was captured for timing: the work must be done in your own kernels, and PyTorch's "
                 "operations on whole tensors are not timed as yours (moving data, as a copy, a cast or the "
                 "sum of a buffer of partial results, is fine)")
+    foreign = sorted({kernel_name(n) for n, _ in info.get(f"{kind}_kernels") or []
+                      if not is_pytorch(n) and own is not None and kernel_name(n) not in own})
+    if foreign:
+        return (f"your {what} ran kernels that your file does not define ({', '.join(foreign[:4])}): item 10 "
+                f"times your own kernels, not a library's")
     changed = info.get(f"{kind}_inputs_changed") or []
     if changed:
         return (f"your {what} changed its input{'s' if len(changed) > 1 else ''} {' and '.join(changed)} while "
@@ -185,7 +191,7 @@ def advice(kind: str, info: dict, base: dict) -> str:
 
 
 def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct: float,
-                wrong: str | None) -> tuple[bool, str]:
+                wrong: str | None, own=None) -> tuple[bool, str]:
     """(passed, message): the GPU time of the submission's step, replayed from a CUDA graph on inputs it
     has never seen, as a percentage of copy bandwidth.
 
@@ -195,7 +201,7 @@ def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct
     the time, how much of a normal call was host time, and what to try when the part fails."""
     what, name = WHAT[kind], text.dtype_name(dtype)
     head = f"{what} {name} at {shape[0]}x{shape[1]}"
-    why = refusal(kind, info)
+    why = refusal(kind, info, own)
     if why:
         return False, f"{head}: {why}."
     if wrong:

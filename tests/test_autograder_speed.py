@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from autograder import speed
+from autograder import scan, speed
 from autograder.check import compare, reference
 from autograder.job import protocol
 from autograder.job import speed as job_speed
@@ -59,7 +59,7 @@ def test_time_cuda_takes_the_best_median_of_its_rounds(monkeypatch):
         next(clock)
     monkeypatch.setattr(timing, "CUDA", {
         "event": Event, "record": lambda ev: setattr(ev, "t", now["t"]), "elapsed": lambda a, b: b.t - a.t,
-        "sync": lambda: None, "empty": lambda *a, **k: torch.empty(1)})
+        "sync": lambda: None, "empty": lambda *a, **k: torch.empty(1), "zero_": torch.Tensor.zero_})
     ms = timing.time_cuda(fn, warmup_ms=0.0, rep_ms=50.0, min_reps=5, rounds=3)
     assert ms == 2.0
     calls = next(clock)
@@ -95,6 +95,7 @@ def stand_in(gpu, cheat=None):
                 gpu.launch(lambda: y.copy_(last), name="copy_kernel")
             elif cheat == "torch":
                 y = (x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5) * g).to(x.dtype)
+                gpu.launch(lambda: None, name="at::native::elementwise_kernel")     # the GPU's side of it
             else:
                 def kernel():
                     y.copy_(reference(x, g)[0].to(x.dtype))
@@ -152,7 +153,8 @@ def test_the_replayed_inputs_seed_is_drawn_after_the_capture_and_is_new_every_gr
     decoy, graph = draws[0], draws[1]
     capture_calls = 4                                 # 3 warm-up calls, then the captured one
     assert decoy == 0 and graph == capture_calls and set(replays) == {capture_calls}
-    seeds = {timed(FakeGPU(), stand_in(gpu), monkeypatch)[0]["seeds"]["fwd"] for _ in range(3)}
+    assert draws.count(capture_calls) >= 3 * 25      # new inputs before every timed replay (3 rounds of 25 at least)
+    seeds = {timed(other, stand_in(other), monkeypatch)[0]["seeds"]["fwd"] for other in (FakeGPU() for _ in range(3))}
     assert len(seeds) == 3
 
 
@@ -186,6 +188,16 @@ def test_a_replay_that_cannot_be_graded_earns_nothing_and_says_why(monkeypatch, 
     assert not ok and says in msg
     if cheat in ("sync", "unjoined"):
         assert "earns no points here" in msg and "fwd_graph_ms" not in info
+
+
+def test_kernels_the_file_does_not_define_are_refused_and_pytorch_s_are_not():
+    info = {"fwd_graph_ms": 1.0, "fwd_kernels": [["_rms_norm_forward_kernel", 0.6], ["void at::native::x<4>(y)", 0.4]]}
+    refused = speed.refusal("fwd", info, own={"rmsnorm_fwd_kernel", "rmsnorm_forward"})
+    assert "ran kernels that your file does not define (_rms_norm_forward_kernel)" in refused, refused
+    info["fwd_kernels"][0][0] = "rmsnorm_fwd_kernel"
+    assert speed.refusal("fwd", info, own={"rmsnorm_fwd_kernel", "rmsnorm_forward"}) is None
+    assert scan.function_names("import triton\n@triton.jit\ndef k(x):\n    pass\ndef f():\n    def g():\n"
+                               "        pass\n") == {"k", "f", "g"}
 
 
 def test_a_tensor_subclass_is_refused_before_any_of_its_code_runs():

@@ -145,7 +145,7 @@ def _replay_wrong(outcome, dtype, kind, info, story):
         torch.cuda.empty_cache()
 
 
-def _speed(gpu, baseline, part, record_property):
+def _speed(gpu, baseline, own_functions, part, record_property):
     dtype, kind, names = SPEED_PARTS[part]
     inputs, outcome = gpu
     task = task_name("speed", dtype)
@@ -159,7 +159,7 @@ def _speed(gpu, baseline, part, record_property):
     check(outcome, task, names, x, ref, story, n_rows=SPEED_SHAPE[0])
     wrong = _replay_wrong(outcome, dtype, kind, info, f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)} "
                                                       f"(new timing inputs, every element compared)")
-    ok, msg = gpu_verdict(kind, dtype, SPEED_SHAPE, info, baseline[dtype], COPY_NEEDED[part], wrong)
+    ok, msg = gpu_verdict(kind, dtype, SPEED_SHAPE, info, baseline[dtype], COPY_NEEDED[part], wrong, own_functions)
     record_property("output", msg)
     if not ok:
         fail(msg)
@@ -168,8 +168,8 @@ def _speed(gpu, baseline, part, record_property):
 def _speed_test(part):
     """The test of one GPU speed part (10.1-10.4)."""
     @item(part)
-    def test(gpu, baseline, record_property):
-        _speed(gpu, baseline, part, record_property)
+    def test(gpu, baseline, own_functions, record_property):
+        _speed(gpu, baseline, own_functions, part, record_property)
     test.__name__ = f"test_gpu_speed_{part.replace('.', '_')}"
     return test
 

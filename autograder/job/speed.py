@@ -5,10 +5,11 @@ captured in a CUDA graph and replayed, which times its kernels alone (rmsnorm_ti
 keeps that time honest, each checked here and judged by the grader (autograder/speed.py):
 
 - **Secret inputs.** Every input of the task is made from a seed this process draws from the OS with a
-  function kept before the submission was imported, at the moment it is needed: the replayed inputs'
-  seed is drawn after the capture, when no code of the submission's runs again before the replay. No
-  seed can be predicted and no output computed ahead. The seeds go back to the grader, which makes the
-  same inputs and checks the replay's whole outputs.
+  function kept before the submission was imported, at the moment it is needed: each timed replay gets
+  new inputs, from a seed drawn after the capture, when no code of the submission's runs again. No seed
+  can be predicted, no output computed ahead, and no replay can reuse what an earlier one worked out.
+  The last seed goes back to the grader, which makes the same inputs and checks the replay's whole
+  outputs.
 - **Plain tensors.** A step's outputs must be plain ``torch.Tensor``s: a subclass could run code when
   the grader reads it, after the timing.
 - **The kernels do the work.** While the step is captured, every torch op it runs is watched
@@ -21,6 +22,7 @@ Each kernel's time from the profiler is feedback only (where the time went), nev
 """
 import os
 import sys
+import threading
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -33,8 +35,10 @@ from .shared import load, text
 
 timing = load("rmsnorm_timing")
 
-# Kept before the submission is imported (this module is): the OS's randomness and the threads' frames.
-URANDOM, FRAMES = os.urandom, sys._current_frames
+# Kept before the submission is imported (this module is): the OS's randomness, the threads' frames, and the
+# threads running Python then (the grader's own: a test runner's, say).
+URANDOM, FRAMES, IDENT = os.urandom, sys._current_frames, threading.get_ident
+BEFORE = frozenset(FRAMES())
 CALL_ROWS = 8                 # rows of a normal call's y and dx that go back (the graded replay's go back whole)
 LARGE_OP = 4                  # a torch op reading M·N / LARGE_OP elements or more does the kernels' work
 ALLOCATIONS = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "zeros",
@@ -48,9 +52,9 @@ def secret_seed() -> int:
 
 
 def other_threads() -> int:
-    """Threads running Python code now, besides this one (a busy autograd thread counts; an idle one has no
-    Python frame)."""
-    return len(FRAMES()) - 1
+    """Threads running Python code now that were not before the submission was imported, besides this one (a
+    busy autograd thread would count; an idle one has no Python frame)."""
+    return len(set(FRAMES()) - BEFORE - {IDENT()})
 
 
 class TorchWork(TorchDispatchMode):
@@ -138,10 +142,13 @@ def gpu_timed(mod, kind, names, task, info) -> dict:
         return {}
     info[f"{kind}_torch_work"] = watch.found
     info["threads"] = max(info["threads"], other_threads())
-    seed = info["seeds"][kind] = secret_seed()
-    with c["no_grad"]():
-        timing.speed_inputs(shape, dtype, seed, device, out=statics)
-    info[f"{kind}_graph_ms"] = timing.time_cuda(replay)
+    def fresh():                                     # new inputs for every timed replay; the last seed is kept
+        seed = info["seeds"][kind] = secret_seed()
+        with c["no_grad"]():
+            timing.speed_inputs(shape, dtype, seed, device, out=statics)
+    fresh()
+    info[f"{kind}_graph_ms"] = timing.time_cuda(replay, prepare=fresh)
+    seed = info["seeds"][kind]
     got = got if isinstance(got, (tuple, list)) else (got,)
     got = {k: c["clone"](c["detach"](t)) if isinstance(t, c["tensor_class"]) else t for k, t in zip(names, got)}
     info["threads"] = max(info["threads"], other_threads())

@@ -90,7 +90,11 @@ def keep():
     classes that a submission could reach, while a kept C method runs as it was."""
     event = _c_class("_CudaEventBase", torch.cuda.Event, "elapsed_time")
     graph = _c_class("_CUDAGraph", torch.cuda.CUDAGraph, "replay")
-    CUDA.update(event=event, record=event.record, elapsed=event.elapsed_time,
+    record, current = event.record, torch.cuda.current_stream
+    if event is not torch.cuda.Event:                # the C method takes the stream; Event.record finds it
+        def record(ev, _c_record=event.record):
+            return _c_record(ev, current())
+    CUDA.update(event=event, record=record, elapsed=event.elapsed_time,
                 sync=getattr(torch._C, "_cuda_synchronize", torch.cuda.synchronize), empty=torch.empty,
                 graph_class=torch.cuda.CUDAGraph, equal=torch.equal,
                 graph=torch.cuda.graph, replay=graph.replay, stream_class=torch.cuda.Stream,
@@ -145,19 +149,20 @@ def speed_inputs(shape, dtype, seed, device="cpu", out=None):
 
 # -- a call's time: CUDA events ---------------------------------------------------------------------------
 
-def time_cuda(fn, warmup_ms=100.0, rep_ms=200.0, min_reps=25, rounds=3):
+def time_cuda(fn, warmup_ms=100.0, rep_ms=200.0, min_reps=25, rounds=3, prepare=None):
     """Milliseconds of ``fn`` on the GPU: the best of ``rounds`` medians, each measured as
     triton.testing.do_bench does.
 
     A time-based warm-up first (clocks ramp up, caches and allocators settle: a fixed
     handful of calls left one grading in ten 2x slow), then at least ``min_reps``
     timed calls per round, the L2 cache flushed before each. Taking the best round
-    keeps a transient slowdown of the machine from deciding a verdict.
+    keeps a transient slowdown of the machine from deciding a verdict. ``prepare()``, when given, runs
+    before each timed call, untimed (the grader fills the inputs with new values there), before the flush.
     """
-    return min(_median_cuda(fn, warmup_ms if i == 0 else 0.0, rep_ms, min_reps) for i in range(rounds))
+    return min(_median_cuda(fn, warmup_ms if i == 0 else 0.0, rep_ms, min_reps, prepare) for i in range(rounds))
 
 
-def _median_cuda(fn, warmup_ms, rep_ms, min_reps):
+def _median_cuda(fn, warmup_ms, rep_ms, min_reps, prepare=None):
     c = kept()
     event, record, elapsed, sync = c["event"], c["record"], c["elapsed"], c["sync"]
     flush = l2_flush_buffer()
@@ -174,7 +179,9 @@ def _median_cuda(fn, warmup_ms, rep_ms, min_reps):
         fn()
     times = []
     for _ in range(max(min_reps, int(rep_ms / estimate))):
-        flush.zero_()
+        if prepare is not None:
+            prepare()
+        c["zero_"](flush)
         start, end = event(enable_timing=True), event(enable_timing=True)
         record(start)
         fn()

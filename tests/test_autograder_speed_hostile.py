@@ -66,6 +66,9 @@ def _item_10(path: Path, results: Path) -> tuple[float, dict]:
 def test_on_a_gpu_no_trick_earns_more_of_item_10_than_the_slow_control(tmp_path):
     entries = {"solution": ("the reference solution", "-", (ROOT / "solution" / "rmsnorm.py").read_text()),
                "control": ("the slow honest control", "-", speed_hostile.CONTROL), **speed_hostile.HOSTILE}
+    only = os.environ.get("SPEED_HOSTILE_ONLY")       # names, comma-separated: a share of the corpus, on a short lease
+    if only:
+        entries = {k: v for k, v in entries.items() if k in only.split(",") or k == "control"}
     table, report = {}, os.environ.get("SPEED_HOSTILE_REPORT")
     for name, (what, how, source) in entries.items():
         path = tmp_path / name / "rmsnorm.py"
@@ -75,8 +78,8 @@ def test_on_a_gpu_no_trick_earns_more_of_item_10_than_the_slow_control(tmp_path)
         if report:                                   # written as it goes: a table to record in docs/perf.md
             Path(report).write_text(_table(table) + "\n\n" + json.dumps(table, indent=1))
     print(_table(table))
-    assert table["solution"][1] == 10, table["solution"]
-    for name in speed_hostile.HOSTILE:
+    assert "solution" not in table or table["solution"][1] == 10, table["solution"]
+    for name in set(speed_hostile.HOSTILE) & set(table):
         assert table[name][1] <= table["control"][1], (name, table[name])
 
 

@@ -4,7 +4,7 @@ float64 reference, and compare with messages that say where an error is and how 
 import importlib.util
 import os
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import torch
@@ -52,7 +52,8 @@ def load_impl(path, backend=None, name="student_rmsnorm"):
             break
     env = {"mini_triton": {"MINI_TRITON": "1"}, "interpreter": {"MINI_TRITON": None, "TRITON_INTERPRET": "1"},
            None: {}}[backend]
-    with _env(**env):
+    simulated = backend == "mini_triton" or (backend is None and not torch.cuda.is_available())
+    with _env(**env), _triton_paths(simulated):
         spec = importlib.util.spec_from_file_location(f"{name}_{backend or 'auto'}", path)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = mod                   # importable by name, as torch.compile needs
@@ -65,6 +66,15 @@ def load_impl(path, backend=None, name="student_rmsnorm"):
         real = getattr(getattr(mod, "triton", None), "__name__", "") == "triton"
         mod.DEVICE = torch.device("cuda" if real and torch.cuda.is_available() else "cpu")
     return mod
+
+
+def _triton_paths(simulated: bool):
+    """On the simulator, Triton's import paths (``import triton``, ``from triton.language.extra.libdevice
+    import rsqrt``) give the simulator's modules while the file loads (mini_triton/imports.py)."""
+    if not simulated:
+        return nullcontext()
+    from mini_triton.imports import as_triton
+    return as_triton()
 
 
 def reference(x, g, dy=None, eps=1e-5):

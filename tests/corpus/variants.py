@@ -8,7 +8,7 @@
 - torch_backward: the solution's forward kernel, its backward left to PyTorch eager (the
   forward+backward GPU parts must fail it; item 10 only: it assumes 2-D inputs).
 - host_sync: the solution with a check in its forward wrapper that reads a value back to the host
-  (it cannot be captured in a CUDA graph: item 10 times its kernels with the profiler instead).
+  (it cannot be captured in a CUDA graph, so item 10 gives its forward parts nothing).
 """
 import sys
 from pathlib import Path

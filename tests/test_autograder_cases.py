@@ -88,3 +88,23 @@ def test_the_names_a_job_uses_come_from_one_place():
     assert {kind_of(t) for t in tasks} == {"fwd", "bwd", "ag"}
     assert tasks[task_name("bwd", "a")]["tensors"]["r"] == input_key("r", "a")
     assert output_key("fwd_a", "y", "stored") == "fwd_a.y.stored" and output_key("fwd_a", "y") == "fwd_a.y"
+
+
+def test_a_core_case_s_eps_is_the_one_the_judge_and_the_given_r_use(monkeypatch):
+    """A TA who edits a core case's eps gets it everywhere: in the r handed to the backward task and in the
+    judge's reference of each core output (items 1-3)."""
+    from autograder import runner
+    from autograder.hidden import cases
+    from autograder.judge import correctness
+    seen = {}
+    monkeypatch.setitem(cases.CORE, "a", cases.CORE["a"]._replace(eps=0.01))
+    monkeypatch.setattr(correctness, "forward_outputs", lambda L, o, task, x, g, eps, story: seen.update({task: eps}))
+    monkeypatch.setattr(correctness, "backward_outputs",
+                        lambda dx, dg, o, task, x, g, dy, eps, story, r: seen.update({task: eps}))
+    inputs = cases.sim_inputs(lambda x, g, eps: torch.full((x.shape[0],), eps))
+    tasks = [cases.task_name(kind, k) for k in cases.CORE for kind in ("fwd", "bwd")]
+    outcome = runner.Outcome({}, {t: {"ok": True} for t in tasks}, None, None)
+    correctness.item_1(inputs, outcome)
+    correctness.items_2_3(inputs, outcome)
+    assert seen[cases.task_name("fwd", "a")] == seen[cases.task_name("bwd", "a")] == 0.01
+    assert seen[cases.task_name("fwd", "b")] == 1e-5 and float(inputs["a"]["r"][0]) == pytest.approx(0.01)

@@ -197,9 +197,10 @@ def sim_jobs() -> dict:
 def sim_inputs(reference_r) -> dict:
     """Every simulator task's tensors; the core and host cases also get r, the reference's (fp32) for the
     backward. ``reference_r(x, g, eps)`` computes it (the grader's float64 reference)."""
-    inputs = make_inputs(all_sim_cases())
+    cases = all_sim_cases()
+    inputs = make_inputs(cases)
     for k in [*CORE, *HOST_CASES]:
-        inputs[k]["r"] = reference_r(inputs[k]["x"], inputs[k]["g"], 1e-5)
+        inputs[k]["r"] = reference_r(inputs[k]["x"], inputs[k]["g"], cases[k].eps)
     return inputs
 
 

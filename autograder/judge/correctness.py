@@ -23,7 +23,7 @@ def item_1(inputs, outcome) -> Ledger:
         if failed(L, outcome, task_name("fwd", k)):
             continue
         x, g, _, story = given(inputs, k, CORE[k])
-        forward_outputs(L, outcome, task_name("fwd", k), x, g, 1e-5, story)
+        forward_outputs(L, outcome, task_name("fwd", k), x, g, CORE[k].eps, story)
     return L
 
 
@@ -35,7 +35,7 @@ def items_2_3(inputs, outcome) -> tuple:
             continue
         x, g, dy, story = given(inputs, k, CORE[k])
         story += " (given the reference r)"
-        backward_outputs(dx, dg, outcome, task, x, g, dy, 1e-5, story, r=inputs[k]["r"])
+        backward_outputs(dx, dg, outcome, task, x, g, dy, CORE[k].eps, story, r=inputs[k]["r"])
     return dx, dg
 
 

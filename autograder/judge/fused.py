@@ -212,6 +212,6 @@ def item_9(inputs, outcome) -> Ledger:
                             f"many rows and accumulate dg in registers"))
     else:
         x, g, dy, story = given(inputs, "d", CORE["d"])
-        backward_outputs(Ledger(), L, outcome, BWD_D, x, g, dy, 1e-5, story + " (given the reference r)",
+        backward_outputs(Ledger(), L, outcome, BWD_D, x, g, dy, CORE["d"].eps, story + " (given the reference r)",
                          r=inputs["d"]["r"])
     return L

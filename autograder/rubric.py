@@ -95,7 +95,8 @@ CAUSE_OWNERS = {
                      "second_term_missing", "second_term_sign", "rows_not_stored_bwd", "elements_not_stored_bwd",
                      "dx_not_from_kernels"), "2"),
     # item 3, dg
-    **dict.fromkeys(("dg_without_r", "dg_with_g", "dg_some_rows", "dg_not_from_kernels", "old_memory_nan"), "3"),
+    **dict.fromkeys(("dg_without_r", "dg_with_g", "dg_some_rows", "dg_not_from_kernels", "old_memory_nan",
+                     "no_dg_backward"), "3"),
     "sum_in_16_bits": "4.1",                        # 16-bit inputs: a sum of squares kept in 16 bits
     **dict.fromkeys(("x_rows_by_n", "dy_rows_by_n"), "4.3"),          # strides
     "columns_not_stored": "4.4",                    # rows longer than one block

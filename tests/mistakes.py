@@ -178,6 +178,8 @@ EDITS = {
                        "    r = torch.rsqrt(x2.float().pow(2).mean(-1) + eps)\n    return y.view(x.shape), r\n")],
     # the autograd Function returns no gradient for g
     "no_dg_returned": [("        return dx, dg, None\n", "        return dx, None, None\n")],
+    # rmsnorm_backward itself returns no dg (so g.grad is None through autograd too)
+    "no_dg_from_backward": [("    return dx.view(x.shape), dg\n", "    return dx.view(x.shape), None\n")],
     # the forward's store mask leaves out each row's last column
     "y_store_misses_last_column": [(Y_STORE, Y_STORE.replace("mask=mask)",
                                                              "mask=mask & (cols < n_cols - 1)[None, :])"))],

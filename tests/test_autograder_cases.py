@@ -108,3 +108,20 @@ def test_a_core_case_s_eps_is_the_one_the_judge_and_the_given_r_use(monkeypatch)
     correctness.items_2_3(inputs, outcome)
     assert seen[cases.task_name("fwd", "a")] == seen[cases.task_name("bwd", "a")] == 0.01
     assert seen[cases.task_name("fwd", "b")] == 1e-5 and float(inputs["a"]["r"][0]) == pytest.approx(0.01)
+
+
+def test_a_rerun_that_returns_none_twice_is_not_called_nondeterministic():
+    """4.7 compares what both runs returned, None included: a missing dg is charged where it is owned, once."""
+    from autograder import runner
+    from autograder.hidden import cases
+    from autograder.judge import correctness
+    first = cases.task_name("bwd", "d")
+    second = cases.again(first)
+    dx = torch.ones(3, 4)
+    info = {"ok": True, "not_tensors": {"dg": "NoneType"}}
+    outcome = runner.Outcome({f"{first}.dx": dx, f"{second}.dx": dx.clone()}, {first: info, second: dict(info)},
+                             None, None)
+    assert correctness._same(outcome, first, second, "dg") and correctness._same(outcome, first, second, "dx")
+    info2 = {"ok": True}
+    outcome = runner.Outcome({f"{first}.dg": dx}, {first: info2, second: dict(info)}, None, None)
+    assert not correctness._same(outcome, first, second, "dg")

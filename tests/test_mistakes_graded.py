@@ -76,6 +76,7 @@ CHARGED = {
     "dg_on_the_host": (("dg_not_from_kernels",), ["3", "9"], "your backward returned dg without any kernel storing"),
     "r_on_the_host": (("r_not_from_kernels",), ["1"], "your forward returned r without any kernel storing it"),
     "no_dg_returned": (("no_dg",), ["4.6"], "g.grad is None after backward"),
+    "no_dg_from_backward": (("no_dg_backward",), ["3", "9"], "rmsnorm_backward must return (dx, dg)"),
     "y_store_misses_last_column": (("elements_not_stored_fwd",), ["1"], "y[0:37, 99] from rmsnorm_forward was never "
                                                                         "written"),
     "dx_store_misses_last_column": (("elements_not_stored_bwd",), ["2", "9"], "dx[0:37, 99] from rmsnorm_backward "

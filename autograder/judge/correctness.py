@@ -13,7 +13,7 @@ from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of,
 from ..job.shared import text
 from .charge import Finding, Ledger
 from .counts import order_dependence
-from .outputs import (backward_failure, backward_outputs, failed, forward_outputs, given, got, no_r_saved,
+from .outputs import (backward_failure, backward_outputs, failed, forward_outputs, given, got, no_dg, no_r_saved,
                       not_made)
 
 
@@ -69,8 +69,9 @@ def _properties(outcome, task, x, story) -> Finding | None:
         return Finding("dy", f"your backward modified dy for {story}: callers may reuse dy, so never write into it "
                              f"(store dx in a tensor of its own)", "dy_modified")
     if info.get("not_tensors", {}).get("dg") == "NoneType":
-        return Finding("dg", f"g.grad is None after backward for {story}: return dg for g from your backward",
-                       "no_dg")
+        cause, fix = no_dg(outcome, task)
+        fix = fix if cause == "no_dg_backward" else ": return dg for g from your backward"
+        return Finding("dg", f"g.grad is None after backward for {story}{fix}", cause)
     names = ("y", "dx", "dg") if kind_of(task) == "ag" else ("dx", "dg")
     for name in names:
         dtype = info.get("dtypes", {}).get(name)
@@ -171,8 +172,12 @@ def part_4_7(outcome, gpu=None) -> Ledger:
 
 
 def _same(outcome, first, second, name) -> bool:
-    """The same bits in both runs (NaN where the other has NaN counts as the same)."""
+    """The same bits in both runs (NaN where the other has NaN counts as the same); the same thing returned,
+    when neither was a tensor (both None: a missing output is its own part's, not a sign of chance)."""
     a, b = got(outcome, first, name), got(outcome, second, name)
+    if a is None and b is None:
+        nots = [outcome.info.get(t, {}).get("not_tensors", {}).get(name) for t in (first, second)]
+        return nots[0] == nots[1]
     if a is None or b is None or a.shape != b.shape or a.dtype != b.dtype:
         return False
     return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all()) if a.is_floating_point() else torch.equal(a, b)

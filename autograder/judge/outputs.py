@@ -11,7 +11,7 @@ import dataclasses
 import torch
 
 from ..check import apply_view, causes as C, describe, diagnosis as D, reference
-from ..hidden.cases import kind_of
+from ..hidden.cases import kind_of, task_name
 from ..job.phases import MADE_BY, MADE_IN
 from ..job.protocol import output_key
 from ..job.shared import text
@@ -113,6 +113,15 @@ def got_instead(what: str) -> str:
     return what if " " in what else f"{what} instead of a tensor"
 
 
+def no_dg(outcome, task) -> tuple:
+    """(cause, what to do) of a dg that came back as None: rmsnorm_backward's own (item 3's, wherever it shows,
+    when the backward called directly returns None too), or the autograd Function's, which drops it (4.6's)."""
+    if kind_of(task) == "bwd" or outcome.info.get(task_name("bwd", "d"), {}).get("not_tensors", {}).get("dg") \
+            == "NoneType":
+        return "no_dg_backward", ": rmsnorm_backward must return (dx, dg), dg the sum over rows of dy·x·r"
+    return "no_dg", ": g.grad is None after backward; return dg for g from your backward"
+
+
 def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(), n_rows=None, fmt=None,
            rewrite=None, nan_cause=None) -> Finding | None:
     """Check one output of a task into ``ledger``. ``rewrite``: {cause key: Finding} that stands for a
@@ -120,9 +129,9 @@ def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(),
     returned = got(outcome, task, name)
     if returned is None:
         what = outcome.info.get(task, {}).get("not_tensors", {}).get(name)
-        cause = "no_dg" if name == "dg" and what == "NoneType" else None
+        cause, fix = no_dg(outcome, task) if name == "dg" and what == "NoneType" else (None, "")
         f = Finding(name, f"{name} was not returned for {story}" + (f" (got {got_instead(what)})" if what else "")
-                    + (": g.grad is None after backward; return dg for g from your backward" if cause else ""), cause)
+                    + fix, cause)
         ledger.add(f)
         return f
     gate = not_made(outcome, task, name, story)

@@ -85,7 +85,15 @@ class Step:
                                                                               f"{type(e).__name__}: {e}") from e
                 raise
         assert_untouched("dy", dy, before, "your backward (y.backward(dy) through rmsnorm)")
-        self.dx, self.dg, self.kinds, self.rows = xg.grad, gg.grad, kinds, rows
+        self.dx, self.dg, self.kinds, self.rows, self.impl = xg.grad, gg.grad, kinds, rows, impl
+
+    def _backward_returns_no_dg(self, r) -> bool:
+        """Does rmsnorm_backward itself, called directly, return None for dg?"""
+        try:
+            out = self.impl.rmsnorm_backward(self.dy, self.x, self.g, r.float())
+        except Exception:                           # noqa: BLE001 -- the question is only what it returns
+            return False
+        return isinstance(out, (tuple, list)) and len(out) == 2 and out[1] is None
 
     def grads(self, names=("dx", "dg")):
         __tracebackhide__ = True
@@ -97,6 +105,9 @@ class Step:
         fmt = {"old_memory": self.log.adds_into_scratch([self.dx, self.dg]), "stride": x.stride(0) if x.dim() > 1
                else x.shape[-1], "dy_stride": dy.stride(0) if dy.dim() > 1 else dy.shape[-1], **loads}
         if self.dg is None and "dg" in names:
+            if self._backward_returns_no_dg(r):
+                raise AssertionError(f"g.grad is None after y.backward(dy) for {self.story}, since rmsnorm_backward "
+                                     f"returns None for dg: it must return (dx, dg), dg the sum over rows of dy·x·r")
             raise AssertionError(f"g.grad is None after y.backward(dy) for {self.story}: TritonRMSNorm.backward must "
                                  f"return dg for g as its second value")
         for name, got, want, i in (("dx", self.dx, ref_dx, 0), ("dg", self.dg, ref_dg, 1)):

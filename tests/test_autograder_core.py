@@ -1,5 +1,7 @@
 """The rubric, the static scan, and the lengths messages are cut to."""
+import os
 import re
+import sys
 
 import pytest
 
@@ -127,3 +129,31 @@ def test_scan_refuses_every_module_of_the_simulator_but_its_public_ones():
         _, problems = scan.scan(f"from mini_triton import {name}\n")
         assert bool(problems) == (name not in scan.PUBLIC_MODULES), (name, problems)
     assert "boolops" in modules and "language" not in modules          # a package, also public
+
+
+def test_the_scan_s_list_of_shared_files_is_the_grader_s():
+    from autograder.job import shared
+    assert scan.SHARED == shared.FILES
+
+
+@pytest.mark.parametrize("source, refused", [
+    ("class R:\n    def __repr__(self):\n        return self.__class__.__name__\n", False),
+    ("class R:\n    def __repr__(self):\n        return f'{type(self).__qualname__}()'\n", False),
+    ("class R:\n    def f(self):\n        return self.__class__\n", True),
+    ("class R:\n    def f(self):\n        return self.__class__.__bases__\n", True),
+])
+def test_a_class_s_name_is_fine_and_the_class_itself_is_not(source, refused):
+    assert bool(scan.scan(source)[1]) == refused
+
+
+def test_the_public_tests_say_what_the_scan_would_refuse_before_any_test(tmp_path):
+    """`make test` (and `make submit`, which runs the public tests) prints the scan's refusals first."""
+    import subprocess
+    bad = tmp_path / "rmsnorm.py"
+    bad.write_text((ROOT / "solution" / "rmsnorm.py").read_text() + "\nimport gc\n")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "--co", "-p", "no:cacheprovider", "tests"],
+                         cwd=ROOT / "starter", env=dict(os.environ, RMSNORM_IMPL=str(bad)), capture_output=True,
+                         text=True, timeout=120)
+    first = run.stdout.splitlines()[:2]
+    assert first[0].startswith("The autograder would refuse to run rmsnorm.py, and give it 0 points"), run.stdout
+    assert "importing gc is not allowed (rule: imports)" in first[1], first

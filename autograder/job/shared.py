@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 FOLDER = Path(__file__).resolve().parents[2] / "starter" / "tests"
-# Names and message lengths; comparisons; GPU timing; the known mistakes; the diagnosis of a wrong output.
-FILES = ("rmsnorm_text", "rmsnorm_check", "rmsnorm_timing", "rmsnorm_causes", "rmsnorm_diagnose")
+# Names and message lengths; comparisons; GPU timing; the known mistakes; the diagnosis of a wrong output; the
+# static scan of a submission.
+FILES = ("rmsnorm_text", "rmsnorm_check", "rmsnorm_timing", "rmsnorm_causes", "rmsnorm_diagnose", "rmsnorm_scan")
 FOR_JOBS = FILES[:3]                         # what a job reads: the runtime folder holds these
 
 

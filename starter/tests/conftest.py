@@ -28,6 +28,27 @@ def _impl_path():
     return Path(os.environ.get("RMSNORM_IMPL", HERE.parent / "rmsnorm.py")).resolve()
 
 
+def pytest_sessionstart(session):
+    """The autograder's static scan (rmsnorm_scan.py), before any test: a file it refuses scores 0, however
+    well its tests go, so what it would refuse is said first, with the line and the rule."""
+    from rmsnorm_scan import scan_rules
+    try:
+        source = _impl_path().read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    missing, problems = scan_rules(source)
+    if not (missing or problems):
+        return
+    lines = [f"The autograder would refuse to run {_impl_path().name}, and give it 0 points (handout, section 10):",
+             *(f"  {message}" for message in missing), *(f"  {message} (rule: {rule})" for rule, message in problems)]
+    out = session.config.pluginmanager.get_plugin("terminalreporter")
+    for i, line in enumerate(lines):
+        if out is not None:
+            out.write_line(line, red=True, bold=i == 0)
+        else:
+            print(line)
+
+
 @pytest.fixture(scope="session")
 def impl_path():
     """The path of the rmsnorm.py under test."""

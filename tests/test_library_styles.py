@@ -41,11 +41,29 @@ STYLES = {
 }
 
 
+SAVE_R = ("        ctx.save_for_backward(x, g, r)\n        return y",
+          "        ctx.save_for_backward(x, g)\n        ctx.eps = eps\n        return y")
+USE_R = "        x, g, r = ctx.saved_tensors\n"
+RECOMPUTE_R = "        x, g = ctx.saved_tensors\n        r = rmsnorm_forward(x, g, ctx.eps)[1]\n"
+# the Function saves x and g and recomputes r in its backward, as several libraries do
+STYLES["recomputes_r"] = edit(SIMPLE, SAVE_R, (USE_R, RECOMPUTE_R))
+
+# name: (the source, the parts it fails beyond simple.py's, the first words of the first one's message)
+MISTAKES = {
+    # ...and its backward fails at large N only: that is 4.4's case (rows longer than 8192), not a missing r
+    "crash_at_large_n": (edit(SIMPLE, SAVE_R, (USE_R, "        x, g = ctx.saved_tensors\n"
+                                                      "        if x.shape[-1] > 8192:\n"
+                                                      "            raise RuntimeError('no block for such long rows')\n"
+                                                      + RECOMPUTE_R.split("\n", 1)[1])),
+                         {"4.4"}, "your backward failed for x of shape (3, 16384) fp32 (N = 16384): RuntimeError"),
+}
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     d = tmp_path_factory.mktemp("styles")
     paths = {}
-    for name, source in [("simple", SIMPLE), *STYLES.items()]:
+    for name, source in [("simple", SIMPLE), *STYLES.items(), *((k, v[0]) for k, v in MISTAKES.items())]:
         paths[name] = d / name / "rmsnorm.py"
         paths[name].parent.mkdir()
         paths[name].write_text(source)
@@ -55,3 +73,11 @@ def graded(tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(STYLES))
 def test_a_library_idiom_earns_what_simple_py_earns(graded, name):
     assert graded[name]["failed"].keys() == graded["simple"]["failed"].keys(), graded[name]["failed"]
+
+
+@pytest.mark.parametrize("name", sorted(MISTAKES))
+def test_a_crash_costs_the_part_whose_case_crashed_with_the_crash_first(graded, name):
+    _, extra, first_words = MISTAKES[name]
+    failed = graded[name]["failed"]
+    assert failed.keys() == graded["simple"]["failed"].keys() | extra, failed
+    assert failed[sorted(extra)[0]].startswith(first_words), failed

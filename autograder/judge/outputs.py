@@ -266,8 +266,11 @@ def no_r_saved(outcome, task, x, story, error="") -> Finding | None:
 
 def backward_failure(outcome, task, x, story) -> Finding | None:
     """The error of an autograd task whose forward ran and whose backward raised: named no_r_saved when
-    the forward saved no r (the likely cause), else as it is; None for any other task."""
+    the forward saved no r and the backward fails on the core input too (the likely cause), else as it is,
+    the crash first, in the part whose input it is; None for any other task."""
     err = outcome.task_error(task)
     if not err or outcome.info.get(task, {}).get("failed_in") != "bwd":
         return None
+    if outcome.task_error(task_name("ag", "d")) is None:
+        return Finding("dx", f"your backward failed for {story}: {err}", f"error: {err}")
     return no_r_saved(outcome, task, x, story, err) or Finding("dx", err, f"error: {err}")

@@ -21,4 +21,5 @@ eager = rmsnorm_check.eager
 host_work_problem = rmsnorm_check.host_work_problem
 reference = rmsnorm_check.reference
 SLOW_HINT = rmsnorm_check.SLOW_HINT
+GPU_SLOW_HINT = rmsnorm_check.GPU_SLOW_HINT
 timed_out = rmsnorm_check.timed_out

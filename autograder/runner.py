@@ -102,7 +102,7 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | Non
                                                   len(groups or [tasks])), cwd=job,
                               env=env, limits=limits, account=account, stdin=key,
                               private=(job, isolation.readable_paths(runtime_root)))
-            return _collect(job, res, limits, key, account)
+            return _collect(job, res, limits, key, account, on_gpu=backend != "mini_triton")
         finally:
             shutil.rmtree(job, ignore_errors=True)
 
@@ -140,14 +140,15 @@ def _signed(job: Path, key: bytes):
     return (js, pt) if ok else None
 
 
-def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None) -> Outcome:
+def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None, on_gpu=False) -> Outcome:
     """What the job produced: read only once the job's signature proves the job wrote it."""
     if READY not in res.stdout:
         raise GraderError(*_not_started(res, limits, account))
     if res.timed_out:
-        return Outcome({}, {}, check.timed_out(limits.timeout_s, _where(res)), res)
+        return Outcome({}, {}, check.timed_out(limits.timeout_s, _where(res), on_gpu), res)
     if res.out_of_cpu:
-        return Outcome({}, {}, f"ran out of CPU time ({limits.cpu_s} s){_where(res)}: {check.SLOW_HINT}", res)
+        hint = check.GPU_SLOW_HINT if on_gpu else check.SLOW_HINT
+        return Outcome({}, {}, f"ran out of CPU time ({limits.cpu_s} s){_where(res)}: {hint}", res)
     if not (job / OUTPUTS_JSON).exists():
         own = [ln for ln in res.stdout.splitlines() if not ln.startswith(JOB_LINES)]
         tail = (res.stderr.strip().splitlines() or own)[-3:]

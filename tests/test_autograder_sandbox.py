@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder import accounts, config, isolation, runner, runtime, sandbox
+from autograder import accounts, check, config, isolation, runner, runtime, sandbox
 from autograder.errors import GraderError
 from autograder.job import shared
 from conftest import ROOT
@@ -329,3 +329,9 @@ def test_scrub_hides_this_process_s_ancestors_paths_and_the_given_ones():
     clean = scrub(text, extra=(str(ROOT), "/srv/secret/folder"))
     assert str(ROOT) not in clean and "/srv/secret" not in clean, clean
     assert not [a for a in own if a in clean], clean
+
+
+def test_a_gpu_job_s_time_out_names_compiling_and_not_the_simulator():
+    on_gpu, on_sim = check.timed_out(300, " while running rmsnorm", on_gpu=True), check.timed_out(30)
+    assert "compiling a great many kernels" in on_gpu and "simulator" not in on_gpu
+    assert "the simulator runs a kernel one block operation at a time" in on_sim

@@ -108,9 +108,17 @@ SLOW_HINT = ("an infinite loop (a while loop whose variable never changes, a loo
              "element-by-element loops are very slow)")
 
 
-def timed_out(seconds, where="") -> str:
-    """The time-out message: ``where`` says what was running (" in rmsnorm_bwd_kernel, line 12: ...")."""
-    return f"timed out after {seconds:.0f} s{where}: {SLOW_HINT}"
+# On a GPU with Triton, where the simulator is not involved: compiling counts too.
+GPU_SLOW_HINT = ("an infinite loop (a while loop whose variable never changes, a loop bound that never moves), "
+                 "far more work than needed, or compiling a great many kernels (Triton compiles each new "
+                 "configuration of an autotuned kernel, and each new value of a tl.constexpr, a second or more "
+                 "each)")
+
+
+def timed_out(seconds, where="", on_gpu=False) -> str:
+    """The time-out message: ``where`` says what was running (" in rmsnorm_bwd_kernel, line 12: ..."); on a GPU
+    (real Triton) the hint leaves the simulator out and names compiling."""
+    return f"timed out after {seconds:.0f} s{where}: {GPU_SLOW_HINT if on_gpu else SLOW_HINT}"
 
 
 def describe(x) -> str:

@@ -22,6 +22,8 @@ class Limits:
     memory_bytes: int | None = 2 * 1024 ** 3   # RLIMIT_AS; None on a GPU (CUDA maps huge address ranges)
     file_bytes: int = 64 * 1024 ** 2        # RLIMIT_FSIZE: the largest file the job may write
     processes: int = 256                    # RLIMIT_NPROC: processes and threads of the sandbox account
+    group_cpu_s: float | None = None        # a simulator group's budget of CPU time (the judge's process and the
+    #                                         submission's together); timeout_s is then its wall time
 
 
 # --- Sandbox accounts -------------------------------------------------------------------------------------
@@ -44,15 +46,15 @@ ACCOUNT_WAIT_S = 900.0
 
 # --- Limits -----------------------------------------------------------------------------------------------
 
-SIM_LIMITS = Limits()
+SIM_LIMITS = Limits(timeout_s=120.0, cpu_s=150, group_cpu_s=30.0)
 """Each of the two groups of simulator tasks (the forward tasks; the autograd tasks), which share one job:
-its wall time is cut per group (job/remote.py), and the job's own limit is the groups' together plus
-runner.START_S; the CPU limit holds for each process. The reference solution takes about 4 s for the
-job on a 2-core machine, most of it importing torch (tests/measure_grading_cost.py): 30 s a group is
-enough for a lecture-style kernel on a slow, shared CPU. An endless loop costs at most 2 x 30 s, so its
-feedback arrives in about a minute. The CPU limit is twice the wall-clock one, so that a
-single-threaded endless loop always ends as a time-out; it stops a process that burns several cores
-at once."""
+each group gets 30 s of CPU time, the judge's process and the submission's together (job/remote.py), so a
+busy machine or a container with a fraction of a CPU costs a submission nothing; 120 s of wall time stand
+behind it (a submission that sleeps). The job's own limit is the groups' wall time together plus
+runner.START_S. The reference solution takes about 4 s for the job on a 2-core machine, most of it
+importing torch (tests/measure_grading_cost.py): 30 s of CPU a group is enough for a lecture-style kernel
+on a slow CPU. An endless loop on an idle machine costs at most 2 x 30 s, so its feedback arrives in about
+a minute. RLIMIT_CPU holds for each process: the judge's runs both groups' kernels."""
 
 GPU_LIMITS = Limits(timeout_s=300.0, cpu_s=600, memory_bytes=None, file_bytes=2 * 1024 ** 3)
 """The GPU job with real Triton: compiling kernels and timing item 10 take minutes, and a CUDA build

@@ -70,7 +70,8 @@ def run_jobs(submission: Path, jobs: dict, inputs: dict, *, limits: Limits | Non
     (job/remote.py); the job's own limit is the groups' together, and a little for its start."""
     limits = limits or Limits()
     whole = dataclasses.replace(limits, timeout_s=limits.timeout_s * len(jobs) + START_S)
-    outcome = run_job(submission, {}, inputs, limits=whole, groups=jobs, group_s=limits.timeout_s, **kw)
+    outcome = run_job(submission, {}, inputs, limits=whole, groups=jobs, group_s=limits.timeout_s,
+                      group_cpu_s=limits.group_cpu_s, **kw)
     return Combined({name: (set(tasks), outcome) for name, tasks in jobs.items()})
 
 
@@ -80,12 +81,12 @@ START_S = 15.0          # a job's start (torch's import) before its groups' time
 
 def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | None = None,
             backend: str = "mini_triton", runtime_root: Path | None = None, groups: dict | None = None,
-            group_s: float | None = None) -> Outcome:
+            group_s: float | None = None, group_cpu_s: float | None = None) -> Outcome:
     """Run ``tasks`` on ``submission`` in one sandboxed job; raises GraderError if the job never started.
     ``groups`` ({name: tasks}, the simulator only): several groups, each ended at ``group_s`` of its own."""
     limits = limits or Limits()
     runtime_root = runtime_root or runtime.root()
-    plan = {"groups": groups, "group_s": group_s} if groups else {"tasks": tasks}
+    plan = {"groups": groups, "group_s": group_s, "group_cpu_s": group_cpu_s} if groups else {"tasks": tasks}
     with accounts.for_job() as account:
         job = _job_dir(submission, plan, inputs, backend, account)
         try:

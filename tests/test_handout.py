@@ -136,7 +136,7 @@ def test_quoted_error_messages_are_the_real_ones(lang):
     for shown in ("out-of-bounds load in", "past the end of x_ptr", "data race in", "both write",
                   "your forward loaded x 2.0 times per element", "a host-side `mul` read all 32768 elements of x",
                   "a host-side `to(float32)` read all", "your forward returned y without any kernel storing it",
-                  f"timed out after {limits.timeout_s:.0f} s", f"ran out of CPU time ({limits.cpu_s} s)",
+                  f"timed out after {limits.group_cpu_s:.0f} s of CPU time", f"ran out of CPU time ({limits.cpu_s} s)",
                   "elements are off; the worst, y[5, 17], is", "it is right for the r your forward saved, and",
                   "x_ptr[36, 100:128] are past the end of x_ptr, a tensor of shape (37, 100)",
                   "Columns 100 and up are past the end of a row of 100", "it has NaN where the reference has none",

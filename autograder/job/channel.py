@@ -21,13 +21,21 @@ class Broken(Exception):
 
 
 class TimedOut(Broken):
-    """The other side did not answer before the deadline."""
+    """The other side did not answer before the deadline (``cpu``: before its budget of CPU time ran out)."""
+
+    def __init__(self, message, cpu=False):
+        super().__init__(message)
+        self.cpu = cpu
+
+
+SLICE_S = 0.25              # how often a wait looks at the CPU budget
 
 
 class Channel:
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self.deadline = None               # time.monotonic() past which recv gives up (TimedOut)
+        self.budget = None                 # a callable: True once the CPU budget is spent (recv then gives up)
 
     def send(self, message: dict, fds=()):
         data = json.dumps(message).encode()
@@ -43,14 +51,9 @@ class Channel:
 
     def recv(self) -> tuple:
         """(message, [file descriptors]): the descriptors are the receiver's to close."""
-        if self.deadline is not None:
-            self.sock.settimeout(max(0.001, self.deadline - time.monotonic()))
-        try:
-            first, fds, _, _ = socket.recv_fds(self.sock, 1, MAX_FDS)
-        except TimeoutError:
-            raise TimedOut("no answer before the deadline") from None
-        except OSError as e:
-            raise Broken(f"the other side of the job hung up ({e.strerror})") from None
+        first, fds = self._first()
+        # the rest of the message follows at once; only the wall deadline bounds it
+        self.sock.settimeout(None if self.deadline is None else max(0.001, self.deadline - time.monotonic()))
         try:
             if not first:
                 raise Broken("the other side of the job hung up")
@@ -67,6 +70,26 @@ class Channel:
             close(fds)
             raise
         return message, fds
+
+    def _first(self) -> tuple:
+        """The first byte of the next message and its descriptors, waiting until the deadline or, in slices,
+        until the CPU budget is spent (looked at before each wait too: a side that sends without pause)."""
+        while True:
+            if self.budget is not None and self.budget():
+                raise TimedOut("its CPU time ran out", cpu=True)
+            wait = SLICE_S if self.budget is not None else None
+            if self.deadline is not None:
+                left = self.deadline - time.monotonic()
+                wait = left if wait is None else min(wait, left)
+            self.sock.settimeout(None if wait is None else max(0.001, wait))
+            try:
+                first, fds, _, _ = socket.recv_fds(self.sock, 1, MAX_FDS)
+                return first, fds
+            except TimeoutError:
+                if self.deadline is not None and time.monotonic() >= self.deadline:
+                    raise TimedOut("no answer before the deadline") from None
+            except OSError as e:
+                raise Broken(f"the other side of the job hung up ({e.strerror})") from None
 
     def _exact(self, n: int) -> bytes:
         parts, got = [], 0

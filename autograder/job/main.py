@@ -90,7 +90,7 @@ def main_simulated(submission: Path, job_dir: Path, groups: int):
     print(READY, flush=True)
     plan = job.get("groups") or {"tasks": job.get("tasks", {})}
     done, tensors, error = remote.run_groups(hosts[:len(plan)], plan, inputs, triton, submission, source,
-                                             job.get("group_s"))
+                                             job.get("group_s"), job.get("group_cpu_s"))
     for channel, pid in hosts[len(plan):]:
         remote.stop(pid)
     if error:

@@ -337,13 +337,16 @@ def fork_hosts(submission, triton, n: int) -> list:
     return [fork_host(submission, triton) for _ in range(n)]
 
 
-def run_groups(hosts: list, groups: dict, inputs: dict, triton, submission, source: str, seconds) -> tuple:
+def run_groups(hosts: list, groups: dict, inputs: dict, triton, submission, source: str, seconds,
+               cpu_seconds=None) -> tuple:
     """(results, tensors, the import's error or None) of every group of tasks, each in a submission's process of
-    its own (``hosts``), ended at ``seconds`` from its start (None: the job's own limit ends it): a hang or a
-    crash costs its own group only."""
+    its own (``hosts``), ended at ``seconds`` of wall time from its start (None: the job's own limit ends it) or
+    once it has used ``cpu_seconds`` of CPU time, this process's and its submission process's together: a hang
+    or a crash costs its own group only, and a busy machine costs nothing."""
     results, tensors = {}, {}
     for (channel, pid), (group, tasks) in zip(hosts, groups.items()):
         channel.deadline = None if seconds is None else time.monotonic() + seconds
+        channel.budget = None if cpu_seconds is None else cpu_budget(pid, cpu_seconds)
         judge = Judge(channel, triton, submission, source)
         try:
             say("importing rmsnorm.py")
@@ -354,7 +357,7 @@ def run_groups(hosts: list, groups: dict, inputs: dict, triton, submission, sour
             results.update(done)
             tensors.update(made)
         except Broken as e:
-            message = ended(pid, e, seconds)
+            message = ended(pid, e, cpu_seconds if getattr(e, "cpu", False) else seconds)
             results.setdefault("_ended", {})[group] = message
             if SAID["now"] == "importing rmsnorm.py":
                 return results, tensors, message
@@ -373,11 +376,27 @@ def say(what: str, x=None):
         print(f"{RUNNING}{what}", flush=True)
 
 
+def cpu_budget(pid: int, seconds: float):
+    """A callable: has CPU time ``seconds`` been used since now, by this process and process ``pid`` together?"""
+    start = time.process_time() + process_cpu(pid)
+    return lambda: time.process_time() + process_cpu(pid) - start >= seconds
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds process ``pid`` has used (user and system, from /proc; 0 where there is none)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def ended(pid: int, why: Broken, seconds: float) -> str:
     """Why a group's submission process stopped answering, as the runner words it for a whole job."""
     where = f" while {SAID['now']}" if SAID["now"] else ""
     if isinstance(why, TimedOut):
-        return check.timed_out(seconds, where)
+        return check.timed_out(seconds, where, cpu=why.cpu)
     stop(pid)
     code, cpu = STATUS.get(pid), CPU.get(pid, 0.0)
     limit = resource.getrlimit(resource.RLIMIT_CPU)[0]

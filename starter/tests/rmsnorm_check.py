@@ -115,10 +115,12 @@ GPU_SLOW_HINT = ("an infinite loop (a while loop whose variable never changes, a
                  "each)")
 
 
-def timed_out(seconds, where="", on_gpu=False) -> str:
-    """The time-out message: ``where`` says what was running (" in rmsnorm_bwd_kernel, line 12: ..."); on a GPU
-    (real Triton) the hint leaves the simulator out and names compiling."""
-    return f"timed out after {seconds:.0f} s{where}: {GPU_SLOW_HINT if on_gpu else SLOW_HINT}"
+def timed_out(seconds, where="", on_gpu=False, cpu=False) -> str:
+    """The time-out message: ``where`` says what was running (" in rmsnorm_bwd_kernel, line 12: ..."); ``cpu``:
+    the seconds are CPU time (the grader's budget), not the wall clock's; on a GPU (real Triton) the hint
+    leaves the simulator out and names compiling."""
+    return (f"timed out after {seconds:.0f} s{' of CPU time' if cpu else ''}{where}: "
+            f"{GPU_SLOW_HINT if on_gpu else SLOW_HINT}")
 
 
 def describe(x) -> str:

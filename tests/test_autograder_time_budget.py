@@ -1,0 +1,75 @@
+"""A simulator group's limit is CPU time (job/remote.py, job/channel.py): a busy machine costs a submission
+nothing, an endless loop is still stopped, and a submission that waits meets the wall clock behind it."""
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import torch
+
+from autograder import runner, sandbox
+from autograder.job import remote
+from autograder.job.channel import HEADER, Channel, TimedOut
+
+pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
+
+
+def _frame(message: bytes) -> bytes:
+    return HEADER.pack(len(message)) + message
+
+
+def test_a_spent_budget_ends_the_wait_even_while_messages_keep_coming():
+    mine, theirs = socket.socketpair()
+    channel, calls = Channel(mine), []
+    channel.budget = lambda: calls.append(1) or len(calls) > 3
+    for _ in range(5):
+        theirs.sendall(_frame(b"{}"))
+    for _ in range(3):
+        assert channel.recv() == ({}, [])
+    with pytest.raises(TimedOut) as e:
+        channel.recv()
+    assert e.value.cpu
+
+
+def test_a_budget_looked_at_in_slices_does_not_cut_a_message_that_arrives_slowly():
+    mine, theirs = socket.socketpair()
+    channel = Channel(mine)
+    channel.budget = lambda: False
+    frame = _frame(b'{"a": 1}')
+
+    def slow():
+        theirs.sendall(frame[:1])
+        time.sleep(0.6)                               # longer than a slice
+        theirs.sendall(frame[1:])
+    threading.Thread(target=slow).start()
+    assert channel.recv() == ({"a": 1}, [])
+
+
+def test_a_process_s_cpu_time_is_read_from_proc():
+    busy = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 5: pass"])
+    try:
+        time.sleep(1.5)
+        assert remote.process_cpu(busy.pid) > 0.5
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+SPINS = "def rmsnorm_forward(x, g, eps=1e-5):\n    while True:\n        pass\n"
+SLEEPS = "import time\n\n\ndef rmsnorm_forward(x, g, eps=1e-5):\n    time.sleep(60)\n"
+
+
+@pytest.mark.parametrize("source, says", [
+    (SPINS, "timed out after 2 s of CPU time while running rmsnorm_forward"),
+    (SLEEPS, "timed out after 8 s while running rmsnorm_forward"),
+], ids=["spins", "sleeps"])
+def test_a_group_ends_at_its_cpu_budget_or_at_the_wall_clock_behind_it(tmp_path, source, says):
+    sub = tmp_path / "rmsnorm.py"
+    sub.write_text(source)
+    torch.manual_seed(0)
+    inputs = {"x": torch.randn(37, 100), "g": torch.randn(100)}
+    out = runner.run_jobs(sub, {"g": {"fwd": {"op": "forward", "tensors": {"x": "x", "g": "g"}}}}, inputs,
+                          limits=sandbox.Limits(timeout_s=8, group_cpu_s=2))
+    assert says in out.task_error("fwd"), out.task_error("fwd")

@@ -102,6 +102,20 @@ def test_masked_load_without_other_is_poisoned_not_zero():
     assert torch.isnan(out).all(), "masked-off lanes must not silently read as 0"
 
 
+def test_masked_integer_lanes_without_other_never_raise_where_they_are_not_stored():
+    """A running count over a masked int load (a public cumsum kernel's shape): its masked lanes are added to
+    and never stored. They read 0, as on NVIDIA's backend, and no int32 overflow is claimed."""
+    @triton.jit
+    def plus_one(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n
+        v = tl.load(x_ptr + offs, mask=mask) + 1
+        tl.store(out_ptr + offs, tl.cumsum(v, axis=0), mask=mask)
+    x, out = torch.arange(100, dtype=torch.int32), torch.zeros(100, dtype=torch.int32)
+    plus_one[(1,)](x, out, 100, BLOCK=128)
+    assert torch.equal(out, torch.cumsum(x + 1, 0).to(torch.int32))
+
+
 # -- shapes and control flow -------------------------------------------------------
 def test_arange_must_have_power_of_two_length():
     @triton.jit

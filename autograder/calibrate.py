@@ -49,7 +49,7 @@ def calibrate(subs, runs: int):
                             status=t["status"], pct=int(m["pct"]) if m else -1,
                             kx=float(k["x"]) if k else float("nan"),
                             wx=float(w["x"]) if w else float("nan"),
-                            how={"replayed": "graph", "the": "profiler"}.get(m["how"], "?") if m else "?",
+                            how="graph" if m else "?",
                             note="" if m else t["output"], output=t["output"]))
             for num, v in sorted(seen.items()):
                 pcts, need = [s["pct"] for s in v], COPY_NEEDED[num]

@@ -94,7 +94,7 @@ def not_captured(why: str) -> str:
     if "unjoined" in why.lower():
         return ("it launches work on another CUDA stream and does not make the current stream wait for it "
                 "(launch on the current stream, or end with torch.cuda.current_stream().wait_stream(side))")
-    if "not a plain" in why or "subclass of torch.Tensor" in why:
+    if "subclass of torch.Tensor" in why:
         return "it returned something other than plain tensors"
     return ("your wrapper makes Python wait for the GPU (.item(), .cpu(), .tolist(), printing or testing a "
             "tensor's value, torch.cuda.synchronize()), or launches work on a stream other than the current "

@@ -137,16 +137,16 @@ class Host:
         for k, v in out.items():
             require_plain(k, v)                      # a subclass could run code whenever it is read
         phase = next(iter(phases.values()))
-        claims = {k: claim(phase, v) for k, v in out.items() if not_plain(v) is None}   # before sharing moves
+        claims = {k: claim(phase, v) for k, v in out.items() if isinstance(v, torch.Tensor)}   # before sharing moves
         fds, handles, not_tensors = [], {}, {}
         for k, v in out.items():
-            if not_plain(v) is None and v.device.type == "cpu" and v.layout == torch.strided:
+            if isinstance(v, torch.Tensor) and v.device.type == "cpu" and v.layout == torch.strided:
                 handles[k] = client.Link.memory.handle(v.detach(), fds)
             else:
                 not_tensors[k] = not_plain(v) or (f"a tensor on {v.device}" if v.device.type != "cpu" else
                                                   f"a tensor of layout {v.layout}")
         roles = {t.untyped_storage().data_ptr(): k for k, t in {**self.given, **out}.items()
-                 if not_plain(t) is None}
+                 if isinstance(t, torch.Tensor)}
         noticed = {name: _noticed(p, roles) for name, p in phases.items()}
         return {"outputs": handles, "not_tensors": not_tensors, "noticed": noticed, "claims": claims,
                 **(extra or {})}, fds

@@ -50,7 +50,7 @@ ITEMS = (
         Part("4.2", "3-D and 4-D inputs", 2),
         Part("4.3", "non-contiguous x and dy", 2),
         Part("4.4", "N not a power of two, N = 1 and large N", 3),
-        Part("4.5", "eps values and all-zero rows", 2),
+        Part("4.5", "eps values, all-zero rows and masked-off lanes", 2),
         Part("4.6", "dy untouched, g.grad, r saved, dtypes, shapes", 2),
         Part("4.7", "identical results when run twice", 1),
     )),
@@ -101,7 +101,7 @@ CAUSE_OWNERS = {
     **dict.fromkeys(("x_rows_by_n", "dy_rows_by_n"), "4.3"),          # strides
     "columns_not_stored": "4.4",                    # rows longer than one block
     **dict.fromkeys(("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3", "padding_nan",
-                     "r_recomputed_without_eps", "r_recomputed"), "4.5"),
+                     "r_recomputed_without_eps", "r_recomputed", "lanes_undefined"), "4.5"),
     **dict.fromkeys(("dy_modified", "no_dg", "no_r_saved", "output_dtype", "output_shape"), "4.6"),
     "order_dependent": "4.7",
     "race": "8",
@@ -114,6 +114,9 @@ _UNSTORED_BWD = ("rows_not_stored_bwd", "elements_not_stored_bwd")
 CAUSE_FAMILIES = {"padding_nan": ("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3",
                                   "r_recomputed_without_eps", "r_recomputed"),
                   **{k: _UNSTORED_FWD for k in _UNSTORED_FWD}, **{k: _UNSTORED_BWD for k in _UNSTORED_BWD}}
+# Rules of the whole submission rather than of one case's output: charged in their owner wherever they show
+# (a tl.load without other= whose lanes, read as 0.0, give the right output: at most 4.5's 2 points, once).
+SUBMISSION_RULES = frozenset({"lanes_undefined"})
 # Parts whose requirements are the point: extra credit is earned, so another part's charge does not excuse it.
 NEVER_EXCUSED = frozenset({"9"})
 

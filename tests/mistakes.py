@@ -36,6 +36,12 @@ EDITS = {
     "row_stride_is_n": [(FWD_LOAD, FWD_LOAD.replace("x_row_stride", "n_cols"))],
     # every program of the backward stores its share of dg into row 0 of the partial buffer
     "dg_into_one_row": [(DG_STORE, DG_STORE.replace(" + pid * n_cols", ""))],
+    # the same, with a mean over the block as well: wrong even where those lanes read 0.0
+    "mask_without_other_and_mean_over_block": [(LOAD_TILE, LOAD_TILE.replace(", other=0.0", "")),
+                                               (FWD_R, FWD_R.replace("/ n_cols", "/ BLOCK_N"))],
+    # loads without other=, whose masked-off lanes are then replaced before any sum: nothing undefined is stored
+    "mask_without_other_kept_out": [(LOAD_TILE, "return tl.where(mask, tl.load(ptr + rows[:, None] * row_stride"
+                                                " + cols[None, :], mask=mask), 0.0)")],
     # the forward loads x again to compute y
     "x_loaded_twice": [(FWD_R, f"{FWD_R}\n        {FWD_LOAD}")],
     # a while loop whose variable never moves

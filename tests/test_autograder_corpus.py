@@ -13,6 +13,7 @@ import time
 import pytest
 
 from autograder import grade, isolation, scan
+from autograder.config import SIM_LIMITS
 from conftest import ROOT
 
 pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
@@ -307,9 +308,14 @@ def test_pure_pytorch_scores_at_most_10_of_90(graded):
     assert sum(t["score"] for t in res["tests"]) <= 10, res
 
 
-def test_an_endless_loop_in_the_forward_gets_full_feedback_within_90_s(graded):
+def test_an_endless_loop_in_the_forward_costs_one_groups_budget_not_one_per_part(graded):
+    """On a quiet machine the whole grading takes under 90 s. Under load (CI runs two test workers on
+    two cores) the 30 s of CPU take longer in wall time, so the bound is set by an honest grading of the
+    same run: one hang's budget, at half a core, beyond the median grading, never one budget per part."""
     res, seconds = graded[0]["loop_forever_in_forward"], graded[2]["loop_forever_in_forward"]
-    assert seconds <= 90, seconds
+    honest = sorted(s for name, s in graded[2].items() if not name.startswith("loop_forever"))
+    median = honest[len(honest) // 2]
+    assert seconds <= max(90, median + 2 * SIM_LIMITS.group_cpu_s), (seconds, median)
     lost = [t for t in res["tests"] if t["status"] == "failed"]
     assert len(lost) == len(ALL_CPU) + 1 and all(TIMED_OUT in t["output"] for t in lost), lost
 

@@ -26,7 +26,10 @@ CRASH = ["1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "6", "8", "9"]
 # mistake: (the causes the diagnosis names, the parts it costs, words the first of them must say)
 CHARGED = {
     "no_mask": ((), CRASH, "OutOfBoundsError: out-of-bounds load in load_tile"),
-    "mask_without_other": (("masked_nan",), ["1"], "a tl.load without other= (the first: load_tile line"),
+    "mask_without_other": (("lanes_undefined",), ["4.5"], "a tl.load without other= (the first: load_tile line"),
+    # the forward's mean is wrong even with those lanes read as 0.0; the backward's sums are right then
+    "mask_without_other_and_mean_over_block": (("mean_over_block", "lanes_undefined"), ["1", "4.5"],
+                                               "over the block's 128 lanes"),
     "row_stride_is_n": (("x_rows_by_n",), ["4.3"], "it matches x read with its rows N = 80 elements apart"),
     "dg_into_one_row": (("race",), ["8", "9"], "data race in rmsnorm_bwd_kernel: programs 0 and 1 both write"),
     "x_loaded_twice": ((), ["5"], "your forward loaded x 2.0 times per element"),
@@ -87,11 +90,14 @@ CHARGED = {
 # The hanging ones cost every part their job's time-out reaches; tests/test_autograder_corpus.py grades that.
 NOT_GRADED_HERE = {"endless_loop", "endless_chunk_loop"}
 CPU_PARTS = [p.number for i in rubric.ITEMS if not i.gpu_only for p in i.graded()]
-NOT_DIAGNOSED = {"r_from_forward"}           # the diagnosis replaces it with the cause of the wrong r
+NOT_DIAGNOSED = {"r_from_forward",           # the diagnosis replaces it with the cause of the wrong r
+                 "masked_nan"}               # replaced by what the output is with those lanes read as 0.0
+# correct code: nothing charged, nothing noted
+HARMLESS = {"mask_without_other_kept_out"}
 
 
 def test_every_mistake_has_its_expected_charge():
-    assert set(CHARGED) | NOT_GRADED_HERE == set(EDITS)
+    assert set(CHARGED) | NOT_GRADED_HERE | HARMLESS == set(EDITS)
 
 
 def test_every_cause_the_rubric_owns_is_made_by_a_mistake():
@@ -104,7 +110,7 @@ def graded(tmp_path_factory):
     """{mistake: its verdicts} (grade_in_process.verdicts)."""
     d = tmp_path_factory.mktemp("graded")
     paths = {}
-    for name in CHARGED:
+    for name in [*CHARGED, *HARMLESS]:
         paths[name] = d / name / "rmsnorm.py"
         paths[name].parent.mkdir()
         paths[name].write_text(mistake(name))
@@ -124,6 +130,25 @@ def test_a_mistake_costs_points_in_the_part_that_owns_its_cause(graded, name):
         owner = rubric.CAUSE_OWNERS[cause]
         if owner in parts:                      # charged where the rubric says; the others keep their points
             assert cause in got["causes"][owner]
+
+
+@pytest.mark.parametrize("name", sorted(HARMLESS))
+def test_correct_code_written_another_way_costs_nothing(graded, name):
+    assert graded[name]["failed"] == {} and not any(graded[name]["notes"].values()), graded[name]
+
+
+def test_masked_lanes_right_as_zeros_cost_only_their_rule_once_and_the_other_parts_say_so(graded):
+    notes = [n for ns in graded["mask_without_other"]["notes"].values() for n in ns]
+    assert notes and all("charged once, in part 4.5" in n for n in notes), notes
+    assert "Triton documents those lanes as undefined" in graded["mask_without_other"]["failed"]["4.5"]
+
+
+def test_masked_lanes_wrong_even_as_zeros_are_charged_as_the_wrong_output_and_named(graded):
+    """The forward's mean over the block is wrong with those lanes read as 0.0 too: item 1 charges the formula
+    and names the lanes after it; 4.1-4.4, whose dx is right for the r the forward saved, charge nothing."""
+    got = graded["mask_without_other_and_mean_over_block"]
+    assert "other=0.0" in got["failed"]["1"] and "mean of x² over the block" in got["failed"]["1"]
+    assert not {"4.1", "4.2", "4.3", "4.4"} & set(got["failed"]), got["failed"]
 
 
 def test_a_part_that_keeps_its_points_says_where_the_mistake_was_charged(graded):

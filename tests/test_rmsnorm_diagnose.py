@@ -84,7 +84,21 @@ def test_nan_is_named_by_where_it_came_from():
     assert D.diagnose("dg", dg, DG, X).cause == "padding_nan"
     assert D.diagnose("dg", dg, DG, X, fmt={"old_memory": True}).cause == "old_memory_nan"
     found = D.diagnose("y", y, Y, X, nan_cause="masked_nan", if_zero=Y.float())
-    assert found.checked and "With those lanes read as 0.0, this output is right" in found.message
+    assert found.cause == "lanes_undefined" and found.checked
+    assert "with those lanes read as 0.0, it is right" in found.message and "undefined" in found.message
+
+
+@pytest.mark.parametrize("wrong_with_zeros", ["y_without_g", None])
+def test_nan_from_masked_lanes_that_are_wrong_even_as_zeros_is_charged_as_the_wrong_output(wrong_with_zeros):
+    """Lanes read as 0.0 that still leave the output wrong: the formula it then matches is the mistake (the
+    lanes are named after it); a formula no cause explains keeps the NaN's own cause."""
+    y = Y.float().clone()
+    y[3] = float("nan")
+    alts = C.pick(C.forward_alternatives(X, G), 0)
+    if_zero = dict(alts)[wrong_with_zeros].float() if wrong_with_zeros else Y.float() * 1.5
+    found = D.diagnose("y", y, Y, X, alternatives=alts, nan_cause="masked_nan", if_zero=if_zero)
+    assert found.cause == (wrong_with_zeros or "masked_nan"), found
+    assert "other=0.0" in found.message
 
 
 def test_a_row_of_zeros_without_eps_is_named_eps():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..check import diagnosis as D
-from ..rubric import CAUSE_FAMILIES, CAUSE_OWNERS, NEVER_EXCUSED, PARTS
+from ..rubric import CAUSE_FAMILIES, CAUSE_OWNERS, NEVER_EXCUSED, PARTS, SUBMISSION_RULES
 
 Finding = D.Finding
 
@@ -43,6 +43,7 @@ def charge(ledgers: dict) -> dict:
     verdicts = {}
     for part, L in ledgers.items():
         here = [f for f in L.findings if part in NEVER_EXCUSED or owner.get(f.cause, part) == part]
+        here += _rules_found_elsewhere(ledgers, part, here)
         elsewhere = [f for f in L.findings if f not in here]
         # the message: a cause this part owns, and one the diagnosis could check, first
         here.sort(key=lambda f: (CAUSE_OWNERS.get(f.cause) != part, not f.checked))
@@ -53,6 +54,18 @@ def charge(ledgers: dict) -> dict:
         else:
             verdicts[part] = Verdict(None, [f.message + _charged_in(f, owner) for f in elsewhere])
     return verdicts
+
+
+def _rules_found_elsewhere(ledgers: dict, part: str, here: list) -> list:
+    """The first finding of each submission-wide rule this part owns, when other parts found it and this one
+    did not (SUBMISSION_RULES)."""
+    mine = {f.cause for f in here}
+    first = {}
+    for L in ledgers.values():
+        for f in L.findings:
+            if f.cause in SUBMISSION_RULES and CAUSE_OWNERS[f.cause] == part and f.cause not in mine:
+                first.setdefault(f.cause, f)
+    return list(first.values())
 
 
 def owners(ledgers: dict) -> dict:
@@ -69,8 +82,8 @@ def owners(ledgers: dict) -> dict:
         owner = CAUSE_OWNERS.get(cause)
         return owner in parts or (owner in ledgers and any(f.cause in CAUSE_FAMILIES.get(cause, ())
                                                            for f in ledgers[owner].findings))
-    return {cause: CAUSE_OWNERS.get(cause) if found_by_owner(cause, parts) else parts[0]
-            for cause, parts in seen.items()}
+    return {cause: CAUSE_OWNERS.get(cause) if found_by_owner(cause, parts) or cause in SUBMISSION_RULES
+            and CAUSE_OWNERS[cause] in ledgers else parts[0] for cause, parts in seen.items()}
 
 
 def _charged_in(f: Finding, owner: dict) -> str:

@@ -210,7 +210,7 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
     extra, rewrite = {}, {}
     wrong_r = _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) if kind_of(task) == "ag" else None
     if wrong_r is not None:
-        saved = got(outcome, task, "r_saved")
+        saved = _saved_r(outcome, task)
         dx_r, dg_r = C.backward_plain(x, g, dy, saved)
         says = f"it is right for the r your forward saved, and that r is wrong ({wrong_r.message})"
         extra = {"dx": [("r_from_forward", dx_r, says)], "dg": [("r_from_forward", dg_r, says)]}
@@ -235,11 +235,21 @@ def _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) -> Finding | Non
     """What is wrong with the r an autograd task's forward saved for the backward, or None: a finding of r
     against the reference, or, when it is within r's tolerance but near a known wrong formula, that cause
     (it can still show in dx, at N = 1 say)."""
-    saved = got(outcome, task, "r_saved")
+    saved = _saved_r(outcome, task)
     if saved is None or saved.numel() != r_ref.numel():
         return None
     return D.saved_r_finding(saved, r_ref, x, g, eps, story=story, stored=got(outcome, task, "r_saved", "stored"),
                              fmt=fmt)
+
+
+def _saved_r(outcome, task):
+    """The r an autograd task's forward saved; from the run whose masked-off lanes read 0.0 when that run was
+    made and this one's r has NaN (so a dx is judged against the r its forward computes, not against the
+    NaN the simulator put in undefined lanes, which is charged once, on its own)."""
+    saved, if_zero = got(outcome, task, "r_saved"), got(outcome, task, "r_saved", "if_zero")
+    if saved is not None and if_zero is not None and not bool(torch.isfinite(saved).all()):
+        return if_zero
+    return saved
 
 
 def _adds_into_scratch(outcome, task) -> bool:

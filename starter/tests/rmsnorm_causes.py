@@ -101,8 +101,13 @@ CAUSES = {c.key: c for c in (
           "every row must add its dy·x·r to dg exactly once: check the rows each program sums, and that the "
           "wrapper adds up every partial row"),
     Cause("masked_nan", "it has NaN where the reference has none",
-          "lanes masked off in a tl.load without other={loads} hold NaN in the simulator (garbage on a GPU) and enter "
-          "your sums: give those loads other=0.0"),
+          "lanes masked off in a tl.load without other={loads} enter your sums: Triton leaves those lanes undefined, "
+          "and the simulator fills them with NaN to show where they go; give those loads other=0.0"),
+    Cause("lanes_undefined", "it has NaN where the reference has none, from lanes masked off in a tl.load without "
+          "other={loads}; with those lanes read as 0.0, it is right", "Triton documents those lanes as undefined "
+          "(NVIDIA's backend reads 0.0 today; the simulator reads NaN to show where they go), so give those loads "
+          "other=0.0, or keep the lanes out of what you store (tl.where(mask, value, 0.0)). Only this rule is "
+          "charged, once"),
     Cause("old_memory_nan", "it has NaN where the reference has none",
           "memory from torch.empty holds old data (NaN here, as it can on a GPU): a kernel that adds into a "
           "buffer, such as its row of the partial dg buffer in the chunked path, needs it zeroed first "

@@ -190,8 +190,8 @@ def compare(name, got, expected, x, dtype=None, tol=None, story=None, source="",
     if not hints:
         return msg
     if bool((torch.isnan(g64) & ~torch.isnan(e64)).any()):
-        msg += (". NaN where the reference has none: lanes masked off in a tl.load without other= hold NaN in "
-                "the simulator (garbage on a GPU); give those loads other=0.0, or keep the lanes out of your sums")
+        msg += (". NaN where the reference has none: lanes masked off in a tl.load without other= are undefined "
+                "in Triton, and NaN in the simulator; give those loads other=0.0, or keep the lanes out of your sums")
     elif name == "r" and dtype != torch.float32 and float((err / e64.abs().clamp_min(1e-30)).max()) < 0.01:
         msg += (f". r is off by less than 1%: it is fp32 and held to fp32's tolerance, while a sum of "
                 f"squares kept in {DTYPE_NAMES[dtype]} rounds at every step: convert x to fp32 before squaring "

@@ -226,14 +226,28 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
                            key)
         key = nan_cause or ("old_memory_nan" if name == "dg" and fmt.get("old_memory") else
                             "padding_nan" if name == "dg" else "masked_nan")
-        if key == "masked_nan" and if_zero is not None and \
-                compare(name, if_zero, want, x, dtype=dtype, n_rows=n_rows, hints=False) is None:
-            return Finding(name, said(key) + ". With those lanes read as 0.0, this output is right", key, True)
+        if key == "masked_nan" and if_zero is not None:
+            return _with_zero_lanes(name, if_zero, want, x, said, alternatives=alternatives, stored=stored,
+                                    race=race, story=story, source=source, dtype=dtype, n_rows=n_rows, fmt=fmt,
+                                    who=who)
         return Finding(name, said(key), key)
     # a sum of squares in 16 bits: off by less than 1% on short rows, by more on long ones (N = 65536)
     if name == "r" and dtype != torch.float32 and float(((g64 - w64).abs() / w64.abs().clamp_min(1e-30)).max()) < 0.2:
         return Finding(name, said("sum_in_16_bits"), "sum_in_16_bits")
     return Finding(name, first + _story_note(name, g64, w64, atol, rtol))
+
+
+def _with_zero_lanes(name, if_zero, want, x, said, **kw) -> Finding:
+    """The finding of an output with NaN from masked loads without other=, given ``if_zero``, the same output
+    with those lanes read as 0.0: the rule alone when that is right; else what is wrong with it then (a known
+    formula, say), which is the mistake to charge, with the lanes named after it."""
+    again = diagnose(name, if_zero, want, x, **kw)
+    if again is None:
+        return Finding(name, said("lanes_undefined"), "lanes_undefined", True)
+    if again.cause is None:
+        return Finding(name, said("masked_nan"), "masked_nan")
+    lanes = CAUSES["masked_nan"].fix.format(**kw["fmt"])
+    return dataclasses.replace(again, message=f"{again.message}. Also, {lanes}")
 
 
 def _only_zero_rows(nan, x, name) -> bool:

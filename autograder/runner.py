@@ -92,9 +92,11 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | Non
         try:
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "TMPDIR": str(job / "tmp"),
                    "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
-                   "OPENBLAS_NUM_THREADS": "1"}
+                   "OPENBLAS_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
             if backend == "mini_triton":
-                env["MINI_TRITON"] = "1"
+                # One thread: a simulator group's budget is CPU time, and OpenMP threads that spin while
+                # waiting for each other on a busy machine would spend it (a correct file timed out that way).
+                env.update(MINI_TRITON="1", OMP_NUM_THREADS="1")
             for k in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH"):
                 if k in os.environ:
                     env[k] = os.environ[k]

@@ -73,3 +73,15 @@ def test_a_group_ends_at_its_cpu_budget_or_at_the_wall_clock_behind_it(tmp_path,
     out = runner.run_jobs(sub, {"g": {"fwd": {"op": "forward", "tensors": {"x": "x", "g": "g"}}}}, inputs,
                           limits=sandbox.Limits(timeout_s=8, group_cpu_s=2))
     assert says in out.task_error("fwd"), out.task_error("fwd")
+
+
+def test_a_simulator_job_computes_in_one_thread_whatever_the_grader_s_environment_says(tmp_path, monkeypatch):
+    """OpenMP threads spin while they wait for each other, and on a busy machine they wait long: CPU time the
+    budget would charge to the submission (a correct library file timed out that way under load)."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    sub = tmp_path / "rmsnorm.py"
+    sub.write_text("import torch\n\n\ndef rmsnorm_forward(x, g, eps=1e-5):\n"
+                   "    raise RuntimeError(f'threads={torch.get_num_threads()}')\n")
+    out = runner.run_jobs(sub, {"g": {"fwd": {"op": "forward", "tensors": {"x": "x", "g": "g"}}}},
+                          {"x": torch.randn(4, 8), "g": torch.randn(8)}, limits=sandbox.Limits(timeout_s=30, group_cpu_s=10))
+    assert "threads=1" in out.task_error("fwd"), out.task_error("fwd")

@@ -221,7 +221,7 @@ def summary(rec, roles: dict, noticed: dict) -> dict:
 def summed_partials(dg: torch.Tensor, memory: P.Memory) -> bool:
     """Is ``dg`` the column sums of rows of a buffer clean kernels stored (the lecture's dg_partial.sum(0); of its
     first or last rows only, a wrong sum the diagnosis then names), up to the rounding of the sum and of dg's
-    dtype?"""
+    dtype, that of each term included?"""
     n = dg.numel()
     for buf, dtype, offset, shape, strides in memory.kernel_views:
         part = memory.view(buf, dtype, offset, shape, strides)
@@ -235,7 +235,8 @@ def summed_partials(dg: torch.Tensor, memory: P.Memory) -> bool:
         prefix = torch.cat([zero, terms.cumsum(0)])                      # rows 0..k-1, for every k
         sums = torch.cat([prefix[1:], prefix[-1:] - prefix[1:-1]])        # first rows, then last rows
         scale = torch.cat([zero, terms.abs().cumsum(0)])[-1:]
-        slack = 1e-5 * scale + torch.finfo(dg.dtype).eps * 2 * sums.abs() + 1e-30
+        eps = torch.finfo(dg.dtype).eps           # a sum in dg's dtype (torch.sum(..., dtype=x.dtype)) rounds each term
+        slack = (1e-5 + eps) * scale + eps * 2 * sums.abs() + 1e-30
         if bool(((dg.double().reshape(1, n) - sums).abs() <= slack).all(1).any()):
             return True
     return False
@@ -302,8 +303,9 @@ def run_tasks(judge: Judge, tasks: dict, inputs: dict) -> tuple:
             tensors.update({output_key(name, k): v for k, v in out.items()})
             results[name] = {"ok": True, **info}
             if undefined_lanes(info):
-                tensors.update({output_key(name, k, "if_zero"): v for k, v in with_zero_lanes(judge, task, inputs)
-                                .items() if "." not in k})
+                zero, zero_info = with_zero_lanes(judge, task, inputs)
+                tensors.update({output_key(name, k, "if_zero"): v for k, v in zero.items() if "." not in k})
+                results[name]["if_zero_made"] = zero_info.get("kernel_made", {})
         except Failed as e:
             results[name] = {"error": str(e), **progress.get("info", {})}
             tensors.update({output_key(name, k): v.contiguous() for k, v in progress.get("tensors", {}).items()
@@ -319,14 +321,15 @@ def undefined_lanes(info) -> bool:
     return any(L.get("undefined_lanes") for p in ("fwd", "bwd") for L in info.get(p, {}).get("launches", []))
 
 
-def with_zero_lanes(judge: Judge, task: dict, inputs: dict) -> dict:
-    """The task's outputs once more, with masked-off lanes loaded as 0.0 instead of NaN ({} if it fails)."""
+def with_zero_lanes(judge: Judge, task: dict, inputs: dict) -> tuple:
+    """(outputs, info) of the task once more, with masked-off lanes loaded as 0.0 instead of NaN (({}, {}) if it
+    fails): its outputs' provenance is judged as the first run's is."""
     memory = judge.triton.memory
     memory.UNDEFINED_FLOAT = 0.0
     try:
-        return run_task(judge, task, inputs, {})[0]
+        return run_task(judge, task, inputs, {})
     except Failed:
-        return {}
+        return {}, {}
     finally:
         memory.UNDEFINED_FLOAT = float("nan")
 

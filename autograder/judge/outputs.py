@@ -52,6 +52,8 @@ def not_made(outcome, task, name, story) -> Finding | None:
     info = outcome.info.get(task, {})
     if (info.get("kernel_made") or {}).get(name) is not False:
         return None
+    if _nan_from_lanes(outcome, task, name):
+        return None
     if (info.get("tainted") or {}).get(name):
         return Finding(name, laundered_message(name, outcome, task) + f", for {story}: points for correct values go "
                              f"only to values your Triton kernels compute from the inputs", f"{name}_not_from_kernels")
@@ -70,6 +72,15 @@ def not_made(outcome, task, name, story) -> Finding | None:
     return Finding(name, f"your {MADE_BY[name]} returned {name} without any kernel storing it{how}, for {story}"
                          f"{called}: points for correct values go only to values your Triton kernels compute",
                    f"{name}_not_from_kernels")
+
+
+def _nan_from_lanes(outcome, task, name) -> bool:
+    """Is ``name`` all NaN (which memory records as a fill, not as the kernels' values) in a task whose kernels
+    loaded masked-off lanes without other=, while the run with those lanes read as 0.0 made it in kernels? The
+    NaN is then the lanes', and the diagnosis charges them (a dg summed from partial rows of NaN, say)."""
+    value = got(outcome, task, name)
+    zero_made = (outcome.info.get(task, {}).get("if_zero_made") or {}).get(name)
+    return zero_made is True and value is not None and bool(torch.isnan(value).all())
 
 
 FROM = {"y": "x and g", "r": "x", "dx": "x, dy, g and r", "dg": "x, dy and r"}
@@ -218,8 +229,10 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
         if not bool(torch.isfinite(saved).all()):      # NaN in r: every NaN of dx and dg comes from it
             rewrite.update({k: wrong_r for k in ("masked_nan", "old_memory_nan", "padding_nan")})
     no_r = no_r_saved(outcome, task, x, story)
-    # NaN from a masked load without other=, when the backward's kernels made one (else: old memory, for dg)
-    nan_cause = "masked_nan" if undefined_lanes(outcome, task, "bwd") else None
+    # NaN from a masked load without other=, when the kernels made one (the forward's, in an autograd task, reach
+    # the backward through r); else old memory, for dg
+    nan_cause = "masked_nan" if undefined_lanes(outcome, task, "bwd") or undefined_lanes(outcome, task, "fwd") \
+        else None
     for ledger, name, want, i in ((ledger_dx, "dx", dx_ref, 0), (ledger_dg, "dg", dg_ref, 1)):
         choices = C.pick(alts, i) + extra.get(name, []) + ([C.dg_rows(x, dy, r_used)] if name == "dg" else [])
         f = output(ledger, outcome, task, name, x, want, story, choices, fmt=fmt, rewrite=rewrite, nan_cause=nan_cause)

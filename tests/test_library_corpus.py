@@ -1,0 +1,56 @@
+"""RMSNorm files written the way public kernel libraries write theirs earn what their correctness earns.
+
+Each file in tests/library_styles/ follows the design of one library (its docstring names the library and
+the file whose design it follows, the idioms it keeps, and the verdict expected of it, with the reason,
+written before it was graded). The code is this project's own. Graded here (tests/grade_in_process.py),
+each must fail exactly the parts listed below, each part's message naming its cause; item 9 (extra credit)
+is listed where it is not earned.
+"""
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import scan
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from grade_in_process import verdicts  # noqa: E402
+
+STYLES = Path(__file__).resolve().parent / "library_styles"
+# file: {part it fails: words its message must say}
+EXPECTED = {
+    "liger": {},
+    "fla": {},
+    "persistent_module": {"9": "has 32768 elements for M·N = 32768"},
+    "flash_attn": {"4.4": "RuntimeError: This layer norm doesn't support feature dim >= 64KB",
+                   "4.5": "with those lanes read as 0.0, it is right"},
+    "attorch": {"4.5": "with those lanes read as 0.0, it is right", "9": "has 8192 elements for M·N = 32768"},
+    "unsloth": {"3": "rmsnorm_backward must return (dx, dg)", "4.6": "your backward modified dy",
+                "9": "rmsnorm_backward must return (dx, dg)"},
+    "triton_tutorial": {"4.4": "RuntimeError: This layer norm doesn't support feature dim >= 64KB",
+                        "4.7": "a lock taken with tl.atomic_cas on Lock", "5": "your forward loaded x 2.0 times",
+                        "9": "your dg is not deterministic"},
+    "flaggems": {"6": "your backward loaded x 2.0 times per element", "9": "starts from a fused backward"},
+}
+
+
+def test_every_file_of_the_corpus_has_its_verdict_records_its_source_and_passes_the_static_check():
+    files = {p.stem for p in STYLES.glob("*.py")}
+    assert files == set(EXPECTED) and len(files) >= 8
+    for name in files:
+        source = (STYLES / f"{name}.py").read_text()
+        doc = source.split('"""')[1]
+        assert "https://github.com/" in doc and "Expected:" in doc, name
+        assert scan.scan(source)[1] == [], (name, scan.scan(source)[1])        # what the grader runs first
+
+
+@pytest.fixture(scope="module")
+def graded():
+    return verdicts({name: STYLES / f"{name}.py" for name in EXPECTED})
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_library_file_fails_only_what_its_correctness_fails_each_with_its_cause(graded, name):
+    failed = graded[name]["failed"]
+    assert sorted(failed) == sorted(EXPECTED[name]), {p: m[:300] for p, m in failed.items()}
+    for part, words in EXPECTED[name].items():
+        assert words in failed[part], (part, failed[part])

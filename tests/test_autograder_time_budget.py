@@ -83,5 +83,6 @@ def test_a_simulator_job_computes_in_one_thread_whatever_the_grader_s_environmen
     sub.write_text("import torch\n\n\ndef rmsnorm_forward(x, g, eps=1e-5):\n"
                    "    raise RuntimeError(f'threads={torch.get_num_threads()}')\n")
     out = runner.run_jobs(sub, {"g": {"fwd": {"op": "forward", "tensors": {"x": "x", "g": "g"}}}},
-                          {"x": torch.randn(4, 8), "g": torch.randn(8)}, limits=sandbox.Limits(timeout_s=30, group_cpu_s=10))
+                          {"x": torch.randn(4, 8), "g": torch.randn(8)},
+                          limits=sandbox.Limits(timeout_s=30, group_cpu_s=10))
     assert "threads=1" in out.task_error("fwd"), out.task_error("fwd")

@@ -86,3 +86,41 @@ def test_a_simulator_job_computes_in_one_thread_whatever_the_grader_s_environmen
                           {"x": torch.randn(4, 8), "g": torch.randn(8)},
                           limits=sandbox.Limits(timeout_s=30, group_cpu_s=10))
     assert "threads=1" in out.task_error("fwd"), out.task_error("fwd")
+
+
+KERNEL_LOOP = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def spin_kernel(x_ptr, n):
+    i = 0
+    while i < n:
+        i = {step}
+
+
+def rmsnorm_forward(x, g, eps=1e-5):
+    spin_kernel[(1,)](x, {n})
+    return x, x
+"""
+
+
+@pytest.mark.parametrize("step, n, says", [
+    ("i * 1", 4, "line 9 of rmsnorm.py (`while i < n:`), on the simulator: no progress, `i` and `n` kept the same "
+                 "values"),
+    ("i + 1", 10 ** 12, ", in spin_kernel, line "),
+], ids=["stuck", "progressing"])
+def test_a_kernel_that_never_ends_stops_at_the_budget_with_its_line_and_whether_it_progressed(tmp_path, step, n,
+                                                                                              says):
+    """Kernels run in the judge's process, where no wait on the channel looks at the budget: a timer does."""
+    sub = tmp_path / "rmsnorm.py"
+    sub.write_text(KERNEL_LOOP.format(step=step, n=n))
+    start = time.monotonic()
+    out = runner.run_jobs(sub, {"g": {"fwd": {"op": "forward", "tensors": {"x": "x", "g": "g"}}}},
+                          {"x": torch.randn(4, 8), "g": torch.randn(8)},
+                          limits=sandbox.Limits(timeout_s=60, group_cpu_s=2))
+    err = out.task_error("fwd")
+    assert err.startswith("timed out after 2 s of CPU time while running rmsnorm_forward") and says in err, err
+    assert ("still making progress" in err) == (step == "i + 1"), err
+    assert time.monotonic() - start < 30

@@ -23,9 +23,10 @@ class Broken(Exception):
 class TimedOut(Broken):
     """The other side did not answer before the deadline (``cpu``: before its budget of CPU time ran out)."""
 
-    def __init__(self, message, cpu=False):
+    def __init__(self, message, cpu=False, where="", stuck=False):
         super().__init__(message)
         self.cpu = cpu
+        self.where, self.stuck = where, stuck          # a kernel stopped in the judge's process: its line
 
 
 SLICE_S = 0.25              # how often a wait looks at the CPU budget
@@ -36,6 +37,7 @@ class Channel:
         self.sock = sock
         self.deadline = None               # time.monotonic() past which recv gives up (TimedOut)
         self.budget = None                 # a callable: True once the CPU budget is spent (recv then gives up)
+        self.budget_s = None               # that budget, in seconds (for the messages)
 
     def send(self, message: dict, fds=()):
         data = json.dumps(message).encode()

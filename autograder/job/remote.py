@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from . import host
+from . import host, watchdog
 from . import provenance as P
 from .channel import Broken, Channel, TimedOut, close, pair
 from .errors import describe
@@ -52,11 +52,14 @@ class Judge:
             if "launch" not in message:
                 return message, got
             try:
-                if self.launcher.record is not None:
-                    reply = self.launcher.run(message["launch"], got)
-                else:                           # at import, say: it runs, and nothing graded counts it
-                    with self.phase():
+                with watchdog.budgeted(self.channel.budget, self.kernels.path, self.channel.budget_s):
+                    if self.launcher.record is not None:
                         reply = self.launcher.run(message["launch"], got)
+                    else:                           # at import, say: it runs, and nothing graded counts it
+                        with self.phase():
+                            reply = self.launcher.run(message["launch"], got)
+            except watchdog.OutOfTime as e:             # a kernel that never ends: its group ends here
+                raise TimedOut("its CPU time ran out in a kernel", cpu=True, where=e.where, stuck=e.stuck) from None
             finally:
                 close(got)
             self.channel.send(reply)
@@ -350,6 +353,7 @@ def run_groups(hosts: list, groups: dict, inputs: dict, triton, submission, sour
     for (channel, pid), (group, tasks) in zip(hosts, groups.items()):
         channel.deadline = None if seconds is None else time.monotonic() + seconds
         channel.budget = None if cpu_seconds is None else cpu_budget(pid, cpu_seconds)
+        channel.budget_s = cpu_seconds
         judge = Judge(channel, triton, submission, source)
         try:
             say("importing rmsnorm.py")
@@ -399,7 +403,8 @@ def ended(pid: int, why: Broken, seconds: float) -> str:
     """Why a group's submission process stopped answering, as the runner words it for a whole job."""
     where = f" while {SAID['now']}" if SAID["now"] else ""
     if isinstance(why, TimedOut):
-        return check.timed_out(seconds, where, cpu=why.cpu)
+        hint = None if not why.where else check.NO_PROGRESS_HINT if why.stuck else check.PROGRESS_HINT
+        return check.timed_out(seconds, where + why.where, cpu=why.cpu, hint=hint)
     stop(pid)
     code, cpu = STATUS.get(pid), CPU.get(pid, 0.0)
     limit = resource.getrlimit(resource.RLIMIT_CPU)[0]

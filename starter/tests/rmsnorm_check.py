@@ -115,12 +115,20 @@ GPU_SLOW_HINT = ("an infinite loop (a while loop whose variable never changes, a
                  "each)")
 
 
-def timed_out(seconds, where="", on_gpu=False, cpu=False) -> str:
+# When the grader saw the kernel's loop: its condition never changed, or it was still getting somewhere.
+NO_PROGRESS_HINT = ("an infinite loop: make the loop's variable move toward its bound on every pass "
+                    "(start += BLOCK_N, say)")
+PROGRESS_HINT = ("far more work than needed, or a loop that ends only after very many passes (the simulator runs "
+                 "a kernel one block operation at a time, so element-by-element loops are very slow): "
+                 "work on whole blocks")
+
+
+def timed_out(seconds, where="", on_gpu=False, cpu=False, hint=None) -> str:
     """The time-out message: ``where`` says what was running (" in rmsnorm_bwd_kernel, line 12: ..."); ``cpu``:
     the seconds are CPU time (the grader's budget), not the wall clock's; on a GPU (real Triton) the hint
-    leaves the simulator out and names compiling."""
+    leaves the simulator out and names compiling; ``hint``: what the grader saw instead (NO_PROGRESS_HINT...)."""
     return (f"timed out after {seconds:.0f} s{' of CPU time' if cpu else ''}{where}: "
-            f"{GPU_SLOW_HINT if on_gpu else SLOW_HINT}")
+            f"{hint or (GPU_SLOW_HINT if on_gpu else SLOW_HINT)}")
 
 
 def describe(x) -> str:

@@ -9,7 +9,8 @@ import sys
 import pytest
 import torch
 
-from autograder import rubric
+from autograder import rubric, runner
+from autograder.hidden import cases as hidden_cases
 from conftest import ROOT
 
 GUIDE = (ROOT / "docs" / "ta-guide.md").read_text()
@@ -125,3 +126,15 @@ def test_a_rerun_that_returns_none_twice_is_not_called_nondeterministic():
     info2 = {"ok": True}
     outcome = runner.Outcome({f"{first}.dg": dx}, {first: info2, second: dict(info)}, None, None)
     assert not correctness._same(outcome, first, second, "dg")
+
+
+def test_item_10_s_timings_run_in_a_gpu_job_of_their_own_so_a_slow_case_cannot_take_them_down():
+    C = hidden_cases
+    jobs = C.gpu_jobs()
+    assert set(jobs) == {"robust", "speed"} and set(C.gpu_jobs(speed_only=True)) == {"speed"}
+    assert {C.kind_of(t) for t in jobs["speed"]} == {"speed"} and "speed" not in {C.kind_of(t) for t in jobs["robust"]}
+    slow = runner.Outcome({}, {}, "timed out after 300 s while compiling", None)
+    timed = runner.Outcome({}, {t: {"ok": True} for t in jobs["speed"]}, None, None)
+    both = runner.Combined({"robust": (set(jobs["robust"]), slow), "speed": (set(jobs["speed"]), timed)})
+    assert all(both.task_error(t).startswith("timed out") for t in jobs["robust"])
+    assert all(both.task_error(t) is None for t in jobs["speed"])

@@ -12,7 +12,7 @@ import torch
 
 from autograder import config, runner, scan
 from autograder.check import reference
-from autograder.hidden.cases import GPU_ROBUST, flat, gpu_tasks, make_inputs, sim_inputs, sim_jobs
+from autograder.hidden.cases import GPU_ROBUST, flat, gpu_jobs, make_inputs, sim_inputs, sim_jobs
 from autograder.rubric import GPU_NOTE
 
 class NotRun:
@@ -86,5 +86,7 @@ def gpu(scanned):
     refused = _refused(scanned)
     if refused:
         return inputs, refused
-    return inputs, runner.run_job(submission_path(), gpu_tasks(speed_only), flat(inputs), limits=config.GPU_LIMITS,
-                                  backend="triton")
+    outcomes = {job: (set(tasks), runner.run_job(submission_path(), tasks, flat(inputs), limits=config.GPU_LIMITS,
+                                                  backend="triton"))
+                for job, tasks in gpu_jobs(speed_only).items()}
+    return inputs, runner.Combined(outcomes)

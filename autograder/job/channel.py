@@ -37,7 +37,6 @@ class Channel:
         self.sock = sock
         self.deadline = None               # time.monotonic() past which recv gives up (TimedOut)
         self.budget = None                 # a callable: True once the CPU budget is spent (recv then gives up)
-        self.budget_s = None               # that budget, in seconds (for the messages)
 
     def send(self, message: dict, fds=()):
         data = json.dumps(message).encode()

@@ -52,7 +52,7 @@ class Judge:
             if "launch" not in message:
                 return message, got
             try:
-                with watchdog.budgeted(self.channel.budget, self.kernels.path, self.channel.budget_s):
+                with watchdog.budgeted(self.channel.budget, self.kernels.path):
                     if self.launcher.record is not None:
                         reply = self.launcher.run(message["launch"], got)
                     else:                           # at import, say: it runs, and nothing graded counts it
@@ -353,7 +353,6 @@ def run_groups(hosts: list, groups: dict, inputs: dict, triton, submission, sour
     for (channel, pid), (group, tasks) in zip(hosts, groups.items()):
         channel.deadline = None if seconds is None else time.monotonic() + seconds
         channel.budget = None if cpu_seconds is None else cpu_budget(pid, cpu_seconds)
-        channel.budget_s = cpu_seconds
         judge = Judge(channel, triton, submission, source)
         try:
             say("importing rmsnorm.py")

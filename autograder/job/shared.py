@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 FOLDER = Path(__file__).resolve().parents[2] / "starter" / "tests"
-# Names and message lengths; comparisons; GPU timing; the known mistakes; the diagnosis of a wrong output; the
-# static scan of a submission.
-FILES = ("rmsnorm_text", "rmsnorm_check", "rmsnorm_timing", "rmsnorm_causes", "rmsnorm_diagnose", "rmsnorm_scan")
-FOR_JOBS = FILES[:3]                         # what a job reads: the runtime folder holds these
+# Names and message lengths; comparisons; GPU timing; whether a loop that ran out of time progressed; the known
+# mistakes; the diagnosis of a wrong output; the static scan of a submission.
+FILES = ("rmsnorm_text", "rmsnorm_check", "rmsnorm_timing", "rmsnorm_watch", "rmsnorm_causes", "rmsnorm_diagnose",
+         "rmsnorm_scan")
+FOR_JOBS = FILES[:4]                         # what a job reads: the runtime folder holds these
 
 
 def load(name: str):

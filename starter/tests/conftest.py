@@ -12,6 +12,7 @@ import signal
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,11 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from rmsnorm_check import load_impl, timed_out  # noqa: E402
+from rmsnorm_check import NO_PROGRESS_HINT, load_impl, timed_out  # noqa: E402
+from rmsnorm_watch import Watch  # noqa: E402
 
 TIME_LIMIT_S = float(os.environ.get("RMSNORM_TEST_TIMEOUT", 30))
+SAMPLE_S = 0.25                  # how often the time limit looks at where your code is
 
 
 def _impl_path():
@@ -116,19 +119,30 @@ def _where(frame) -> str:
     return where
 
 
-def _alarm(signum, frame):
-    __tracebackhide__ = True                  # pytest: the traceback ends at your line, not here
-    raise TestTimedOut(timed_out(TIME_LIMIT_S, _where(frame)))
+def _timed_out(frame, watch) -> str:
+    """The time-out message: where your code was, and, when a while loop's condition kept its values over the
+    last samples, that the loop makes no progress (the grader says the same)."""
+    stuck = watch.stuck()
+    return timed_out(TIME_LIMIT_S, _where(frame) + (watch.progress() if stuck else ""),
+                     hint=NO_PROGRESS_HINT if stuck else None)
 
 
 @pytest.fixture(autouse=True)
 def time_limit():
-    """Stop a test after TIME_LIMIT_S with the grader's time-out message: SIGALRM where there is one
-    (Linux, macOS); on Windows a timer thread raises the same exception in the test's thread."""
+    """Stop a test after TIME_LIMIT_S with the grader's time-out message, sampling where your code is every
+    SAMPLE_S: SIGALRM where there is one (Linux, macOS); on Windows a timer thread samples and raises the
+    same exception in the test's thread."""
+    watch, deadline = Watch(str(_impl_path()), SAMPLE_S), time.monotonic() + TIME_LIMIT_S
     alarm = os.environ.get("RMSNORM_TEST_TIMER", "alarm") == "alarm"      # "thread": what Windows gets
     if alarm and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
-        old = signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
+        def tick(signum, frame):
+            __tracebackhide__ = True          # pytest: the traceback ends at your line, not here
+            watch.sample(frame)
+            if time.monotonic() >= deadline:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                raise TestTimedOut(_timed_out(frame, watch))
+        old = signal.signal(signal.SIGALRM, tick)
+        signal.setitimer(signal.ITIMER_REAL, min(SAMPLE_S, TIME_LIMIT_S), SAMPLE_S)
         try:
             yield
         finally:
@@ -136,19 +150,22 @@ def time_limit():
             signal.signal(signal.SIGALRM, old)
         return
     import ctypes
-    target = threading.get_ident()
+    target, done = threading.get_ident(), threading.Event()
 
-    def fire():
-        frame = sys._current_frames().get(target)
-        TestTimedOut.pending = timed_out(TIME_LIMIT_S, _where(frame))
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(TestTimedOut))
-    timer = threading.Timer(TIME_LIMIT_S, fire)
-    timer.daemon = True
+    def sample():
+        while not done.wait(SAMPLE_S):
+            frame = sys._current_frames().get(target)
+            watch.sample(frame)
+            if time.monotonic() >= deadline:
+                TestTimedOut.pending = _timed_out(frame, watch)
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(TestTimedOut))
+                return
+    timer = threading.Thread(target=sample, daemon=True)
     timer.start()
     try:
         yield
     finally:
-        timer.cancel()
+        done.set()
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -34,7 +34,7 @@ def fingerprint(value) -> str:
         h = getattr(value, "handle", value)
         if isinstance(h, torch.Tensor):
             return hashlib.sha1(h.detach().cpu().contiguous().numpy().tobytes()).hexdigest() + str(tuple(h.shape))
-        return repr(h)[:200]
+        return hashlib.sha1(repr(h).encode()).hexdigest()
     except Exception:                      # noqa: BLE001 -- an unreadable value: count it as changing
         return os.urandom(8).hex()
 

@@ -425,9 +425,10 @@ def eager_traffic(rec, M, N, elem):
 def sim_report(impl_path, shapes, out_dir):
     import mini_triton as triton
     impl = load_impl(impl_path, backend="mini_triton")
-    print("CPU simulator: bytes moved through the M·N tensors (x, y, dy, dx) against the minimum of a fused")
-    print("kernel (forward 2·M·N elements, backward 3·M·N), and through the small ones (g, r, partial dg;")
-    print("on a GPU, g mostly hits in cache). 'yours' counts your kernels' loads and stores; 'eager' counts")
+    print("CPU simulator: bytes moved through the M·N tensors (x, y, dy, dx, and an M x N partial dg buffer,")
+    print("which makes part (b)'s fused backward 1.33-1.67) against the minimum of a fused kernel (forward 2·M·N")
+    print("elements, backward 3·M·N), and through the small ones (g, r, a smaller partial dg buffer; on a")
+    print("GPU, g mostly hits in cache). 'yours' counts your kernels' loads and stores; 'eager' counts")
     print("the PyTorch ops of x * rsqrt(mean(x²) + eps) * g and its autograd backward, each reading its")
     print("inputs and writing its output once (one GPU kernel each). Time on a GPU follows the M·N bytes.\n")
     print(f"{'shape':>10} {'pass':>9} {'who':>6} {'M·N bytes':>12} {'minimum':>12} {'ratio':>6} {'other bytes':>12} "

@@ -157,3 +157,20 @@ def test_the_public_tests_say_what_the_scan_would_refuse_before_any_test(tmp_pat
     first = run.stdout.splitlines()[:2]
     assert first[0].startswith("The autograder would refuse to run rmsnorm.py, and give it 0 points"), run.stdout
     assert "importing gc is not allowed (rule: imports)" in first[1], first
+
+
+def test_a_file_the_scan_refuses_fails_the_public_run_and_missing_names_are_not_called_a_refusal(tmp_path):
+    import subprocess
+
+    def run(source):
+        (tmp_path / "rmsnorm.py").write_text(source)
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_part_a.py"],
+                              cwd=ROOT / "starter", env=dict(os.environ, RMSNORM_IMPL=str(tmp_path / "rmsnorm.py"),
+                                                             MINI_TRITON="1"),
+                              capture_output=True, text=True, timeout=300)
+    solution = (ROOT / "solution" / "rmsnorm.py").read_text()
+    refused = run(solution + "\nimport gc\n")
+    assert refused.returncode == 1 and "passed" in refused.stdout and " failed" not in refused.stdout
+    assert "the autograder would refuse this file, 0 points however the tests go" in refused.stdout
+    renamed = run(solution.replace("def rmsnorm(x, g", "def rms_norm(x, g"))           # test 0's note, 0 points
+    assert "lacks names the assignment asks for" in renamed.stdout and "would refuse" not in renamed.stdout

@@ -40,16 +40,34 @@ def pytest_sessionstart(session):
     except OSError:
         return
     missing, problems = scan_rules(source)
-    if not (missing or problems):
-        return
-    lines = [f"The autograder would refuse to run {_impl_path().name}, and give it 0 points (handout, section 10):",
-             *(f"  {message}" for message in missing), *(f"  {message} (rule: {rule})" for rule, message in problems)]
+    REFUSED.extend(message for _, message in problems)
+    lines = []
+    if problems:
+        lines += [f"The autograder would refuse to run {_impl_path().name}, and give it 0 points (handout, section "
+                  f"10):", *(f"  {message} (rule: {rule})" for rule, message in problems)]
+    if missing:
+        lines += [f"{_impl_path().name} lacks names the assignment asks for (the autograder's test 0 lists them, for "
+                  f"0 points; the tests of parts (a) and (b) launch the kernels by these names):",
+                  *(f"  {message}" for message in missing)]
+    _say(session, lines)
+
+
+REFUSED = []                 # what the static scan would refuse: the run then fails, however its tests go
+
+
+def _say(session, lines):
     out = session.config.pluginmanager.get_plugin("terminalreporter")
     for i, line in enumerate(lines):
         if out is not None:
             out.write_line(line, red=True, bold=i == 0)
         else:
             print(line)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A file the autograder would refuse fails the run (exit status 1), even when every test passed."""
+    if REFUSED and exitstatus == 0:
+        session.exitstatus = 1
 
 
 @pytest.fixture(scope="session")
@@ -204,6 +222,9 @@ def _message(report) -> str:
 
 
 def pytest_terminal_summary(terminalreporter):
+    if REFUSED:
+        terminalreporter.write_sep("=", f"the autograder would refuse this file, 0 points however the tests go: "
+                                        f"{REFUSED[0]}", red=True)
     failed = terminalreporter.stats.get("failed", [])
     if not failed:
         return

@@ -36,6 +36,7 @@ from .blocks import constexpr, tensor
 from .errors import CompilationError
 
 ATTRIBUTE = "_mini_triton_attribute"        # what the compiled source calls to read an attribute
+LOOP_TYPES = "_mini_triton_loop_types"       # what it calls around a loop, to keep its carried variables' shapes
 
 # Constructs Triton's code generator has no visitor for, with what to write instead.
 NOT_IN_KERNELS = {
@@ -253,6 +254,69 @@ class _Attributes(ast.NodeTransformer):
         return ast.copy_location(call, node)
 
 
+class _LoopTypes(ast.NodeTransformer):
+    """Around each ``for`` and ``while`` loop: note the shapes of the variables it carries (those bound before
+    it and again inside it) before the loop, and check them at the top of each pass and after the loop.
+    Triton's compiler gives a loop-carried variable one type: ``acc = 0.0`` made a block inside the loop
+    does not compile."""
+
+    def __init__(self, where, fdef):
+        self.where = where
+        self.bound = {a.arg: 0 for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs)}
+        for node in ast.walk(fdef):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                self.bound[node.id] = min(self.bound.get(node.id, node.lineno), node.lineno)
+
+    def _loop(self, node):
+        self.generic_visit(node)
+        inside = {n.id for stmt in node.body for n in ast.walk(stmt)
+                  if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        carried = sorted(n for n in inside if self.bound.get(n, node.lineno) < node.lineno)
+        if not carried:
+            return node
+        key = f"_mini_triton_loop_{node.lineno}_{node.col_offset}"
+
+        def call(*args):
+            return ast.Expr(ast.Call(ast.Name(LOOP_TYPES, ast.Load()),
+                                     [ast.Constant(self.where), ast.Constant(node.lineno), ast.Constant(tuple(carried)),
+                                      *args], []))
+        before = ast.Assign([ast.Name(key, ast.Store())], call().value)
+        check = call(ast.Name(key, ast.Load()))
+        node.body = [check, *node.body]
+        return [before, node, call(ast.Name(key, ast.Load()))]
+
+    visit_For = visit_While = _loop
+
+
+def _shape_of(value):
+    """A value's shape as Triton types it: a block's, () for a scalar; None when it has none to keep."""
+    if isinstance(value, tensor):
+        return tuple(value.shape)
+    if isinstance(value, (bool, int, float, constexpr)):
+        return ()
+    return None
+
+
+def loop_types(where, line, names, before=None):
+    """Before a loop (``before`` None): the shapes of its carried ``names`` in the caller's frame. At the top of
+    a pass and after the loop: refuse a carried variable whose shape changed, as Triton's compiler does."""
+    local = sys._getframe(1).f_locals
+    now = {n: _shape_of(local[n]) for n in names if n in local}
+    if before is None:
+        return now
+    for n, shape in now.items():
+        was = before.get(n)
+        if was is not None and shape is not None and was != shape:
+            def say(s):
+                return "a scalar" if s == () else f"a block of shape {list(s)}"
+            raise CompilationError(
+                f"{where} line {line}: the loop carries `{n}`, which is {say(was)} before the loop and {say(shape)} "
+                f"inside it; Triton's compiler keeps a loop-carried variable's type (\"Loop-carried variable {n} has "
+                f"initial type ... but is re-assigned to ... in loop\"): start it as a block of that shape, "
+                f"{n} = tl.zeros({list(shape) if shape else '()'}, dtype=...)")
+    return None
+
+
 def parse(fn):
     """(source file, the function's FunctionDef with the file's lines and columns)."""
     try:
@@ -316,6 +380,10 @@ def free_names(fdef: ast.FunctionDef) -> list:
     return list(dict.fromkeys(n for n in read if n not in bound))
 
 
+def _as_list(node):
+    return node if isinstance(node, list) else [node]
+
+
 def compile_kernel(fn, kernels: tuple):
     """``fn`` compiled again in the kernel language: its constructs checked, its outside names bound as
     Triton binds them, each attribute read through :func:`attribute`, ``and``/``or`` as boolops.py makes them."""
@@ -333,12 +401,14 @@ def compile_kernel(fn, kernels: tuple):
         if a is not None:
             a.annotation = None
     fdef.body = [_Attributes(fn.__name__).visit(stmt) for stmt in fdef.body]
+    loops = _LoopTypes(fn.__name__, fdef)
+    fdef.body = [new for stmt in fdef.body for new in _as_list(loops.visit(stmt))]
     fdef = boolops.rewrite_tree(fdef)
     module = ast.Module([fdef], [])
     ast.fix_missing_locations(module)
     code = next(c for c in compile(module, fn.__code__.co_filename, "exec").co_consts
                 if isinstance(c, types.CodeType) and c.co_name == fn.__name__)
-    namespace = {"__builtins__": BUILTINS, ATTRIBUTE: attribute, boolops.HELPER: boolops.BoolOp,
+    namespace = {"__builtins__": BUILTINS, ATTRIBUTE: attribute, LOOP_TYPES: loop_types, boolops.HELPER: boolops.BoolOp,
                  "NotImplementedError": NotImplementedError}          # the starter's TODOs (_todo)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     for name in names:

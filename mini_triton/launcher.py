@@ -224,8 +224,9 @@ class JITFunction:
 def _normalize_grid(grid, values, name):
     if callable(grid):
         grid = grid(dict(values))
-    if isinstance(grid, int):
-        grid = (grid,)
+    if not isinstance(grid, (tuple, list)):
+        raise TypeError(f"{name}[{grid!r}]: the grid must be a tuple, such as ({grid!r},) for a 1-D grid; Triton "
+                        f"fails on a GPU with \"TypeError: object of type '{type(grid).__name__}' has no len()\"")
     grid = tuple(int(g) for g in grid)
     rank = len(grid)
     if not 1 <= rank <= 3:

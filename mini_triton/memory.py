@@ -24,6 +24,7 @@ from . import atomics, bounds, heap, runtime
 from . import dtypes as D
 from .arithmetic import cast, offsets_of
 from .blocks import Affine, as_block, broadcast_affine, broadcast_shape, full_handle, tensor
+from .errors import CompilationError
 
 
 class Buffer:
@@ -333,6 +334,7 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     if boundary_check:
         raise NotImplementedError(f"{runtime.location()}: tl.store with boundary_check (block pointers) is not "
                                   f"supported by mini_triton; use a mask, or a tensor descriptor")
+    _store_shape(pointer, value)
     ch, acc = _prepare("store", pointer, mask, value)
     acc.check_bounds("store")                       # a rejected store writes nothing
     val = cast(as_block(value), acc.buf.elem)
@@ -352,6 +354,18 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     ch.records.append(acc)
     if acc.locks is not None and acc.shape == ():
         atomics.release(ch, acc)                    # a plain store can release a lock too
+
+
+def _store_shape(pointer, value):
+    """Triton broadcasts a stored value to its pointers' shape, never the pointers to the value's: a value of
+    higher rank, or wider along an axis, does not compile (a 2-D tile through 1-D pointers, say)."""
+    p, v = as_block(pointer).shape, as_block(value).shape
+    fits = len(v) <= len(p) and all(a == b or a == 1 for a, b in zip(reversed(v), reversed(p)))
+    if not fits:
+        raise CompilationError(f"{runtime.location()}: tl.store of a value of shape {list(v)} through pointers of "
+                               f"shape {list(p)}: Triton broadcasts the value to the pointers' shape only, so this "
+                               f"does not compile on a GPU (\"Cannot broadcast\"); store through pointers of the "
+                               f"value's shape, or reduce the value first")
 
 
 def _scatter(ch, acc, vh):

@@ -386,3 +386,58 @@ def test_a_race_found_after_the_launch_ends_at_the_racing_line():
     filename, function, line = _frames(e.value)[-1]
     assert (filename, function) == (__file__, "racy_column_sum")
     assert "tl.store(out_ptr + cols, acc + x" in linecache.getline(filename, line)
+
+
+# ---- Triton's compile rules that the CPU enforces too ----------------------------------------------------------
+@triton.jit
+def scalar_accumulator(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    acc = 0.0
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + cols, mask=cols < n, other=0.0)     # a scalar made a block: Triton refuses
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+@triton.jit
+def scalar_sum_accumulator(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    acc = 0.0
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.sum(tl.load(x_ptr + cols, mask=cols < n, other=0.0), axis=0)   # stays a scalar: fine
+    tl.store(out_ptr, acc)
+
+
+@triton.jit
+def tile_through_row_pointers(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    rows = tl.arange(0, 2)[:, None]
+    cols = tl.arange(0, BLOCK)
+    tile = tl.load(x_ptr + rows * BLOCK + cols[None, :])
+    tl.store(out_ptr + cols, tile)                                # a 2-D value through 1-D pointers
+
+
+@triton.jit
+def row_through_tile_pointers(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    rows = tl.arange(0, 2)[:, None]
+    cols = tl.arange(0, BLOCK)
+    tl.store(out_ptr + rows * BLOCK + cols[None, :], tl.load(x_ptr + cols))    # broadcast to the pointers: fine
+
+
+@pytest.mark.parametrize("kernel, grid, args, words", [
+    (scalar_accumulator, (1,), (64,), "the loop carries `acc`, which is a scalar before the loop and a block of "
+                                      "shape [32] inside it"),
+    (tile_through_row_pointers, (1,), (), "tl.store of a value of shape [2, 32] through pointers of shape [32]"),
+    (copy_unmasked, 2, (64,), "the grid must be a tuple, such as (2,) for a 1-D grid"),
+], ids=["loop_carried_scalar_made_a_block", "store_of_higher_rank", "int_grid"])
+def test_what_triton_s_compiler_refuses_is_refused_on_the_cpu_with_its_line(kernel, grid, args, words):
+    x, out = torch.randn(64), torch.zeros(64)
+    with pytest.raises((triton.CompilationError, TypeError)) as e:
+        kernel[grid](x, out, *args, BLOCK=32)
+    assert words in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("kernel, args", [(scalar_sum_accumulator, (64,)), (row_through_tile_pointers, ())],
+                         ids=["scalar_stays_scalar", "value_broadcast_to_pointers"])
+def test_the_forms_triton_accepts_still_run(kernel, args):
+    x, out = torch.randn(64), torch.zeros(64)
+    kernel[(1,)](x, out, *args, BLOCK=32)
+    assert bool(out.ne(0).any())

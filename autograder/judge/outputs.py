@@ -294,6 +294,8 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
     err = outcome.task_error(task)
     if not err or outcome.info.get(task, {}).get("failed_in") != "bwd":
         return None
+    if text.autograd_hint(err):                     # the Function's own fault, wherever it shows: 4.6's
+        return Finding("dx", f"your backward failed for {story}: {err}", "gradient_count")
     if outcome.task_error(task_name("ag", "d")) is None:
         return Finding("dx", f"your backward failed for {story}: {err}", f"error: {err}")
     return no_r_saved(outcome, task, x, story, err) or Finding("dx", err, f"error: {err}")

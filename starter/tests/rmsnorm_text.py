@@ -33,3 +33,14 @@ def error_line(e: BaseException) -> str:
     """``e`` in one line: its type and the first line of its message (ERROR_LINE_CHARS at most)."""
     first = (str(e).strip().splitlines() or [""])[0]
     return f"{type(e).__name__}: {first[:ERROR_LINE_CHARS]}"
+
+
+def autograd_hint(message: str) -> str:
+    """What to do about an error PyTorch's autograd raised about the Function itself ('' for any other): a
+    backward that returns fewer or more gradients than forward has inputs."""
+    said = "returned an incorrect number of gradients (expected "
+    if said not in message:
+        return ""
+    expected = message.split(said, 1)[1].split(",", 1)[0]
+    return (f": TritonRMSNorm.backward must return one gradient for each input of forward(ctx, x, g, eps), "
+            f"{expected} in all, in that order: return dx, dg, None (None for eps, which needs none)")

@@ -44,6 +44,9 @@ EDITS = {
                                                 " + cols[None, :], mask=mask), 0.0)")],
     # the autograd Function returns gradients for x and g only, none for eps
     "two_gradients_for_three_inputs": [("        return dx, dg, None\n", "        return dx, dg\n")],
+    # the forward allocates y like x: for a transposed x, torch.empty_like keeps x's column-major layout
+    "y_allocated_like_x": [("    y = torch.empty((m, n), dtype=x.dtype, device=x.device)\n",
+                            "    y = torch.empty_like(x).view(m, n)\n")],
     # the forward loads x again to compute y
     "x_loaded_twice": [(FWD_R, f"{FWD_R}\n        {FWD_LOAD}")],
     # a while loop whose variable never moves

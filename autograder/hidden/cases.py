@@ -30,7 +30,7 @@ class Case(typing.NamedTuple):
     shape: tuple
     dtype: str
     eps: float = 1e-5
-    view: list | None = None               # [start, stop, step] of the last dimension of a wider tensor
+    view: list | str | None = None         # [start, stop, step] of a wider tensor's last dimension; "T": a transpose
     story: str = ""
     forward_only: bool = False             # checks y and r from rmsnorm_forward, not the whole autograd step
     dy_contiguous: bool = False            # with a view: dy is a contiguous tensor, its rows N apart, not x's
@@ -71,6 +71,10 @@ ROBUST = {
                        story=STRIDED.format("x[:, 0:80]", "(160, 1): rows are 160 elements apart")),
     "col_stride": Case((24, 160), "float32", view=[0, None, 2], part="4.3",
                        story=STRIDED.format("x[:, ::2]", "(160, 2): every other column")),
+    "transposed": Case((80, 24), "float32", view="T", part="4.3",
+                       story="x and dy of shape (24, 80) fp32, transposes of (80, 24) tensors, x.stride() = (1, 24): "
+                             "dense, but each row's elements are 24 apart (torch.empty_like(x) is laid out the same "
+                             "way)"),
     "mixed_strides": Case((24, 160), "float32", view=[0, 80, 1], dy_contiguous=True, part="4.3",
                           story="x of shape (24, 80) fp32, a view of a (24, 160) tensor with x.stride() = (160, 1), "
                                 "and a contiguous dy with dy.stride() = (80, 1): x's and dy's rows are different "
@@ -151,7 +155,7 @@ def _make(name, c: Case):
     x = torch.randn(*c.shape, generator=gen)
     for row in c.zero_rows:
         x[row] = 0
-    n = c.shape[-1] if c.view is None else len(range(c.shape[-1])[slice(*c.view)])
+    n = c.shape[-1] if c.view is None else c.shape[-2] if c.view == "T" else len(range(c.shape[-1])[slice(*c.view)])
     g = torch.rand(n, generator=gen) + 0.5
     dy = torch.randn(*c.shape[:-1], n if c.dy_contiguous else c.shape[-1], generator=gen)
     return x.to(dtype), g.to(dtype), dy.to(dtype)

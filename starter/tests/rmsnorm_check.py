@@ -246,11 +246,22 @@ def random_inputs(shape, dtype=torch.float32, device="cpu", seed=0):
 
 def apply_view(t, spec):
     """``t[..., start:stop:step]`` for ``spec`` = (start, stop[, step]), or ``t`` itself for None: a view of the
-    last dimension whose rows stay as far apart as ``t``'s. How the tests and the grader make strided inputs."""
+    last dimension whose rows stay as far apart as ``t``'s; "T": ``t``'s last two dimensions swapped (dense, but
+    its columns are rows apart). How the tests and the grader make strided inputs."""
+    if spec == "T":
+        return t.transpose(-1, -2)
     return t[..., slice(*spec)] if spec else t
 
 
 STRIDED_SHAPE, STRIDED_VIEW = (24, 160), (0, 80)      # the strided tests: views x[:, 0:80] of (24, 160) tensors
+
+
+def transposed_inputs(dtype=torch.float32, device="cpu", seed=0):
+    """x, g and dy of shape (24, 80) whose x and dy are transposes of (80, 24) tensors: dense, x.stride() = (1, 24),
+    so torch.empty_like(x) is laid out the same way, and a y made like it is not row-major."""
+    base_x, g, base_dy = random_inputs((80, 24), dtype, device, seed)
+    g = random_inputs((24, 80), dtype, device, seed + 1)[1]
+    return apply_view(base_x, "T"), g, apply_view(base_dy, "T")
 
 
 def strided_inputs(dtype=torch.float32, device="cpu", seed=0):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rmsnorm_check import (DTYPE_NAMES, assert_untouched, describe, host_ops_of, host_work_problem, kernel_stored,
-                           leave_garbage, random_inputs, reference, strided_inputs)
+                           leave_garbage, random_inputs, reference, strided_inputs, transposed_inputs)
 from rmsnorm_causes import backward_alternatives, backward_plain, dg_rows, forward_alternatives, pick
 from rmsnorm_diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, saved_r, saved_r_finding,
                               simulated)
@@ -213,6 +213,14 @@ def test_half_precision(impl, dtype):
         raise AssertionError(f"r from rmsnorm_forward has dtype {r.dtype} for {describe(x)}: it must be "
                              f"torch.float32 (one reciprocal RMS per row, kept in fp32 for the backward)")
     Step(impl, x, g, dy).grads()
+
+
+def test_transposed_x_and_dy(impl):
+    """x and dy dense but transposed (x.stride() = (1, 24)): y and dx must still come back right, whatever
+    layout torch.empty_like(x) would give them."""
+    x, g, dy = transposed_inputs(device=impl.DEVICE)
+    Step(impl, x, g, dy, story=f"{describe(x)} and dy, transposes of (80, 24) tensors (x.stride() = (1, 24))"
+         ).grads()
 
 
 def test_strided_rows_and_untouched_dy(impl):

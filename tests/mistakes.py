@@ -47,6 +47,9 @@ EDITS = {
     # the forward allocates y like x: for a transposed x, torch.empty_like keeps x's column-major layout
     "y_allocated_like_x": [("    y = torch.empty((m, n), dtype=x.dtype, device=x.device)\n",
                             "    y = torch.empty_like(x).view(m, n)\n")],
+    # rmsnorm_backward returns dg in fp32 for 16-bit g (autograd casts g.grad back; a direct caller gets fp32)
+    "dg_in_fp32": [("    dg = torch.empty_like(g)\n",
+                    "    dg = torch.empty(g.shape, dtype=torch.float32, device=g.device)\n")],
     # the forward loads x again to compute y
     "x_loaded_twice": [(FWD_R, f"{FWD_R}\n        {FWD_LOAD}")],
     # a while loop whose variable never moves

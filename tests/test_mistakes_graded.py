@@ -53,6 +53,8 @@ CHARGED = {
     "r_never_stored": (("r_not_stored",), ["1"], "no kernel stored r at all"),
     "grid_misses_rows": (("rows_not_stored_fwd",), ["1"], "the forward's grid misses some rows"),
     "only_2d_inputs": ((), ["4.2"], "ValueError: too many values to unpack"),
+    "dg_in_fp32": (("output_dtype",), ["4.6"], "dg from rmsnorm_backward has dtype float32 for x of shape (256, 128) "
+                                               "fp16"),
     "y_allocated_like_x": (("elements_not_stored_fwd",), ["4.3"], "transposes of (80, 24) tensors"),
     "two_gradients_for_three_inputs": (("gradient_count",), ["4.6"], "3 in all, in that order: return dx, dg, None"),
     "y_in_fp32": (("output_dtype",), ["4.6"], "y has dtype float32 for x of shape (256, 128) fp16"),

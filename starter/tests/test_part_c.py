@@ -202,6 +202,20 @@ def test_backward_wrapper_given_r(impl):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_backward_wrapper_keeps_the_input_dtypes(impl, dtype):
+    """rmsnorm_backward called on its own: dx in x's dtype, dg in g's (autograd would cast g.grad back
+    silently, a direct caller would not)."""
+    x, g, dy = random_inputs((33, 200), dtype, device=impl.DEVICE)
+    r = reference(x, g)[1].float().to(x.device)
+    dx, dg = impl.rmsnorm_backward(dy, x, g, r)
+    for name, got, want in (("dx", dx, x.dtype), ("dg", dg, g.dtype)):
+        if got.dtype != want:
+            raise AssertionError(f"{name} from rmsnorm_backward has dtype {got.dtype} for {describe(x)}: it must be "
+                                 f"{want} ({'x' if name == 'dx' else 'g'}'s dtype; keep fp32 for the sums "
+                                 f"inside, and convert the result)")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_half_precision(impl, dtype):
     """fp16/bf16 in and out, fp32 math inside (the tolerances are per dtype)."""
     x, g, dy = random_inputs((33, 200), dtype, device=impl.DEVICE)

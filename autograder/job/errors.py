@@ -25,8 +25,9 @@ def describe(e: BaseException) -> str:
 
 def _hint(e: BaseException) -> str:
     """What to do about errors whose cause is the grader's sandbox rather than the math, or autograd's rules."""
-    if text.autograd_hint(str(e)):
-        return text.autograd_hint(str(e))
+    autograd = text.autograd_hint(str(e))
+    if autograd:
+        return autograd
     if isinstance(e, SystemExit):
         return ": rmsnorm.py must not end the process (exit(), sys.exit()); return the outputs instead"
     if isinstance(e, MemoryError) or "can't allocate memory" in str(e):

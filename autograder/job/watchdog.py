@@ -42,7 +42,7 @@ def budgeted(budget, path: str):
             signal.setitimer(signal.ITIMER_PROF, 0, 0)
             where = watch.where()
             raise OutOfTime(where + ", on the simulator" + watch.progress() if where else "",
-                            watch.stuck() is not None)
+                            bool(watch.stuck()))
     old = signal.signal(signal.SIGPROF, tick)
     signal.setitimer(signal.ITIMER_PROF, SLICE_S, SLICE_S)
     try:

@@ -80,10 +80,12 @@ def owners(ledgers: dict) -> dict:
                 seen.setdefault(f.cause, []).append(part)
     def found_by_owner(cause, parts):
         owner = CAUSE_OWNERS.get(cause)
+        if owner in ledgers and cause in SUBMISSION_RULES:
+            return True                                  # charged in its owner wherever it showed
         return owner in parts or (owner in ledgers and any(f.cause in CAUSE_FAMILIES.get(cause, ())
                                                            for f in ledgers[owner].findings))
-    return {cause: CAUSE_OWNERS.get(cause) if found_by_owner(cause, parts) or cause in SUBMISSION_RULES
-            and CAUSE_OWNERS[cause] in ledgers else parts[0] for cause, parts in seen.items()}
+    return {cause: CAUSE_OWNERS.get(cause) if found_by_owner(cause, parts) else parts[0]
+            for cause, parts in seen.items()}
 
 
 def _charged_in(f: Finding, owner: dict) -> str:

@@ -84,8 +84,9 @@ class Step:
                 if kinds is not None and self.r_saved is None:
                     raise AssertionError(no_r_saved(kinds, rows, self.story) + f". Your backward then raised "
                                                                               f"{type(e).__name__}: {e}") from e
-                if autograd_hint(str(e)):
-                    raise AssertionError(f"y.backward(dy) failed for {self.story}: {e}{autograd_hint(str(e))}") from e
+                hint = autograd_hint(str(e))
+                if hint:
+                    raise AssertionError(f"y.backward(dy) failed for {self.story}: {e}{hint}") from e
                 raise
         assert_untouched("dy", dy, before, "your backward (y.backward(dy) through rmsnorm)")
         self.dx, self.dg, self.kinds, self.rows, self.impl = xg.grad, gg.grad, kinds, rows, impl

@@ -101,6 +101,14 @@ def not_captured(why: str) -> str:
             "one; in a model that leaves the GPU idle at every call: remove it")
 
 
+def not_timed(story: str, error: str) -> str:
+    """Why a forward+backward was not timed: its untimed call failed (``error``, the job's line for it); the
+    forward's own parts were timed without it."""
+    owner = " (item 3 charges the missing dg)" if "returned no dg" in error else ""
+    return (f"the forward+backward on {story} was not timed: its first call failed with {error}{owner}. The "
+            f"forward's speed parts were graded on their own; this part times a complete backward")
+
+
 def refusal(kind: str, info: dict, own=None) -> str | None:
     """Why the timed replay of one kind of step cannot be graded (None when it can): it was not captured,
     Python ran beside it, torch did the work, kernels that are neither PyTorch's nor among ``own`` (the

@@ -8,6 +8,9 @@ their own.
 
     verdicts({"name": Path("rmsnorm.py"), ...}) -> {name: {"failed": {part: message}, "notes": {...},
                                                            "causes": {part: [cause, ...]}}}
+
+With ``gpu_cases=True`` the GPU job's robustness cases (cases.gpu_jobs()["robust"]) run too, on the
+simulator, and are judged as the GPU job's: what the GPU grading's judge makes of them, without a GPU.
 """
 import concurrent.futures
 import multiprocessing
@@ -25,32 +28,72 @@ def _start():
     sys.path.insert(0, str(ROOT))
 
 
-def _grade(path: str) -> dict:
-    from autograder import config, runner
+def _grade(path: str, gpu_cases: bool = False) -> dict:
     from autograder.check import reference
-    from autograder.job import remote
     from autograder.job.main import setup_backend
-    from autograder.hidden.cases import flat, sim_inputs, sim_jobs
+    from autograder.hidden.cases import GPU_ROBUST, flat, gpu_jobs, make_inputs, sim_inputs, sim_jobs
     from autograder.judge import ledgers
     from autograder.judge.charge import charge
     triton = setup_backend(ROOT, "mini_triton")
     inputs = sim_inputs(lambda x, g, eps: reference(x, g, eps=eps)[1].float())
     submission = Path(path)
     groups = sim_jobs()
-    hosts = remote.fork_hosts(submission, triton, len(groups))       # the submission's processes, as a job forks them
-    results, tensors, error = remote.run_groups(hosts, groups, flat(inputs), triton, submission,
-                                                submission.read_text(encoding="utf-8", errors="replace"),
-                                                config.SIM_LIMITS.timeout_s)
-    outcome = runner.Outcome(tensors, results, f"importing rmsnorm.py failed: {error}" if error else None, None)
-    found = ledgers((inputs, outcome))
+    outcome = _run(triton, submission, groups, flat(inputs))
+    gpu = None
+    if gpu_cases:
+        robust = {name: {k: v for k, v in task.items() if k != "device"}
+                  for name, task in gpu_jobs()["robust"].items()}
+        gpu_inputs = make_inputs(GPU_ROBUST)
+        gpu = (gpu_inputs, _run(triton, submission, {"robust": robust}, flat(gpu_inputs)))
+    found = ledgers((inputs, outcome), gpu)
     verdicts = charge(found)
     return {"failed": {p: v.failure for p, v in verdicts.items() if v.failure},
             "notes": {p: v.notes for p, v in verdicts.items() if v.notes},
             "causes": {p: sorted({f.cause for f in L.findings if f.cause}) for p, L in found.items()}}
 
 
-def verdicts(paths: dict, workers: int = 2) -> dict:
+def _run(triton, submission: Path, groups: dict, inputs: dict):
+    """The outcome of one job's groups of tasks, each in a submission's process forked as a job forks them."""
+    from autograder import config, runner
+    from autograder.job import remote
+    hosts = remote.fork_hosts(submission, triton, len(groups))
+    results, tensors, error = remote.run_groups(hosts, groups, inputs, triton, submission,
+                                                submission.read_text(encoding="utf-8", errors="replace"),
+                                                config.SIM_LIMITS.timeout_s)
+    return runner.Outcome(tensors, results, f"importing rmsnorm.py failed: {error}" if error else None, None)
+
+
+def verdicts(paths: dict, workers: int = 2, gpu_cases: bool = False) -> dict:
     """{name: verdicts} of each submission (a path to its rmsnorm.py)."""
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start) as pool:
-        return dict(zip(paths, pool.map(_grade, [str(p) for p in paths.values()])))
+        jobs = [str(p) for p in paths.values()]
+        return dict(zip(paths, pool.map(_grade, jobs, [gpu_cases] * len(jobs))))
+
+
+def _most_masks_per_launch(path: str, shape: tuple) -> int:
+    """The most (buffer, mask) pairs the judge's provenance was handed for one launch, in an autograd task of
+    ``shape`` (fp32): a launch's records merged per buffer, or one per record as a row loop leaves them."""
+    from autograder.check import reference  # noqa: F401 -- the grader's imports, in their order
+    from autograder.hidden.cases import case, flat, make_inputs
+    from autograder.job import provenance
+    from autograder.job.main import setup_backend
+    triton = setup_backend(ROOT, "mini_triton")
+    most, stored = [0], provenance.Memory.launch_stored
+
+    def counted(self, stores, dirty):
+        most[0] = max(most[0], len(stores))
+        return stored(self, stores, dirty)
+    provenance.Memory.launch_stored = counted
+    inputs = make_inputs({"rows": case(shape)})
+    task = {"op": "autograd", "tensors": {t: f"{t}.rows" for t in ("x", "g", "dy")}}
+    outcome = _run(triton, Path(path), {"one": {"ag_rows": task}}, flat(inputs))
+    assert outcome.info["ag_rows"].get("ok"), outcome.info["ag_rows"]
+    return most[0]
+
+
+def most_masks_per_launch(path: Path, shape: tuple) -> int:
+    """``_most_masks_per_launch`` in a spawned process, as ``verdicts`` runs a grading."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
+        return pool.submit(_most_masks_per_launch, str(path), shape).result()

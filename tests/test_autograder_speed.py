@@ -281,3 +281,33 @@ def test_calibrate_without_a_gpu_says_it_needs_one_instead_of_grading(capsys):
     from autograder import calibrate
     assert calibrate.main([str(ROOT / "solution" / "rmsnorm.py"), "--runs", "1"]) == 2
     assert "needs a CUDA GPU and none is visible here" in capsys.readouterr().err
+
+
+class _NoDg(torch.autograd.Function):
+    """RMSNorm whose backward returns dx and no dg (as a backward that drops g's gradient does)."""
+
+    @staticmethod
+    def forward(ctx, x, g):
+        ctx.save_for_backward(x, g)
+        return reference(x, g)[0].to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, g = ctx.saved_tensors
+        return torch.zeros_like(x), None
+
+
+def test_a_backward_without_dg_costs_the_forward_backward_parts_and_not_the_forward_s(monkeypatch):
+    """The forward is timed on its own: a backward that fails (here, no dg) leaves 10.1 and 10.2 graded, and
+    10.3 and 10.4 say the forward+backward was not timed and that item 3 charges the missing dg."""
+    import types
+    mod = types.SimpleNamespace(rmsnorm_forward=lambda x, g: reference(x, g)[:2], rmsnorm=_NoDg.apply)
+    timed = []
+    monkeypatch.setattr(timing, "time_cuda", lambda step, **kw: (step(), 1.0)[1])
+    monkeypatch.setattr(job_speed, "gpu_timed", lambda mod, kind, names, task, info: timed.append(kind) or {})
+    tensors, info = job_speed.run_speed(mod, {"shape": (8, 16), "dtype": "float32", "device": "cpu"})
+    assert timed == ["fwd"] and info["fwd_ms"] == 1.0 and "fwdbwd_ms" not in info
+    assert "y" in tensors and "dx" not in tensors and len(info["rows"]) >= 1
+    assert job_speed.NO_DG in info["fwdbwd_error"], info
+    message = speed.not_timed("x of shape (8, 16) fp32", info["fwdbwd_error"])
+    assert "was not timed" in message and "item 3 charges the missing dg" in message

@@ -13,7 +13,7 @@ import pytest
 
 from autograder import scan
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from grade_in_process import verdicts  # noqa: E402
+from grade_in_process import most_masks_per_launch, verdicts  # noqa: E402
 
 STYLES = Path(__file__).resolve().parent / "library_styles"
 # file: {part it fails: words its message must say}
@@ -54,3 +54,19 @@ def test_a_library_file_fails_only_what_its_correctness_fails_each_with_its_caus
     assert sorted(failed) == sorted(EXPECTED[name]), {p: m[:300] for p, m in failed.items()}
     for part, words in EXPECTED[name].items():
         assert words in failed[part], (part, failed[part])
+
+
+def test_the_gpu_jobs_cases_charge_a_missing_dg_where_the_cpus_do():
+    """Unsloth's backward returns no dg. On the GPU grading, 4.4's case there (autograd at N = 32768) has g.grad
+    None: the cause is rmsnorm_backward's own, charged in item 3 as on the CPU, not a second time in 4.4. The GPU
+    job's cases run here on the simulator and are judged as the GPU job's."""
+    got = verdicts({"unsloth": STYLES / "unsloth.py"}, workers=1, gpu_cases=True)["unsloth"]
+    assert sorted(got["failed"]) == sorted(EXPECTED["unsloth"]), {p: m[:300] for p, m in got["failed"].items()}
+    assert got["causes"]["4.4"] == ["no_dg_backward"], got["causes"]
+
+
+def test_a_row_loop_costs_the_judge_one_mask_per_buffer_not_one_per_iteration():
+    """Liger's backward loops over ~M/SMs rows per program, leaving an access record per iteration. The judge's
+    provenance merges a launch's records per buffer: one mask per record made a (4096, 1024) rerun take 15 GB
+    and 120 s in the judge's process (2.4 s run directly)."""
+    assert most_masks_per_launch(STYLES / "liger.py", (512, 256)) <= 8

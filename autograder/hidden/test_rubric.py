@@ -17,7 +17,7 @@ from autograder.judge import judge
 from autograder.judge.charge import note
 from autograder.judge.outputs import SOURCES, got, got_instead, not_made
 from autograder.rubric import COPY_NEEDED, PARTS
-from autograder.speed import baseline_times, full_reference, gpu_verdict, reference_at_rows
+from autograder.speed import baseline_times, full_reference, gpu_verdict, not_timed, reference_at_rows
 from autograder.job.shared import text
 
 from autograder.hidden.cases import SPEED_SEED, SPEED_SHAPE, kind_of, robust_parts, task_name
@@ -156,6 +156,8 @@ def _speed(gpu, baseline, own_functions, part, record_property):
     x, ref = reference_at_rows(SPEED_SHAPE, dtype, seed, rows)
     story = (f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)} (a timing input; y and dx compared at "
              f"{len(rows)} rows drawn after the call)")
+    if kind == "fwdbwd" and info.get("fwdbwd_error"):
+        fail(not_timed(f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)}", str(info["fwdbwd_error"])))
     check(outcome, task, names, x, ref, story, n_rows=SPEED_SHAPE[0])
     wrong = _replay_wrong(outcome, dtype, kind, info, f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)} "
                                                       f"(new timing inputs, every element compared)")

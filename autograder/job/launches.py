@@ -188,7 +188,7 @@ class Launcher:
             return {}
         bound = kernel.bind(pos, kw)
         by_name = {name: views[id(v)] for name, v in bound.items() if id(v) in views}
-        reads, stores = [], []
+        reads, stores = {}, {}                       # {(buffer, element size): Touched}, whatever the records' number
         for a in stats[0].args.values():
             if a.name not in by_name:
                 continue
@@ -196,9 +196,10 @@ class Launcher:
             size = view.element_size()
             for r in a.records:
                 if r.kind.reads() and buf.dirty():
-                    reads.append((buf, size, elements(r, buf.nbytes // size)))
+                    touched(reads, buf, size).add(r)
                 if r.kind.writes():
-                    stores.append((buf, size, elements(r, buf.nbytes // size)))
+                    touched(stores, buf, size).add(r)
+        reads, stores = [t.masked() for t in reads.values()], [t.masked() for t in stores.values()]
         dirty = self.memory.launch_reads_dirty(reads, stores)
         self.memory.launch_stored(stores, dirty)
         self.stored = {id(buf): buf for buf, _, _ in stores}
@@ -215,20 +216,40 @@ class Launcher:
             b.mark(b.mirror != before[id(b)], TAINTED)
 
 
-def elements(r, count: int) -> torch.Tensor:
-    """The elements of its buffer an access record touched, as a mask over ``count`` elements (a dense record's
-    ranges without listing each lane), counted from the buffer's first element."""
-    base = r.buf.storage_offset
-    if r.dense:
-        P = int(r.pids.numel())
-        lo = (r.lo.expand(P) if r.lo.numel() == 1 else r.lo) + base
-        hi = (r.hi.expand(P) if r.hi.numel() == 1 else r.hi) + base
-        keep = (r.count.expand(P) if r.count.numel() == 1 else r.count) > 0
-        lo, hi = lo[keep].clamp(0, count), (hi[keep] + 1).clamp(0, count)
-        edges = torch.zeros(count + 1, dtype=torch.int32)
-        edges.index_add_(0, lo, torch.ones_like(lo, dtype=torch.int32))
-        edges.index_add_(0, hi, -torch.ones_like(hi, dtype=torch.int32))
-        return torch.cumsum(edges, 0)[:count] > 0
-    mask = torch.zeros(count, dtype=torch.bool)
-    mask[(r.active_offsets()[0] + base).clamp(0, max(0, count - 1))] = True
-    return mask
+def touched(by_buffer: dict, buf, size: int) -> "Touched":
+    key = (id(buf), size)
+    if key not in by_buffer:
+        by_buffer[key] = Touched(buf, size)
+    return by_buffer[key]
+
+
+class Touched:
+    """The elements of one buffer that a launch's access records touched, as one mask over its elements of
+    ``size`` bytes, counted from its first. A kernel with a row loop leaves a record per iteration: their ranges
+    are summed as edges (+1 where a range starts, -1 past its end) and the mask is made once, so the cost
+    grows with the records plus the buffer, never with their product."""
+
+    def __init__(self, buf, size: int):
+        self.buf, self.size, self.count = buf, size, buf.nbytes // size
+        self.edges = torch.zeros(self.count + 1, dtype=torch.int32)
+        self.lanes = None                           # the elements of records with lanes listed one by one
+
+    def add(self, r):
+        base = r.buf.storage_offset
+        if r.dense:
+            P = int(r.pids.numel())
+            lo = (r.lo.expand(P) if r.lo.numel() == 1 else r.lo) + base
+            hi = (r.hi.expand(P) if r.hi.numel() == 1 else r.hi) + base
+            keep = (r.count.expand(P) if r.count.numel() == 1 else r.count) > 0
+            lo, hi = lo[keep].clamp(0, self.count), (hi[keep] + 1).clamp(0, self.count)
+            self.edges.index_add_(0, lo, torch.ones_like(lo, dtype=torch.int32))
+            self.edges.index_add_(0, hi, -torch.ones_like(hi, dtype=torch.int32))
+            return
+        if self.lanes is None:
+            self.lanes = torch.zeros(self.count, dtype=torch.bool)
+        self.lanes[(r.active_offsets()[0] + base).clamp(0, max(0, self.count - 1))] = True
+
+    def masked(self) -> tuple:
+        """(Buffer, element size, mask over its elements), as provenance.Memory takes a launch's accesses."""
+        mask = torch.cumsum(self.edges, 0)[:self.count] > 0
+        return self.buf, self.size, mask if self.lanes is None else mask | self.lanes

@@ -28,7 +28,7 @@ The judge is five modules, each reading only those above it:
 """
 from __future__ import annotations
 
-from ..hidden.cases import robust_parts
+from ..hidden.cases import robust_parts, task_name
 from .charge import charge
 from .correctness import item_1, items_2_3, part_4_6, part_4_7, robust_part
 from .fused import item_5, item_6, item_7, item_8, item_9
@@ -37,6 +37,7 @@ from .fused import item_5, item_6, item_7, item_8, item_9
 def ledgers(sim, gpu=None) -> dict:
     """{part: Ledger} for every part graded on the CPU (and 4.4, 4.7 with their GPU cases when ``gpu``)."""
     inputs, outcome = sim
+    gpu = None if gpu is None else (gpu[0], GpuView(gpu[1], outcome))
     dx, dg = items_2_3(inputs, outcome)
     parts = {"1": item_1(inputs, outcome), "2": dx, "3": dg}
     for part in robust_parts():
@@ -46,6 +47,18 @@ def ledgers(sim, gpu=None) -> dict:
     parts.update({"5": item_5(inputs, outcome), "6": item_6(inputs, outcome), "7": item_7(inputs, outcome),
                   "8": item_8(inputs, outcome), "9": item_9(inputs, outcome)})
     return parts
+
+
+class GpuView:
+    """The GPU job's outcome, also answering for the simulator's direct backward task: whether rmsnorm_backward
+    called on its own returns no dg decides which part owns a dg missing on the GPU (outputs.no_dg), so that one
+    mistake has one owner on both machines."""
+
+    DIRECT = task_name("bwd", "d")
+
+    def __init__(self, gpu, sim):
+        self.tensors, self.task_error = gpu.tensors, gpu.task_error
+        self.info = {self.DIRECT: sim.info.get(self.DIRECT, {}), **gpu.info}
 
 
 def judge(sim, gpu=None) -> dict:

@@ -26,7 +26,8 @@ from . import accounts, check, config, isolation, runtime, sandbox
 from .config import Limits
 from .errors import GraderError
 from .job.errors import scrub
-from .job.protocol import INPUTS, JOB, KEY_BYTES, OUTPUTS_JSON, OUTPUTS_PT, READY, RUNNING, SIGNATURE, signature
+from .job.protocol import (INPUTS, JOB, KEY_BYTES, OUTPUTS_JSON, OUTPUTS_PT, READY, RUNNING, SIGNATURE,
+                           compiled_seconds, signature)
 
 JOB_LINES = (READY, RUNNING)
 
@@ -104,7 +105,8 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | Non
             res = sandbox.run(sandbox.python_argv(Path(runtime_root) / runtime.ENTRY, job / "rmsnorm.py", job,
                                                   len(groups or [tasks])), cwd=job,
                               env=env, limits=limits, account=account, stdin=key,
-                              private=(job, isolation.readable_paths(runtime_root)))
+                              private=(job, isolation.readable_paths(runtime_root)),
+                              extra=compiled_seconds if backend != "mini_triton" else None)
             return _collect(job, res, limits, key, account, on_gpu=backend != "mini_triton")
         finally:
             shutil.rmtree(job, ignore_errors=True)
@@ -148,7 +150,8 @@ def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None, o
     if READY not in res.stdout:
         raise GraderError(*_not_started(res, limits, account))
     if res.timed_out:
-        return Outcome({}, {}, check.timed_out(limits.timeout_s, _where(res), on_gpu), res)
+        return Outcome({}, {}, check.timed_out(limits.timeout_s, _where(res) + _compiling(res, limits), on_gpu),
+                       res)
     if res.out_of_cpu:
         hint = check.GPU_SLOW_HINT if on_gpu else check.SLOW_HINT
         return Outcome({}, {}, f"ran out of CPU time ({limits.cpu_s} s){_where(res)}: {hint}", res)
@@ -192,6 +195,18 @@ def _where(res: sandbox.Result) -> str:
     """" while running rmsnorm_forward on x of shape ...": what the job said it was doing last."""
     doing = [ln[len(RUNNING):] for ln in res.stdout.splitlines() if ln.startswith(RUNNING)]
     return f" while {doing[-1]}" if doing else ""
+
+
+def _compiling(res: sandbox.Result, limits) -> str:
+    """" (and 212 s compiling, not counted)": the time Triton spent compiling, which the limit left out up to
+    ``limits.compile_s``."""
+    spent = compiled_seconds(res.stdout)
+    if not spent or not limits.compile_s:
+        return ""
+    if spent < limits.compile_s:
+        return f" (and {spent:.0f} s compiling, not counted)"
+    return (f" (and {spent:.0f} s compiling, of which {limits.compile_s:.0f} s are not counted: fewer autotune "
+            f"configs, or smaller blocks at large N, compile faster)")
 
 
 def _not_started(res: sandbox.Result, limits, account) -> tuple[str, str]:

@@ -57,10 +57,12 @@ class Result:
 
 
 def _read_capped(stream, sink: list, cap: int):
-    """Keep the first ``cap`` bytes; read and drop the rest so the child never blocks."""
+    """Keep the first ``cap`` bytes; read and drop the rest so the child never blocks. Each chunk is kept as it
+    arrives (read1), so a line the child printed is seen while it still runs (its COMPILED lines)."""
     kept = 0
+    read = getattr(stream, "read1", stream.read)
     while True:
-        chunk = stream.read(65536)
+        chunk = read(65536)
         if not chunk:
             break
         if kept < cap:
@@ -102,20 +104,29 @@ def kill_marked_processes(token: str):
             pass
 
 
-def _wait(pid: int, timeout: float | None):
-    """(exit code, CPU seconds) of child ``pid``, or (None, None) if it still runs after ``timeout``."""
-    deadline = None if timeout is None else time.monotonic() + timeout
+def _wait(pid: int, timeout: float | None, extra=None):
+    """(exit code, CPU seconds) of child ``pid``, or (None, None) if it still runs after ``timeout`` plus what
+    ``extra()`` grants by then (seconds the child spent compiling, say; asked twice a second)."""
+    start = time.monotonic()
+    granted, asked = 0.0, start
     while True:
-        done, status, usage = os.wait4(pid, 0 if deadline is None else os.WNOHANG)
+        done, status, usage = os.wait4(pid, 0 if timeout is None else os.WNOHANG)
         if done:
             return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if extra is not None and now - asked >= 0.5:
+            granted, asked = max(granted, extra()), now
+        if now - start >= timeout + granted:
+            if extra is not None:
+                granted = max(granted, extra())     # a grant printed just before the deadline still counts
+                if now - start < timeout + granted:
+                    continue
             return None, None
         time.sleep(0.02)
 
 
 def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
-        cap: int = OUTPUT_CAP, stdin: bytes | None = None, private=None) -> Result:
+        cap: int = OUTPUT_CAP, stdin: bytes | None = None, private=None, extra=None) -> Result:
     """Run ``argv`` sandboxed; always returns, whatever the child does.
 
     ``account``: the pwd entry of the sandbox account to run as (accounts.for_job()); None runs
@@ -123,6 +134,7 @@ def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
     ``stdin``: bytes the child can read once from its standard input (the job's signing key).
     ``private``: (job folder, folders to read) to run the child in a private view of the file system
     that holds only those and the system (isolation.py), where the machine allows it (root, Linux).
+    ``extra``: extra(stdout so far) -> seconds to add to ``limits.timeout_s`` (at most ``limits.compile_s``).
     """
     limits = limits or Limits()
     if account is None and os.geteuid() == 0:
@@ -160,7 +172,10 @@ def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
     for t in readers:
         t.start()
     try:
-        code, cpu = _wait(proc.pid, limits.timeout_s)
+        grant = None
+        if extra is not None and limits.compile_s:
+            grant = lambda: min(limits.compile_s, extra(b"".join(out).decode("utf-8", "replace")))  # noqa: E731
+        code, cpu = _wait(proc.pid, limits.timeout_s, grant)
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)         # the child and anything it started

@@ -9,7 +9,7 @@ their own.
     verdicts({"name": Path("rmsnorm.py"), ...}) -> {name: {"failed": {part: message}, "notes": {...},
                                                            "causes": {part: [cause, ...]}}}
 
-With ``gpu_cases=True`` the GPU job's robustness cases (cases.gpu_jobs()["robust"]) run too, on the
+With ``gpu_cases=True`` the GPU jobs' robustness cases (cases.gpu_jobs(), all but "speed") run too, on the
 simulator, and are judged as the GPU job's: what the GPU grading's judge makes of them, without a GPU.
 """
 import concurrent.futures
@@ -42,7 +42,7 @@ def _grade(path: str, gpu_cases: bool = False) -> dict:
     gpu = None
     if gpu_cases:
         robust = {name: {k: v for k, v in task.items() if k != "device"}
-                  for name, task in gpu_jobs()["robust"].items()}
+                  for job, tasks in gpu_jobs().items() if job != "speed" for name, task in tasks.items()}
         gpu_inputs = make_inputs(GPU_ROBUST)
         gpu = (gpu_inputs, _run(triton, submission, {"robust": robust}, flat(gpu_inputs)))
     found = ledgers((inputs, outcome), gpu)

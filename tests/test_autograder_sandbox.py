@@ -34,12 +34,12 @@ def box():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def child(folder, code, limits=FAST):
+def child(folder, code, limits=FAST, **kw):
     script = folder / "evil.py"
     script.write_text(textwrap.dedent(code))
     script.chmod(0o644)
     with accounts.for_job() as account:
-        return sandbox.run(sandbox.python_argv(script), cwd=folder, limits=limits, account=account)
+        return sandbox.run(sandbox.python_argv(script), cwd=folder, limits=limits, account=account, **kw)
 
 
 
@@ -56,6 +56,54 @@ def test_infinite_loop_that_ignores_sigalrm_and_catches_baseexception_is_killed(
                 pass
     """, sandbox.Limits(timeout_s=2, cpu_s=20))
     assert r.timed_out and r.returncode is None and r.seconds < 10
+
+
+COMPILES = """
+    import time
+    print("rmsnorm-worker: compiled {said}", flush=True)
+    time.sleep({sleep})
+    print("done", flush=True)
+"""
+
+
+@pytest.mark.parametrize("said, sleep, finishes", [
+    (3.0, 3.5, True),             # 2 s to run and 3 s compiling: the compiling is not counted
+    (0.0, 3.5, False),            # nothing compiled: the plain limit
+    (1000.0, 6.0, False),         # a line the submission forged: granted up to compile_s only
+])
+def test_time_a_job_says_it_spent_compiling_is_added_to_its_limit_up_to_a_cap(box, said, sleep, finishes):
+    from autograder.job.protocol import compiled_seconds
+    limits = sandbox.Limits(timeout_s=2, cpu_s=20, compile_s=3.0)
+    r = child(box, COMPILES.format(said=said, sleep=sleep), limits, extra=compiled_seconds)
+    assert r.timed_out is not finishes and ("done" in r.stdout) is finishes, r
+    assert r.seconds < 2 + 3 + 3
+
+
+def test_a_jobs_compile_seconds_are_read_from_its_last_compiled_line():
+    from autograder.job.protocol import COMPILED, compiled_seconds
+    assert compiled_seconds("") == 0.0 and compiled_seconds(f"{COMPILED}oops\n") == 0.0
+    assert compiled_seconds(f"x\n{COMPILED}1.5\n{COMPILED}12.0\nrmsnorm-worker: now running y\n") == 12.0
+    assert compiled_seconds(f"{COMPILED}-50\n") == 0.0
+
+
+def test_the_gpu_job_s_compile_clock_prints_the_seconds_triton_spent_compiling(capsys):
+    """Triton's hooks before and after each compile (triton.knobs.runtime) report the time between them; they
+    never ask Triton to skip a compile. Where Triton has no such hooks the clock says it is not there."""
+    knobs = pytest.importorskip("triton.knobs")
+    from autograder.job.main import compile_clock
+    from autograder.job.protocol import COMPILED, compiled_seconds
+    saved = knobs.runtime.jit_cache_hook, knobs.runtime.jit_post_compile_hook
+    try:
+        assert compile_clock()
+        before, after = knobs.runtime.jit_cache_hook, knobs.runtime.jit_post_compile_hook
+        assert before(key="k", repr="kernel", fn=None, compile={}, is_manual_warmup=False,
+                      already_compiled=False) is False
+        __import__("time").sleep(0.2)
+        after(key="k", repr="kernel", fn=None, compile={}, is_manual_warmup=False, already_compiled=False)
+        out = capsys.readouterr().out
+        assert COMPILED in out and 0.15 <= compiled_seconds(out) < 5
+    finally:
+        knobs.runtime.jit_cache_hook, knobs.runtime.jit_post_compile_hook = saved
 
 
 def test_children_it_spawns_die_with_it(box):
@@ -268,15 +316,15 @@ def imports_of(path):
                          [shared.FOLDER / f"{name}.py" for name in shared.FOR_JOBS], ids=lambda p: p.name)
 def test_the_job_imports_nothing_of_the_grader_beyond_the_runtime(path):
     """What a job runs must import only what the runtime folder holds: the job, the files it shares (each of
-    them only those before it), the simulator, the standard library and torch; never another module of the
-    grader."""
+    them only those before it), the simulator, the standard library, torch and Triton (the GPU job runs on it);
+    never another module of the grader."""
     allowed = shared.FOR_JOBS[:shared.FOR_JOBS.index(path.stem)] if path.stem in shared.FOR_JOBS else shared.FOR_JOBS
     found = imports_of(path)
     assert found or path.name in ("__init__.py", "rmsnorm_text.py")
     for module, line in found:
         top = module.split(".")[0]
         ok = (module.startswith(".") or module.startswith("autograder.job") or top in allowed
-              or top in ("torch", "mini_triton") or top in sys.stdlib_module_names)
+              or top in ("torch", "mini_triton", "triton") or top in sys.stdlib_module_names)
         assert ok, f"{path.name} line {line} imports {module}"
 
 

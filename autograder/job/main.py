@@ -9,13 +9,14 @@ import importlib.util
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import torch
 
 from .errors import describe
 from .norms import watch_norms
-from .protocol import INPUTS, JOB, OUTPUTS_JSON, READY, RUNNING, signer, write_outputs
+from .protocol import COMPILED, INPUTS, JOB, OUTPUTS_JSON, READY, RUNNING, signer, write_outputs
 from .shared import load
 from . import remote
 from .tasks import run_tasks
@@ -36,6 +37,34 @@ def setup_backend(root: Path, backend: str):
     return None
 
 
+def compile_clock() -> bool:
+    """With real Triton: after each kernel it compiles, print the seconds compiling has taken so far (protocol
+    COMPILED), which the grader adds to the job's time limit. Triton's hooks run before and after each compile
+    (an autotuned kernel compiles once per config and key). False where this Triton has no such hooks: the plain
+    limit then holds."""
+    try:
+        from triton import knobs
+        runtime = knobs.runtime
+        if not (hasattr(runtime, "jit_cache_hook") and hasattr(runtime, "jit_post_compile_hook")):
+            return False
+    except Exception:                               # noqa: BLE001 -- no Triton, or an older one
+        return False
+    clock = {"start": None, "total": 0.0}
+
+    def before(*args, **kwargs):
+        clock["start"] = time.monotonic()
+        return False                                 # False: compile (True would skip it)
+
+    def after(*args, **kwargs):
+        if clock["start"] is not None:
+            clock["total"] += time.monotonic() - clock["start"]
+            clock["start"] = None
+            print(f"{COMPILED}{clock['total']:.1f}", flush=True)
+        return False
+    runtime.jit_cache_hook, runtime.jit_post_compile_hook = before, after
+    return True
+
+
 def load_submission(path: Path):
     spec = importlib.util.spec_from_file_location("rmsnorm", path)
     mod = importlib.util.module_from_spec(spec)
@@ -54,6 +83,8 @@ def main(argv):
     if backend != "mini_triton" and torch.cuda.is_available():
         timing.keep()
     triton = setup_backend(ROOT, backend)
+    if triton is None:
+        compile_clock()
     watch_norms(submission)
     results = {"_worker": {"torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0]}}
     (job_dir / OUTPUTS_JSON).write_bytes(b"")          # the job folder is writable

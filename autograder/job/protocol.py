@@ -8,7 +8,9 @@ fail the grader's check (runner._signed).
 
 The job prints ``READY`` once its own setup is done (torch, the inputs, the simulator), before the
 submission is loaded: a job that stops before that line failed for the grader's reasons, never the
-student's. Before each thing it runs it prints a ``RUNNING`` line, so that a time-out can name it.
+student's. Before each thing it runs it prints a ``RUNNING`` line, so that a time-out can name it. On
+the GPU it prints a ``COMPILED`` line after each kernel Triton compiles: the time compiling and autotuning
+takes is added to the job's time limit, up to a cap (sandbox.run), so a case's limit is for running it.
 """
 import hashlib
 import hmac
@@ -26,6 +28,19 @@ OUTPUTS_JSON, OUTPUTS_PT, SIGNATURE = "outputs.json", "outputs.pt", "outputs.sig
 KEY_BYTES = 32
 READY = "rmsnorm-worker: ready"
 RUNNING = "rmsnorm-worker: now "          # + what runs now: the grader names it if the job times out
+COMPILED = "rmsnorm-worker: compiled "    # + the seconds Triton has spent compiling so far: not counted (GPU)
+
+
+def compiled_seconds(stdout: str) -> float:
+    """The seconds of compiling a job's last COMPILED line reports (0.0 when none). The submission shares the
+    job's process on the GPU and may print such a line itself: the grader caps what it grants (Limits)."""
+    at = stdout.rfind(COMPILED)
+    if at < 0:
+        return 0.0
+    try:
+        return max(0.0, float(stdout[at + len(COMPILED):].split("\n", 1)[0].split()[0]))
+    except (ValueError, IndexError):
+        return 0.0
 
 
 def output_key(task: str, output: str, what: str = "") -> str:

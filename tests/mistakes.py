@@ -28,6 +28,16 @@ DOT = "c = tl.sum(dyg * x, axis=1) * (r * r * r) / n_cols"
 SINGLE = "    if SINGLE_PASS:\n        # The whole row fits in registers: read x once, write y once."
 
 EDITS = {
+    # -- addresses: a kernel reads one tensor where another is expected ------------------------------------
+    # the backward's dy tile is loaded from x_ptr (with dy's row stride): dy is never read, x twice
+    "dy_loaded_from_x_ptr": [("load_tile(dy_ptr, rows, dy_row_stride, cols, mask)",
+                              "load_tile(x_ptr, rows, dy_row_stride, cols, mask)")],
+    # the forward's wrapper passes y where the kernel takes x, and x where it takes y
+    "x_and_y_swapped_at_launch": [("            x2, g, y, r, m, n, x2.stride(0), y.stride(0), float(eps),",
+                                   "            y, g, x2, r, m, n, x2.stride(0), y.stride(0), float(eps),")],
+    # the wrapper passes dy where the backward kernel takes x, and x where it takes dy
+    "x_and_dy_swapped_at_launch": [("        x2, g, dy2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(0),",
+                                    "        dy2, g, x2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(0),")],
     # every load of a tile reads its lanes past N (and past M) too
     "no_mask": [(LOAD_TILE, LOAD_TILE.replace(", mask=mask, other=0.0", ""))],
     # masked-off lanes are left undefined (NaN in the simulator) and enter the sums

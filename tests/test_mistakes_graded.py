@@ -25,6 +25,14 @@ from mistakes import EDITS, mistake  # noqa: E402
 CRASH = ["1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "6", "8", "9"]
 # mistake: (the causes the diagnosis names, the parts it costs, words the first of them must say)
 CHARGED = {
+    # addresses: named from what the kernels read, before any formula, and charged once, in item 2
+    "dy_loaded_from_x_ptr": (("wrong_tensor_bwd",), ["2", "9"], "never load dy and load x 2.0 times per element"),
+    "x_and_dy_swapped_at_launch": (("wrong_tensor_bwd",), ["2"], "passes dy as rmsnorm_bwd_kernel's x_ptr, and x as "
+                                                                 "dy_ptr"),
+    # the forward then reads y's empty memory as x: its outputs are garbage, nothing of them can be verified, and
+    # like a crash it costs the parts it reaches (the backward's, given the reference r, keep their points)
+    "x_and_y_swapped_at_launch": (("wrong_tensor_fwd",), ["1", "4.1", "4.2", "4.3", "4.4", "4.5", "5", "7"],
+                                  "passes y as rmsnorm_fwd_kernel's x_ptr, and x as y_ptr"),
     "no_mask": ((), CRASH, "OutOfBoundsError: out-of-bounds load in load_tile"),
     "mask_without_other": (("lanes_undefined",), ["4.5"], "a tl.load without other= (the first: load_tile line"),
     # the forward's mean is wrong even with those lanes read as 0.0; the backward's sums are right then

@@ -19,6 +19,14 @@ TIME_LIMIT_S = 5            # the public tests' per-test limit, shortened for th
 # mistake -> (the first failing public test, words its message must hold)
 B = "test_part_b.py::test_one_row_per_program"
 EXPECTED = {
+    "dy_loaded_from_x_ptr": (B, ["dx from rmsnorm_bwd_kernel differs", "never load dy and load x 2.0 times per element",
+                                 "a tl.load reads x's pointer where dy's is meant"]),
+    "x_and_y_swapped_at_launch": ("test_part_c.py::test_forward[(37, 100)]",
+                                  ["y from rmsnorm_forward differs", "passes y as rmsnorm_fwd_kernel's x_ptr, and x as "
+                                   "y_ptr"]),
+    "x_and_dy_swapped_at_launch": ("test_part_c.py::test_backward_dx[(37, 100)]",
+                                   ["passes dy as rmsnorm_bwd_kernel's x_ptr, and x as dy_ptr",
+                                    "not in the order of the kernel's parameters"]),
     "no_mask": ("test_part_a.py::test_one_row_per_program",
                 ["OutOfBoundsError", "load_tile line", "x_ptr[36, 100:128]", "past the end of x_ptr",
                  "a tensor of shape (37, 100)", "Columns 100 and up", "mask them"]),

@@ -122,3 +122,59 @@ def test_a_name_the_diagnosis_shares_with_the_grader_is_loaded_once():
     from autograder import check
     assert check.causes.CAUSES is sys.modules["rmsnorm_causes"].CAUSES or \
         set(check.causes.CAUSES) == set(C.CAUSES)
+
+
+# -- causes from the traffic: what the kernels read, before any formula ------------------------------------
+M_, N_ = 6, 64
+
+
+def _args(**loads):
+    """(kernel, parameter, roles, elements loaded) for a backward kernel with the solution's parameter names."""
+    return [("bwd", f"{role}_ptr", [role], n) for role, n in loads.items()]
+
+
+@pytest.mark.parametrize("name, role", [("x_ptr", "x"), ("dY_ptr", "dy"), ("input_pointer", "x"),
+                                        ("output_grad_pointer", "dy"), ("DX", "dx"), ("Y", "y"), ("W", None),
+                                        ("n_cols", None), ("rstd_ptr", None)])
+def test_a_parameters_name_gives_the_role_it_takes(name, role):
+    assert D.param_role(name) == role
+
+
+@pytest.mark.parametrize("args, says", [
+    (_args(x=2 * M_ * N_, dy=0, g=M_ * N_), "never load dy and load x 2.0 times per element"),
+    (_args(x=0, dy=2 * M_ * N_, g=M_ * N_), "never load x and load dy 2.0 times per element"),
+    (_args(x=M_ * N_, dy=0), "your backward's kernels never load dy"),
+    ([("bwd", "x_ptr", ["dy"], M_ * N_), ("bwd", "dy_ptr", ["x"], M_ * N_)],
+     "your backward passes dy as bwd's x_ptr, and x as dy_ptr"),
+])
+def test_the_traffic_names_a_tensor_read_for_another(args, says):
+    key, message, _ = D.traffic_cause("bwd", args, M_, N_)
+    assert key == "wrong_tensor_bwd" and says in message, message
+
+
+@pytest.mark.parametrize("args", [
+    _args(x=M_ * N_, dy=M_ * N_, g=M_ * N_, r=M_),
+    [("bwd", "X", ["x"], M_ * N_), ("bwd", "DY", ["dy"], M_ * N_), ("bwd", "DX", ["dx", "dy"], 0)],   # dx into dy
+    [("bwd", "x_ptr", ["x"], M_ * N_), ("bwd", "dy_ptr", ["dy"], M_ * N_), ("bwd", "dw", [], 0)],        # scratch
+    [("bwd", "X", ["copy"], M_ * N_), ("bwd", "DY", ["dy"], M_ * N_)],   # x.contiguous() on the host: a copy of x
+])
+def test_traffic_that_matches_the_references_names_nothing(args):
+    assert D.traffic_cause("bwd", args, M_, N_) is None
+
+
+def test_check_the_formula_is_said_only_when_the_traffic_matches_the_references():
+    """The same wrong dx: with a tensor read for another, that is named and the formula is not mentioned; with
+    the reference's traffic, the formula is. When the gradients of the tensors read instead explain it, the
+    finding says so (checked: the named mistake, exactly)."""
+    x, g, dy = random_inputs((M_, N_))
+    _, r, dx, _ = reference(x, g, dy)
+    wrong = C.backward_plain(x, g, x, r.float())[0]             # dy read from x's memory
+    read = D.traffic_cause("bwd", _args(x=2 * M_ * N_, dy=0, g=M_ * N_), M_, N_)
+    named = D.diagnose("dx", wrong, dx, x, alternatives=[(k, v[0], w) for k, v, w in D.read_instead(read, x, g, dy,
+                                                                                                    r.float())],
+                       traffic=read[:2])
+    assert named.cause == "wrong_tensor_bwd" and named.checked and "check the formula" not in named.message
+    plain = D.diagnose("dx", wrong, dx, x)
+    assert plain.cause is None and "check the formula" in plain.message
+    moved = D.diagnose("dx", wrong * 1.5, dx, x, traffic=read[:2])     # read for another, and more wrong besides
+    assert moved.cause == "wrong_tensor_bwd" and not moved.checked and "check the formula" not in moved.message

@@ -86,7 +86,7 @@ class Memory:
         self.buffers = {}                  # (device, inode) -> Buffer
         self.inputs = []                   # the task's inputs, as the submission got them (views)
         self.kernel_views = []             # (Buffer, dtype, offset, shape, strides) that clean launches stored
-        self.copies = []                   # (source's mirror address, elements, dtype): host copies, this phase
+        self.copies = []                   # (source's address, elements, dtype, copy's address): host copies
         self.host_loaded = 0               # elements the host wrote (HOST or TAINTED) that launches loaded, this phase
 
     # -- arrival: a descriptor from either side ---------------------------------------------------------
@@ -183,7 +183,8 @@ class Memory:
             same = host & ((flat == ref) | (torch.isnan(flat) & torch.isnan(ref)))
             if int(same.sum()) * 10 >= int(host.sum()) * 9:     # a copy matches all but a few: not a coincidence
                 buf.mark(index[same], code, size)
-                self.copies.append((src.untyped_storage().data_ptr(), int(same.sum()), str(flat.dtype)))
+                self.copies.append((src.untyped_storage().data_ptr(), int(same.sum()), str(flat.dtype),
+                                    buf.mirror.untyped_storage().data_ptr()))
                 host &= ~same
         return view
 

@@ -130,7 +130,8 @@ class Task:
         finally:
             close(got)
             noticed = answer.get("noticed") if isinstance(answer.get("noticed"), dict) else {}
-            self.info[name] = summary(rec, self.roles, noticed.get(name) if isinstance(noticed.get(name), dict) else {})
+            self.info[name] = summary(rec, self.roles, noticed.get(name) if isinstance(noticed.get(name), dict) else {},
+                                      self.judge.memory.copies)
             self.info[name]["host_ops"] += self.copies_seen(name)
             self.info[name]["host_loaded"] = self.judge.memory.host_loaded
         if "error" in answer:
@@ -185,7 +186,7 @@ class Task:
         host ops (the submission's side may not have told: a copy through numpy, say)."""
         by_storage = {v: k for k, v in self.roles.items()}
         ops = []
-        for source, n, dtype in self.judge.memory.copies:
+        for source, n, dtype, _ in self.judge.memory.copies:
             role = by_storage.get(source)
             if not (role == "x" or (role is None and phase == "fwd")):
                 continue            # autograd's own casts of dy, dx and dg are not the submission's host work
@@ -203,18 +204,20 @@ class Task:
         return not torch.equal(view, self.original["dy"])
 
 
-def summary(rec, roles: dict, noticed: dict) -> dict:
+def summary(rec, roles: dict, noticed: dict, copies=()) -> dict:
     """A phase as the judge saw it (the job's format, phases.Phase.summary's): each launch's arguments with
-    their roles, and the host ops and norm calls the submission's side noticed."""
+    their roles (and ``copy_of``: the role of the tensor a host copy copies, from provenance.Memory.copies), and
+    the host ops and norm calls the submission's side noticed."""
     all_roles = {}
     for k, v in roles.items():
         all_roles.setdefault(v, []).append(k)
     by_storage = {v: k for k, v in roles.items()}
+    copy_of = {copy: by_storage[source] for source, _, _, copy in copies if source in by_storage}
     launches = [{"kernel": L.kernel, "programs": L.programs, "order_dependent": L.order_dependent, "race": L.race,
                  "undefined_lanes": L.undefined_lanes, "args": {
         k: {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel, "span": a.span,
             "dtype": a.dtype, "role": by_storage.get(a.storage), "roles": all_roles.get(a.storage, []),
-            "distinct": a.distinct(), "storage": a.storage}
+            "distinct": a.distinct(), "storage": a.storage, "copy_of": copy_of.get(a.storage)}
         for k, a in L.args.items()}} for L in rec.launches]
     host_ops = [op for op in (noticed.get("host_ops") or []) if isinstance(op, dict)][:64]
     norms = [n for n in (noticed.get("norms") or []) if isinstance(n, dict)][:16]

@@ -15,7 +15,8 @@ from ..job.shared import text
 from .charge import Finding, Ledger
 from .counts import (IO_ROLES, backward_io_problems, backward_traffic_problem, by_role, io, order_dependence,
                      others, roles_of, scratch_extents, wrote_a_whole_output)
-from .outputs import backward_failure, backward_outputs, coverage_cause, failed, given, laundered, made, task_error
+from .outputs import (backward_failure, backward_outputs, coverage_cause, failed, given, laundered, made, task_error,
+                      traffic)
 
 FWD_D, BWD_D = task_name("fwd", "d"), task_name("bwd", "d")      # the core case the traffic items read
 
@@ -95,8 +96,11 @@ def item_6(inputs, outcome) -> Ledger:
     host_dx = (not made(outcome, BWD_D, "dx") and (outcome.info[BWD_D].get("host_made") or {}).get("dx")
                and wrote_a_whole_output(launches, M, N, IO_ROLES))
     coverage = "dx_not_from_kernels" if host_dx else coverage_cause(outcome, BWD_D, "dx")
+    read = traffic(outcome, BWD_D, "bwd", inputs["d"]["x"])      # a tensor read for another: an address, not fusion
     for kind, message in problems:
         cause = coverage if kind == "coverage" else "dx_not_from_kernels" if kind == "scratch" and host_dx else None
+        if read and kind in ("repeat", "coverage"):
+            message, cause = f"{message}, because {read[1]}", read[0]
         L.add(Finding("dx", message, cause))
     for _ in range(4 - len(problems)):
         L.right()                                     # the checks that passed

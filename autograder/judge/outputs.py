@@ -16,7 +16,7 @@ from ..job.phases import MADE_BY, MADE_IN
 from ..job.protocol import output_key
 from ..job.shared import text
 from .charge import Finding, Ledger
-from .counts import IO_ROLES, others
+from .counts import IO_ROLES, others, roles_of
 
 
 def got(outcome, task, name, what=""):
@@ -133,10 +133,26 @@ def no_dg(outcome, task) -> tuple:
     return "no_dg", ": g.grad is None after backward; return dg for g from your backward"
 
 
+def traffic(outcome, task, phase, x) -> tuple | None:
+    """What the phase's launches read instead of what they need (diagnosis.traffic_cause), or None."""
+    args = launch_args(outcome, task, phase)
+    N = x.shape[-1] if x.dim() else 1
+    return D.traffic_cause(phase, args, x.numel() // max(1, N), N) if args else None
+
+
+def launch_args(outcome, task, phase) -> list:
+    """(kernel, parameter, roles, elements loaded) of every tensor argument of a task's phase's launches; a host
+    copy of a tensor (x.contiguous(), found in memory) has the role of what it copies."""
+    launches = outcome.info.get(task, {}).get(phase, {}).get("launches", [])
+    return [(L["kernel"], name, roles_of(a) or ([a["copy_of"]] if a.get("copy_of") else []), a.get("loaded", 0))
+            for L in launches for name, a in L["args"].items()]
+
+
 def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(), n_rows=None, fmt=None,
-           rewrite=None, nan_cause=None) -> Finding | None:
+           rewrite=None, nan_cause=None, read=None) -> Finding | None:
     """Check one output of a task into ``ledger``. ``rewrite``: {cause key: Finding} that stands for a
-    cause found elsewhere (the dx that is right for a wrong r gets r's cause)."""
+    cause found elsewhere (the dx that is right for a wrong r gets r's cause); ``read``: traffic()'s finding of
+    the phase that made it."""
     returned = got(outcome, task, name)
     if returned is None:
         what = outcome.info.get(task, {}).get("not_tensors", {}).get(name)
@@ -153,7 +169,8 @@ def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(),
     fmt = {**(fmt or {}), **({"loads": f" (the first: {loads})"} if loads else {})}
     f = D.diagnose(name, returned, want, x, alternatives=alternatives, stored=got(outcome, task, name, "stored"),
                    race=race_of(outcome, task, MADE_IN[name]), story=story, source=SOURCES[kind_of(task)].get(name, ""),
-                   n_rows=n_rows, fmt=fmt, nan_cause=nan_cause, if_zero=got(outcome, task, name, "if_zero"))
+                   n_rows=n_rows, fmt=fmt, nan_cause=nan_cause, if_zero=got(outcome, task, name, "if_zero"),
+                   traffic=read[:2] if read else None)
     if f is not None and rewrite and f.cause in rewrite:
         f = dataclasses.replace(f, cause=rewrite[f.cause].cause, checked=f.checked and rewrite[f.cause].checked)
     ledger.add(f)
@@ -187,7 +204,7 @@ def forward_outputs(ledger, outcome, task, x, g, eps, story, names=("r", "y")):
         if name not in names:
             continue
         f = output(ledger, outcome, task, name, x, want, story, C.pick(alts, i) + (extra if name == "y" else []),
-                   fmt=fmt_of(x, None, eps), rewrite=rewrite)
+                   fmt=fmt_of(x, None, eps), rewrite=rewrite, read=traffic(outcome, task, "fwd", x))
         got_r = got(outcome, task, "r")
         if name == "r" and f is not None and f.cause and got_r is not None and got_r.numel() == r.numel():
             # a y that is right for the r this forward made has r's cause: one mistake, not two
@@ -233,9 +250,13 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
     # the backward through r); else old memory, for dg
     nan_cause = "masked_nan" if undefined_lanes(outcome, task, "bwd") or undefined_lanes(outcome, task, "fwd") \
         else None
+    read = traffic(outcome, task, "bwd", x)
+    for key, grads, says in D.read_instead(read, x, g, dy, r_used):   # from the tensors the kernels read instead
+        extra = {n: [*extra.get(n, []), (key, grads[i], says)] for i, n in enumerate(("dx", "dg"))}
     for ledger, name, want, i in ((ledger_dx, "dx", dx_ref, 0), (ledger_dg, "dg", dg_ref, 1)):
         choices = C.pick(alts, i) + extra.get(name, []) + ([C.dg_rows(x, dy, r_used)] if name == "dg" else [])
-        f = output(ledger, outcome, task, name, x, want, story, choices, fmt=fmt, rewrite=rewrite, nan_cause=nan_cause)
+        f = output(ledger, outcome, task, name, x, want, story, choices, fmt=fmt, rewrite=rewrite, nan_cause=nan_cause,
+                   read=read)
         if f is not None and f.cause == "masked_nan":
             nan_cause = "masked_nan"                       # dg's NaN then comes from the same loads
         if f is not None and f.cause in ("rows_not_stored_bwd", "elements_not_stored_bwd"):
@@ -296,6 +317,9 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
         return None
     if text.autograd_hint(err):                     # the Function's own fault, wherever it shows: 4.6's
         return Finding("dx", f"your backward failed for {story}: {err}", "gradient_count")
+    swap = D.launch_swap("bwd", launch_args(outcome, task_name("bwd", "d"), "bwd"))
+    if swap:                                        # the launch's arguments out of order: a crash where shapes differ
+        return Finding("dx", f"your backward failed for {story}: {err}. The cause: {swap[1]}", swap[0])
     if outcome.task_error(task_name("ag", "d")) is None:
         return Finding("dx", f"your backward failed for {story}: {err}", f"error: {err}")
     return no_r_saved(outcome, task, x, story, err) or Finding("dx", err, f"error: {err}")

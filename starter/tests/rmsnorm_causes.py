@@ -120,6 +120,11 @@ CAUSES = {c.key: c for c in (
           "give each program its own output slot: a race-free kernel gives the same values in every run"),
     Cause("r_from_forward", "it is right for the r your forward saved, and that r is wrong: {r_cause}",
           "fix r in the forward; the backward is right"),
+    # -- addresses: what the kernels read, before any formula (rmsnorm_diagnose.traffic_cause) ----------------
+    Cause("wrong_tensor_fwd", "{traffic}", "check each tl.load's pointer, and that the launch passes the tensors "
+          "in the order of the kernel's parameters"),
+    Cause("wrong_tensor_bwd", "{traffic}", "check each tl.load's pointer, and that the launch passes the tensors "
+          "in the order of the kernel's parameters"),
 )}
 
 # For the backward's messages: the formula, when the diagnosis points at it.

@@ -22,7 +22,7 @@ import dataclasses
 
 import torch
 
-from rmsnorm_causes import CAUSES, DEFAULT_EPS, FORMULA, forward_alternatives, next_pow2, pick
+from rmsnorm_causes import CAUSES, DEFAULT_EPS, FORMULA, backward_plain, forward_alternatives, next_pow2, pick
 from rmsnorm_check import DTYPE_NAMES, compare, describe, saved_for_backward, tolerance
 
 @dataclasses.dataclass(frozen=True)
@@ -154,7 +154,8 @@ def unstored_cause(name, stored) -> str | None:
 
 
 def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, story=None, source="",
-             dtype=None, n_rows=None, fmt=None, who="your kernels", nan_cause=None, if_zero=None) -> Finding | None:
+             dtype=None, n_rows=None, fmt=None, who="your kernels", nan_cause=None, if_zero=None,
+             traffic=None) -> Finding | None:
     """None if ``got`` matches ``want`` (the float64 reference) under the tolerance rule, else a Finding.
 
     ``alternatives``: (cause key, the output computed that wrong way) pairs, from forward_alternatives or
@@ -163,7 +164,10 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
     ``fmt``: values for the causes' messages ({N}, {B}, {eps}, {stride}...); ``nan_cause``: the cause of NaN
     found in an output made alongside (dg's NaN comes from dx's masked loads, not old memory, when dx has
     them too); ``if_zero``: the same output from a run whose masked-off lanes read 0.0 instead of NaN (a
-    masked load without other= is then the only mistake if it is right). The rest is as for compare().
+    masked load without other= is then the only mistake if it is right); ``traffic``: (cause key, what it says)
+    from traffic_cause, which comes before any formula: an alternative under the same key (the output computed
+    from the tensors the kernels read instead) says whether it explains the output exactly. The rest is as for
+    compare().
     """
     dtype = dtype or x.dtype
     story = story or describe(x)
@@ -190,6 +194,11 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
         text = f"{what} differs for {story}: {says}. {_sentence(cause.fix.format(**values))}"
         return text + (f" ({_evidence(first, story)})" if evidence else "")
 
+    if traffic and first is not None and nan_cause != "masked_nan" and if_zero is None:   # (masked lanes: own cause)
+        key, says = traffic
+        alt = next((a for k, a, _ in _alternatives(alternatives) if k == key), None)
+        exact = alt is not None and _fits(g64, alt.reshape(want.shape), atol, rtol)
+        return Finding(name, said(key, says=says, traffic=says), key, exact)
     if unstored:
         key, region, rows_words, right, first_col = _unstored(name, g64, w64, stored, atol, rtol, phase)
         cause, values = CAUSES[key], {**fmt, "first": first_col}
@@ -235,6 +244,79 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
     if name == "r" and dtype != torch.float32 and float(((g64 - w64).abs() / w64.abs().clamp_min(1e-30)).max()) < 0.2:
         return Finding(name, said("sum_in_16_bits"), "sum_in_16_bits")
     return Finding(name, first + _story_note(name, g64, w64, atol, rtol))
+
+
+# What a kernel parameter's name says it takes (lower case, without "_ptr"): the roles a launch check knows.
+PARAM_ROLES = {"x": "x", "input": "x", "inp": "x", "dy": "dy", "do": "dy", "dout": "dy", "grad_out": "dy",
+               "grad_output": "dy", "output_grad": "dy", "dx": "dx", "grad_in": "dx", "grad_input": "dx",
+               "input_grad": "dx", "y": "y", "out": "y", "output": "y"}
+
+
+def param_role(name: str) -> str | None:
+    """The role a kernel parameter's name gives it ("dY_ptr" -> "dy"), or None."""
+    n = name.lower()
+    for suffix in ("_pointer", "_ptr", "ptr"):
+        if n.endswith(suffix) and len(n) > len(suffix):
+            n = n[:-len(suffix)]
+            break
+    return PARAM_ROLES.get(n.rstrip("_"))
+
+
+def launch_swap(phase: str, args) -> tuple | None:
+    """traffic_cause's first kind alone: a parameter named for one role that gets another role's tensor."""
+    which = "backward" if phase == "bwd" else "forward"
+    for kernel, param, roles, _ in args:
+        named = param_role(param)
+        if named and roles and named not in roles and set(roles) <= set(PARAM_ROLES.values()):
+            passed = roles[0]
+            back = next((p for k, p, rs, _ in args if k == kernel and param_role(p) == passed and named in rs), None)
+            also = f", and {named} as {back}" if back else ""
+            return (f"wrong_tensor_{phase}", f"your {which} passes {passed} as {kernel}'s {param}{also}: the "
+                    f"launch's arguments are not in the order of the kernel's parameters",
+                    {named: passed, passed: named} if back else {named: passed})
+    return None
+
+
+def traffic_cause(phase: str, args, M: int, N: int) -> tuple | None:
+    """(cause key, what it says, {role: the role whose tensor stood in for it}) when a phase's kernels read
+    another tensor than the one they need, else None. Only a simulator knows this: which tensor each
+    argument of each launch was, and how much was loaded through it. ``phase``: "fwd" or "bwd"; ``args``:
+    (kernel, parameter, roles of the tensor passed, elements loaded through it) of every tensor argument of
+    the phase's launches. Two kinds: a parameter named for one role that gets another's tensor (the launch's
+    arguments in another order than the kernel's parameters), and a tensor the phase needs that no kernel
+    loads while another is loaded twice as much (a tl.load with the wrong pointer). Nothing is said of the
+    second kind when an argument with the role "copy" was read: the caller's word for a tensor that may be a
+    copy the host made of the missing one (x.contiguous()), which only the grader can tell apart."""
+    key, which = f"wrong_tensor_{phase}", "backward" if phase == "bwd" else "forward"
+    swap = launch_swap(phase, args)
+    if swap:
+        return swap
+    loaded = {}
+    for _, _, roles, n in args:
+        for role in roles:
+            loaded[role] = loaded.get(role, 0) + n
+    if any(roles == ["copy"] and n for _, _, roles, n in args):
+        return None                 # what may be a copy of x or dy (x.contiguous()) was read
+    for role in ("x", "dy") if phase == "bwd" else ("x",):
+        if loaded.get(role, 0) == 0:
+            other = next((o for o in ("x", "dy") if o != role and loaded.get(o, 0) >= 1.5 * M * N), None)
+            if other:
+                return (key, f"your {which}'s kernels never load {role} and load {other} "
+                             f"{loaded[other] / max(1, M * N):.1f} times per element: a tl.load reads "
+                             f"{other}'s pointer where {role}'s is meant", {role: other})
+            return key, f"your {which}'s kernels never load {role}", {}
+    return None
+
+
+def read_instead(read, x, g, dy, r) -> list:
+    """[(cause key, (dx, dg), what it says)]: the gradients computed from the tensors the kernels read instead,
+    when traffic_cause named them (dy where x is meant, say); diagnose then knows whether they explain the output
+    exactly. [] when it named none."""
+    given = {"x": x, "dy": dy}
+    if not read or not read[2] or not set(read[2]) | set(read[2].values()) <= set(given):
+        return []
+    sub = {k: given[read[2].get(k, k)] for k in given}
+    return [(read[0], backward_plain(sub["x"], g, sub["dy"], r), read[1])]
 
 
 def _with_zero_lanes(name, if_zero, want, x, said, **kw) -> Finding:
@@ -399,6 +481,21 @@ class KernelLog:
 
     def undefined_lanes(self) -> str | None:
         return next((L.undefined_lanes for L in self.rec.launches if L.undefined_lanes), None) if self.rec else None
+
+    def traffic(self, phase: str, tensors: dict, x) -> tuple | None:
+        """traffic_cause of the block's launches (None off the simulator): ``tensors`` ({role: tensor}, the
+        tensors as the kernels were given them) says which memory is which."""
+        if self.rec is None:
+            return None
+        roles = {}
+        for role, t in tensors.items():
+            if isinstance(t, torch.Tensor):
+                roles.setdefault(t.untyped_storage().data_ptr(), []).append(role)
+        copy = lambda a: ["copy"] if a.numel == x.numel() else []       # noqa: E731 -- x-sized, unknown: maybe a copy
+        args = [(L.kernel, name, roles.get(a.storage) or copy(a), a.loaded) for L in self.rec.launches
+                for name, a in L.args.items()]
+        N = x.shape[-1] if x.dim() else 1
+        return traffic_cause(phase, args, x.numel() // max(1, N), N) if args else None
 
     def nan_source(self) -> tuple:
         """(nan_cause, fmt) for diagnose: NaN from masked tl.loads without other=, and the first such load's line,

@@ -12,7 +12,7 @@ import torch
 
 from rmsnorm_check import FILL, assert_untouched, describe, filled, random_inputs, reference, strided_inputs
 from rmsnorm_causes import backward_alternatives, dg_rows, pick
-from rmsnorm_diagnose import KernelLog, diagnose, fail_if, strides_named
+from rmsnorm_diagnose import KernelLog, diagnose, fail_if, read_instead, strides_named
 
 
 # The kernel's parameters by name: part (b)'s, and the three that part (d) adds (BLOCK_M is optional).
@@ -95,11 +95,16 @@ def check_backward(impl, x, g, dy, rows_per_program=1, BLOCK_M=1, story=None, ep
     alts = backward_alternatives(x, g, dy, r, eps=eps, block_n=block_n)
     nan_cause, loads = log.nan_source()
     fmt = {"B": block_n, "stride": x.stride(0), "dy_stride": dy.stride(0), "eps": eps, **loads}
-    fail_if(diagnose("dx", dx, ref_dx, x, alternatives=pick(alts, 0), stored=dx != FILL, story=story,
-                     source=" from rmsnorm_bwd_kernel", who="rmsnorm_bwd_kernel", fmt=fmt, nan_cause=nan_cause))
-    fail_if(diagnose("dg", dg.to(g.dtype), ref_dg, x, alternatives=pick(alts, 1) + [dg_rows(x, dy, r)], story=story,
+    read = log.traffic("bwd", {"x": x, "dy": dy, "g": g, "dx": dx}, x)      # what the kernel read, first
+    instead = read_instead(read, x, g, dy, r)
+    traffic = read[:2] if read else None
+    fail_if(diagnose("dx", dx, ref_dx, x, alternatives=pick(alts, 0) + [(k, v[0], w) for k, v, w in instead],
+                     stored=dx != FILL, story=story, source=" from rmsnorm_bwd_kernel", who="rmsnorm_bwd_kernel",
+                     fmt=fmt, nan_cause=nan_cause, traffic=traffic))
+    fail_if(diagnose("dg", dg.to(g.dtype), ref_dg, x, alternatives=pick(alts, 1) + [dg_rows(x, dy, r)] +
+                     [(k, v[1], w) for k, v, w in instead], story=story,
                      source=" (the sum of the dg_partial rows your rmsnorm_bwd_kernel stored)", fmt=fmt,
-                     nan_cause=nan_cause))
+                     nan_cause=nan_cause, traffic=traffic))
     return dx
 
 

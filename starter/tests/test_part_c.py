@@ -12,7 +12,8 @@ import torch
 from rmsnorm_check import (DTYPE_NAMES, assert_untouched, describe, host_ops_of, host_work_problem, kernel_stored,
                            leave_garbage, random_inputs, reference, strided_inputs, transposed_inputs)
 from rmsnorm_causes import backward_alternatives, backward_plain, dg_rows, forward_alternatives, pick
-from rmsnorm_diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, saved_r, saved_r_finding,
+from rmsnorm_diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, read_instead, saved_r,
+                              saved_r_finding,
                               simulated)
 from rmsnorm_text import autograd_hint
 
@@ -23,13 +24,15 @@ def forward(impl, x, g, story=None, source=" from rmsnorm_forward"):
     """(y, r) of rmsnorm_forward, checked against the reference (r first, y next), with the cause named."""
     __tracebackhide__ = True
     story = story or describe(x)
+    ref_y, ref_r, _, _ = reference(x, g)             # before the call: a kernel that writes into x cannot move it
+    alts = forward_alternatives(x, g)
     with KernelLog(impl) as log:
         y, r = _called(lambda: impl.rmsnorm_forward(x, g), x, "rmsnorm_forward")
-    ref_y, ref_r, _, _ = reference(x, g)
-    alts = forward_alternatives(x, g)
     nan, fmt = log.nan_source()
+    read = log.traffic("fwd", {"x": x, "g": g, "y": y, "r": r}, x)            # what the kernels read, first
     fail_if(diagnose_all([(name, got, want, x, dict(alternatives=pick(alts, i), stored=log.stored(got), story=story,
-                                                    source=source, nan_cause=nan, fmt=fmt))
+                                                    source=source, nan_cause=nan, fmt=fmt,
+                                                    traffic=read[:2] if read else None))
                           for name, got, want, i in (("r", r, ref_r, 1), ("y", y, ref_y, 0))]))
     return y, r
 
@@ -51,11 +54,13 @@ def forward_first(impl, x, g, story=None):
     """y = rmsnorm(x, g), checked before any gradient is: a wrong y makes every gradient wrong too."""
     __tracebackhide__ = True
     story = story or describe(x)
+    ref_y, alts = reference(x, g)[0], pick(forward_alternatives(x, g), 0)     # before a kernel could write into x
     with KernelLog(impl) as log:
         y = _called(lambda: impl.rmsnorm(x, g), x, "rmsnorm")
     nan, fmt = log.nan_source()
-    fail_if(diagnose("y", y, reference(x, g)[0], x, alternatives=pick(forward_alternatives(x, g), 0),
-                     stored=log.stored(y), story=story, nan_cause=nan, fmt=fmt,
+    read = log.traffic("fwd", {"x": x, "g": g, "y": y}, x)
+    fail_if(diagnose("y", y, ref_y, x, alternatives=alts,
+                     stored=log.stored(y), story=story, nan_cause=nan, fmt=fmt, traffic=read[:2] if read else None,
                      source=" from rmsnorm (your forward: fix it first, the gradients depend on it)"))
     return y
 
@@ -90,6 +95,7 @@ class Step:
                 raise
         assert_untouched("dy", dy, before, "your backward (y.backward(dy) through rmsnorm)")
         self.dx, self.dg, self.kinds, self.rows, self.impl = xg.grad, gg.grad, kinds, rows, impl
+        self.read = self.log.traffic("bwd", {"x": xg, "dy": dy, "g": gg, "dx": self.dx}, x)
 
     def _backward_returns_no_dg(self, r) -> bool:
         """Does rmsnorm_backward itself, called directly, return None for dg?"""
@@ -104,7 +110,7 @@ class Step:
         x, g, dy = self.x, self.g, self.dy
         _, r, ref_dx, ref_dg = reference(x, g, dy)
         alts = backward_alternatives(x, g, dy, r)
-        extra = self._wrong_r(r)
+        extra = self._wrong_r(r) + read_instead(self.read, x, g, dy, r)
         nan, loads = self.log.nan_source()
         fmt = {"old_memory": self.log.adds_into_scratch([self.dx, self.dg]), "stride": x.stride(0) if x.dim() > 1
                else x.shape[-1], "dy_stride": dy.stride(0) if dy.dim() > 1 else dy.shape[-1], **loads}
@@ -121,7 +127,8 @@ class Step:
                 ([dg_rows(x, dy, r)] if name == "dg" else [])
             found = diagnose(name, got, want, x, alternatives=choices, stored=self.log.stored(got) if name == "dx"
                              else None, story=self.story, fmt=fmt, nan_cause=nan,
-                             source=f" ({'x' if name == 'dx' else 'g'}.grad after rmsnorm(x, g).backward(dy))")
+                             source=f" ({'x' if name == 'dx' else 'g'}.grad after rmsnorm(x, g).backward(dy))",
+                             traffic=self.read[:2] if self.read else None)
             if found is not None and self.kinds is not None and self.r_saved is None and found.cause is None:
                 raise AssertionError(no_r_saved(self.kinds, self.rows, self.story) + f". Your {name}: {found.message}")
             fail_if(found)
@@ -197,9 +204,13 @@ def test_backward_wrapper_given_r(impl):
         dx, dg = impl.rmsnorm_backward(dy, x, g, r)
     source = " from rmsnorm_backward(dy, x, g, r)"
     assert_untouched("dy", dy, dy_before, "rmsnorm_backward(dy, x, g, r)")
-    fail_if(diagnose("dx", dx, ref_dx, x, alternatives=pick(alts, 0), stored=log.stored(dx), source=source))
-    fail_if(diagnose("dg", dg, ref_dg, x, alternatives=pick(alts, 1) + [dg_rows(x, dy, r)], source=source,
-                     fmt={"old_memory": log.adds_into_scratch([dx, dg])}))
+    read = log.traffic("bwd", {"x": x, "dy": dy, "g": g, "dx": dx}, x)
+    instead, traffic = read_instead(read, x, g, dy, r), read[:2] if read else None
+    fail_if(diagnose("dx", dx, ref_dx, x, alternatives=pick(alts, 0) + [(k, v[0], w) for k, v, w in instead],
+                     stored=log.stored(dx), source=source, traffic=traffic))
+    fail_if(diagnose("dg", dg, ref_dg, x, alternatives=pick(alts, 1) + [dg_rows(x, dy, r)] +
+                     [(k, v[1], w) for k, v, w in instead], source=source,
+                     fmt={"old_memory": log.adds_into_scratch([dx, dg])}, traffic=traffic))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])

@@ -114,13 +114,9 @@ def _wait(pid: int, timeout: float | None, extra=None):
         if done:
             return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
         now = time.monotonic()
-        if extra is not None and now - asked >= 0.5:
-            granted, asked = max(granted, extra()), now
+        if extra is not None and (now - asked >= 0.5 or now - start >= timeout + granted):
+            granted, asked = max(granted, extra()), now     # asked at the deadline too: a grant just printed counts
         if now - start >= timeout + granted:
-            if extra is not None:
-                granted = max(granted, extra())     # a grant printed just before the deadline still counts
-                if now - start < timeout + granted:
-                    continue
             return None, None
         time.sleep(0.02)
 

@@ -199,12 +199,12 @@ def forward_outputs(ledger, outcome, task, x, g, eps, story, names=("r", "y")):
     if unstored:                                   # elements never stored come first: y is made from r
         order.sort(key=lambda o: (o[0] not in unstored, o[0] == "r"))    # y's pattern says more than r's
     order.sort(key=lambda o: got(outcome, task, o[0]) is not None)    # what did not come back says most of all
-    rewrite, extra = {}, []
+    rewrite, extra, read = {}, [], traffic(outcome, task, "fwd", x)
     for name, want, i in order:
         if name not in names:
             continue
         f = output(ledger, outcome, task, name, x, want, story, C.pick(alts, i) + (extra if name == "y" else []),
-                   fmt=fmt_of(x, None, eps), rewrite=rewrite, read=traffic(outcome, task, "fwd", x))
+                   fmt=fmt_of(x, None, eps), rewrite=rewrite, read=read)
         got_r = got(outcome, task, "r")
         if name == "r" and f is not None and f.cause and got_r is not None and got_r.numel() == r.numel():
             # a y that is right for the r this forward made has r's cause: one mistake, not two

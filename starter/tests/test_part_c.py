@@ -197,13 +197,19 @@ def test_backward_wrapper_given_r(impl):
     """rmsnorm_backward called directly, with r from the float64 reference (as the grader's items 2 and 3)."""
     x, g, dy = random_inputs((37, 100), device=impl.DEVICE)
     r = reference(x, g)[1].float().to(x.device)
-    _, _, ref_dx, ref_dg = reference(x, g, dy)
-    alts = backward_alternatives(x, g, dy, r)
     dy_before = dy.clone()
     with KernelLog(impl) as log:
         dx, dg = impl.rmsnorm_backward(dy, x, g, r)
-    source = " from rmsnorm_backward(dy, x, g, r)"
     assert_untouched("dy", dy, dy_before, "rmsnorm_backward(dy, x, g, r)")
+    check_given_r(log, x, g, dy, r, dx, dg)
+
+
+def check_given_r(log, x, g, dy, r, dx, dg, source=" from rmsnorm_backward(dy, x, g, r)"):
+    """dx and dg of rmsnorm_backward(dy, x, g, r) against the reference, a tensor the kernels read for another
+    named first (``log``: the KernelLog of the call)."""
+    __tracebackhide__ = True
+    _, _, ref_dx, ref_dg = reference(x, g, dy)
+    alts = backward_alternatives(x, g, dy, r)
     read = log.traffic("bwd", {"x": x, "dy": dy, "g": g, "dx": dx}, x)
     instead, traffic = read_instead(read, x, g, dy, r), read[:2] if read else None
     fail_if(diagnose("dx", dx, ref_dx, x, alternatives=pick(alts, 0) + [(k, v[0], w) for k, v, w in instead],

@@ -17,6 +17,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -82,14 +83,17 @@ START_S = 15.0          # a job's start (torch's import) before its groups' time
 
 def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | None = None,
             backend: str = "mini_triton", runtime_root: Path | None = None, groups: dict | None = None,
-            group_s: float | None = None, group_cpu_s: float | None = None) -> Outcome:
+            group_s: float | None = None, group_cpu_s: float | None = None,
+            compile_cache: Path | None = None) -> Outcome:
     """Run ``tasks`` on ``submission`` in one sandboxed job; raises GraderError if the job never started.
-    ``groups`` ({name: tasks}, the simulator only): several groups, each ended at ``group_s`` of its own."""
+    ``groups`` ({name: tasks}, the simulator only): several groups, each ended at ``group_s`` of its own.
+    ``compile_cache`` (real Triton): a grader-owned folder that carries what Triton compiled from one job of a
+    grading to the next (``carry_cache``)."""
     limits = limits or Limits()
     runtime_root = runtime_root or runtime.root()
     plan = {"groups": groups, "group_s": group_s, "group_cpu_s": group_cpu_s} if groups else {"tasks": tasks}
     with accounts.for_job() as account:
-        job = _job_dir(submission, plan, inputs, backend, account)
+        job = _job_dir(submission, plan, inputs, backend, account, compile_cache)
         try:
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "TMPDIR": str(job / "tmp"),
                    "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
@@ -98,6 +102,8 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | Non
                 # One thread: a simulator group's budget is CPU time, and OpenMP threads that spin while
                 # waiting for each other on a busy machine would spend it (a correct file timed out that way).
                 env.update(MINI_TRITON="1", OMP_NUM_THREADS="1")
+            else:
+                env["TRITON_CACHE_DIR"] = str(job / TRITON_CACHE)
             for k in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH"):
                 if k in os.environ:
                     env[k] = os.environ[k]
@@ -109,20 +115,60 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | Non
                               extra=compiled_seconds if backend != "mini_triton" else None)
             return _collect(job, res, limits, key, account, on_gpu=backend != "mini_triton")
         finally:
+            if compile_cache is not None:
+                carry_cache(job / TRITON_CACHE, compile_cache)
             shutil.rmtree(job, ignore_errors=True)
 
 
-def _job_dir(submission: Path, plan: dict, inputs: dict, backend: str, account) -> Path:
-    """A private folder with the job's files, owned by the account the job runs as (mode 700)."""
+TRITON_CACHE = "triton-cache"       # a GPU job's TRITON_CACHE_DIR, in its own folder
+CACHE_CAP = 2 << 30                 # at most this many bytes of a job's compile cache carried to the next job
+
+
+def carry_cache(src: Path, dst: Path, cap: int = CACHE_CAP) -> None:
+    """Copy the regular files of ``src`` (a finished job's Triton cache) into ``dst``, the grader's own, so the
+    next GPU job of the same grading finds its kernels compiled: an autotuned file at N = 65536 compiles for
+    minutes, once per grading instead of once per job. Links and special files are skipped, and copying stops
+    at ``cap`` bytes: the cache is the submission's writing, read by root. It only ever goes to another job of
+    the same submission, which could have written the same files itself."""
+    total = 0
+    for folder, dirs, files in os.walk(src, followlinks=False):
+        for name in files:
+            f = Path(folder) / name
+            try:
+                st = f.lstat()
+                if not stat.S_ISREG(st.st_mode) or total + st.st_size > cap:
+                    continue
+                out = dst / f.relative_to(src)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                with open(f, "rb", opener=_no_follow) as fin, open(out, "wb") as fout:
+                    shutil.copyfileobj(fin, fout)
+                total += st.st_size
+            except OSError:
+                continue
+
+
+def _no_follow(path, flags):
+    return os.open(path, flags | os.O_NOFOLLOW)
+
+
+def _job_dir(submission: Path, plan: dict, inputs: dict, backend: str, account,
+             compile_cache: Path | None = None) -> Path:
+    """A private folder with the job's files, owned by the account the job runs as (mode 700); a GPU job's
+    Triton cache starts as what the grading's earlier jobs compiled."""
     job = Path(tempfile.mkdtemp(prefix="rmsnorm-job-"))
     try:
         shutil.copyfile(submission, job / "rmsnorm.py")
         (job / JOB).write_text(json.dumps({"backend": backend, **plan}))
         torch.save({k: v.contiguous() for k, v in inputs.items()}, job / INPUTS)
         (job / "tmp").mkdir()
+        if compile_cache is not None and compile_cache.is_dir():
+            shutil.copytree(compile_cache, job / TRITON_CACHE, symlinks=True)
         if account is not None:
             for p in (job, *job.iterdir()):
                 os.chown(p, account.pw_uid, account.pw_gid)
+            for folder, dirs, files in os.walk(job / TRITON_CACHE):
+                for name in dirs + files:
+                    os.lchown(Path(folder) / name, account.pw_uid, account.pw_gid)
     except OSError as e:
         shutil.rmtree(job, ignore_errors=True)
         raise GraderError(f"could not prepare the job folder {job}: {e}",

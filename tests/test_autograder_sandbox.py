@@ -383,3 +383,47 @@ def test_a_gpu_job_s_time_out_names_compiling_and_not_the_simulator():
     on_gpu, on_sim = check.timed_out(300, " while running rmsnorm", on_gpu=True), check.timed_out(30)
     assert "compiling a great many kernels" in on_gpu and "simulator" not in on_gpu
     assert "the simulator runs a kernel one block operation at a time" in on_sim
+
+
+# -- a grading's GPU jobs share what Triton compiled -----------------------------------------------------------
+CACHE_WRITER = '''
+import os
+_o = __builtins__['open'] if isinstance(__builtins__, dict) else __builtins__.open
+_d = os.path.join(os.environ["HOME"], "triton-cache", "k")
+try:
+    _seen = _o(os.path.join(_d, "a.bin")).read()
+except OSError as e:
+    _seen = type(e).__name__
+os.makedirs(_d, exist_ok=True)
+_o(os.path.join(_d, "a.bin"), "w").write(_seen + "+")
+if not os.path.lexists(os.path.join(_d, "link")):
+    os.symlink("/etc/hostname", os.path.join(_d, "link"))
+raise RuntimeError("saw " + _seen)
+'''
+
+
+def test_a_jobs_compile_cache_is_carried_to_the_next_job_of_the_grading_without_its_links(tmp_path):
+    """What one job of a grading wrote to its Triton cache is there, its own account's, when the next job
+    starts: an autotuned file compiles once per grading. Links are not carried."""
+    sub = tmp_path / "rmsnorm.py"
+    sub.write_text(CACHE_WRITER)
+    carried = tmp_path / "compiled"
+    carried.mkdir()
+    errors = [runner.run_job(sub, {}, {}, limits=sandbox.Limits(timeout_s=60), compile_cache=carried).error
+              for _ in range(2)]
+    assert "saw FileNotFoundError" in errors[0] and "saw FileNotFoundError+" not in errors[0], errors
+    assert "saw FileNotFoundError+" in errors[1], errors
+    assert (carried / "k" / "a.bin").read_text() == "FileNotFoundError++"
+    assert not (carried / "k" / "link").exists() and not (carried / "k" / "link").is_symlink()
+
+
+def test_carrying_a_cache_copies_regular_files_only_and_stops_at_its_cap(tmp_path):
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    (src / "a").mkdir(parents=True)
+    (src / "a" / "small.bin").write_bytes(b"x" * 10)
+    (src / "a" / "big.bin").write_bytes(b"y" * 100)
+    os.mkfifo(src / "a" / "pipe")
+    (src / "a" / "link").symlink_to(src / "a" / "small.bin")
+    runner.carry_cache(src, dst, cap=50)
+    assert sorted(p.name for p in (dst / "a").iterdir()) == ["small.bin"]
+    assert (dst / "a" / "small.bin").read_bytes() == b"x" * 10

@@ -1,10 +1,12 @@
 """Fixtures of the hidden tests: the submission's outcome on every task (cases.py).
 
-The submission runs in two sandboxed jobs at most, whatever the number of tests:
-one on the simulator (every CPU item), and, where CUDA is present, one with real
-Triton (large N, reruns and GPU speed). Nothing here imports the submission.
+The submission runs in four sandboxed jobs at most, whatever the number of tests:
+one on the simulator (every CPU item), and, where CUDA is present, three with real
+Triton (large N, reruns and GPU speed), each later one starting from what the earlier
+ones compiled. Nothing here imports the submission.
 """
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -86,7 +88,8 @@ def gpu(scanned):
     refused = _refused(scanned)
     if refused:
         return inputs, refused
-    outcomes = {job: (set(tasks), runner.run_job(submission_path(), tasks, flat(inputs), limits=config.GPU_LIMITS,
-                                                  backend="triton"))
-                for job, tasks in gpu_jobs(speed_only).items()}
+    with tempfile.TemporaryDirectory(prefix="rmsnorm-compiled-") as compiled:    # one grading's compile cache
+        outcomes = {job: (set(tasks), runner.run_job(submission_path(), tasks, flat(inputs), limits=config.GPU_LIMITS,
+                                                      backend="triton", compile_cache=Path(compiled)))
+                    for job, tasks in gpu_jobs(speed_only).items()}
     return inputs, runner.Combined(outcomes)

@@ -38,6 +38,17 @@ EDITS = {
     # the wrapper passes dy where the backward kernel takes x, and x where it takes dy
     "x_and_dy_swapped_at_launch": [("        x2, g, dy2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(0),",
                                     "        dy2, g, x2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(0),")],
+    # the forward's launch passes x's column stride (1) as its row stride: each row reads a window of row 0's memory
+    "column_stride_as_row_stride": [("            x2, g, y, r, m, n, x2.stride(0), y.stride(0), float(eps),",
+                                     "            x2, g, y, r, m, n, x2.stride(1), y.stride(0), float(eps),")],
+    # the same in the backward, for dy
+    "dy_column_stride_as_row_stride": [("        x2, g, dy2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(0),",
+                                        "        x2, g, dy2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(1),")],
+    # the backward reads each row's r through g_ptr
+    "r_loaded_from_g_ptr": [("dg += bwd_tile(x, dy, g, rows, row_mask, mask, cols, r_ptr,",
+                             "dg += bwd_tile(x, dy, g, rows, row_mask, mask, cols, g_ptr,", 2),
+                            ("            r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)\n",
+                             "            r = tl.load(g_ptr + rows, mask=row_mask, other=0.0)\n")],
     # every load of a tile reads its lanes past N (and past M) too
     "no_mask": [(LOAD_TILE, LOAD_TILE.replace(", mask=mask, other=0.0", ""))],
     # masked-off lanes are left undefined (NaN in the simulator) and enter the sums

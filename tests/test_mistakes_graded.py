@@ -33,6 +33,14 @@ CHARGED = {
     # like a crash it costs the parts it reaches (the backward's, given the reference r, keep their points)
     "x_and_y_swapped_at_launch": (("wrong_tensor_fwd",), ["1", "4.1", "4.2", "4.3", "4.4", "4.5", "5", "7"],
                                   "passes y as rmsnorm_fwd_kernel's x_ptr, and x as y_ptr"),
+    # a row stride that makes the rows overlap: named from the distinct elements loaded, and checked from the
+    # outputs of the memory it read (item 9 needs a right dg, so it is not earned either)
+    "column_stride_as_row_stride": (("unread_fwd",), ["1"], "1 element apart (x.stride(1) passed as the row stride"),
+    "dy_column_stride_as_row_stride": (("unread_bwd",), ["2", "9"], "1 element apart (dy.stride(1) passed as the row "
+                                                                    "stride"),
+    # r read through g: named where M <= N; where M > N the load runs past g's end, a crash in the parts it reaches
+    "r_loaded_from_g_ptr": (("r_read_from_g",), ["2", "4.4", "4.6", "6", "8", "9"],
+                            "r read from g (r of row i = g[i]): a tl.load reads g's pointer where r's is meant"),
     "no_mask": ((), CRASH, "OutOfBoundsError: out-of-bounds load in load_tile"),
     "mask_without_other": (("lanes_undefined",), ["4.5"], "a tl.load without other= (the first: load_tile line"),
     # the forward's mean is wrong even with those lanes read as 0.0; the backward's sums are right then

@@ -178,3 +178,39 @@ def test_check_the_formula_is_said_only_when_the_traffic_matches_the_references(
     assert plain.cause is None and "check the formula" in plain.message
     moved = D.diagnose("dx", wrong * 1.5, dx, x, traffic=read[:2])     # read for another, and more wrong besides
     assert moved.cause == "wrong_tensor_bwd" and not moved.checked and "check the formula" not in moved.message
+
+
+@pytest.mark.parametrize("phase, loads, role, says, step", [
+    # a column stride of 1 passed as the row stride: every row read whole, the rows one element apart
+    ("fwd", {"x": (M_ * N_, M_ - 1 + N_), "g": (M_ * N_, N_)}, "x", "1 element apart (x.stride(1) passed", 1),
+    ("bwd", {"x": (M_ * N_, M_ * N_), "dy": (M_ * N_, N_), "g": (M_ * N_, N_)}, "dy", "0 elements apart", 0),
+    # a loop that stops before the row's end: part of each row never read
+    ("fwd", {"x": (M_ * (N_ - 16), M_ * (N_ - 16)), "g": (M_ * N_, N_ - 16)}, "x", "stop before the end", None),
+])
+def test_the_traffic_names_elements_of_a_needed_tensor_never_loaded(phase, loads, role, says, step):
+    args = [(phase, f"{r}_ptr", [r], n, d) for r, (n, d) in loads.items()]
+    key, message, instead = D.traffic_cause(phase, args, M_, N_)
+    assert key == f"unread_{phase}" and f"elements of {role}" in message and says in message, message
+    assert instead == ({role: ("rows", step)} if step is not None else {})
+
+
+def test_a_forward_that_reads_rows_one_element_apart_is_named_and_checked():
+    """The outputs computed from the memory the kernels read (rows 1 apart) explain the wrong y exactly: the
+    finding is the named cause, checked."""
+    x, g = random_inputs((M_, N_))[:2]
+    y, r = reference(x, g)[:2]
+    overlapping = x.as_strided((M_, N_), (1, 1))
+    wrong_y = C.forward_alternatives_plain(overlapping, g, 1e-5)[0]
+    read = D.traffic_cause("fwd", [("fwd", "x_ptr", ["x"], M_ * N_, M_ - 1 + N_)], M_, N_)
+    alts = [(k, v[0], w) for k, v, w in D.read_instead_fwd(read, x, g)]
+    named = D.diagnose("y", wrong_y, y, x, alternatives=alts, traffic=read[:2])
+    assert named.cause == "unread_fwd" and named.checked, named
+
+
+def test_a_backward_that_reads_r_through_g_is_named():
+    x, g, dy = random_inputs((M_, N_))
+    _, r, dx, _ = reference(x, g, dy)
+    wrong = C.backward_plain(x, g, dy, g[:M_].float())[0]
+    alts = [(k, v[0]) for k, v in C.backward_alternatives(x, g, dy, r.float()).items()]
+    found = D.diagnose("dx", wrong, dx, x, alternatives=alts)
+    assert found.cause == "r_read_from_g" and "g's pointer where r's is meant" in found.message, found

@@ -67,6 +67,7 @@ class Phase:
             k: {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel, "span": a.span,
                 "dtype": a.dtype,
                 "role": by_storage.get(a.storage), "roles": all_roles.get(a.storage, []), "distinct": a.distinct(),
+                "distinct_loaded": a.distinct_loaded,
                 "storage": a.storage}
             for k, a in L.args.items()}} for L in self.rec.launches]
         out = {"launches": launches, "norms": self.norms}

@@ -217,7 +217,8 @@ def summary(rec, roles: dict, noticed: dict, copies=()) -> dict:
                  "undefined_lanes": L.undefined_lanes, "args": {
         k: {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel, "span": a.span,
             "dtype": a.dtype, "role": by_storage.get(a.storage), "roles": all_roles.get(a.storage, []),
-            "distinct": a.distinct(), "storage": a.storage, "copy_of": copy_of.get(a.storage)}
+            "distinct": a.distinct(), "distinct_loaded": a.distinct_loaded, "storage": a.storage,
+            "copy_of": copy_of.get(a.storage)}
         for k, a in L.args.items()}} for L in rec.launches]
     host_ops = [op for op in (noticed.get("host_ops") or []) if isinstance(op, dict)][:64]
     norms = [n for n in (noticed.get("norms") or []) if isinstance(n, dict)][:16]

@@ -45,10 +45,13 @@ def item_5(inputs, outcome) -> Ledger:
     extra = sum(a["loaded"] + a["stored"] for _, _, a in scratch)     # every buffer but x, g, y and r, together
     rows_missed = coverage_cause(outcome, FWD_D, "y") or coverage_cause(outcome, FWD_D, "r")
     x_distinct = min(io(launches, "x", "loaded")[1], M * N)
+    read = traffic(outcome, FWD_D, "fwd", inputs["d"]["x"])      # a tensor read for another: an address, not fusion
+    because, read_cause = (f", because {read[1]}", read[0]) if read else ("", None)
     L.add(None if x_loads == x_distinct == M * N else
           Finding("x", f"your forward loaded x {x_loads / max(1, x_distinct):.1f} times per element; a fused kernel "
-                       f"reads it once", None) if x_loads > x_distinct else
-          Finding("x", f"your forward loaded only {x_distinct} of the {M * N} elements of x", rows_missed))
+                       f"reads it once{because}", read_cause) if x_loads > x_distinct else
+          Finding("x", f"your forward loaded only {x_distinct} of the {M * N} elements of x{because}",
+                  read_cause or rows_missed))
     if y_stores == M * N:
         L.right()
     elif not made(outcome, FWD_D, "y") and not y_stores:
@@ -205,7 +208,9 @@ def item_9(inputs, outcome) -> Ledger:
                              if s[2]["stored"] and "int" not in s[2].get("dtype", "float")])
     biggest = max(sizes.values(), default=None)            # (elements it covers, its name)
     if problem:
-        L.add(Finding("dg", f"the improved reduction starts from a fused backward (item 6): {problem}"))
+        read = traffic(outcome, BWD_D, "bwd", inputs["d"]["x"])     # an address mistake, item 2's, named
+        L.add(Finding("dg", f"the improved reduction starts from a fused backward (item 6): {problem}"
+                            + (f", because {read[1]}" if read else "")))
     elif why:
         L.add(Finding("dg", f"your dg is not deterministic: {why}. The improved reduction has each program sum its "
                             f"rows in registers and store one partial row; the partial rows are then added in a fixed "

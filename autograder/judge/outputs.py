@@ -141,11 +141,11 @@ def traffic(outcome, task, phase, x) -> tuple | None:
 
 
 def launch_args(outcome, task, phase) -> list:
-    """(kernel, parameter, roles, elements loaded) of every tensor argument of a task's phase's launches; a host
-    copy of a tensor (x.contiguous(), found in memory) has the role of what it copies."""
+    """(kernel, parameter, roles, elements loaded, distinct elements loaded) of every tensor argument of a task's
+    phase's launches; a host copy of a tensor (x.contiguous(), found in memory) has the role of what it copies."""
     launches = outcome.info.get(task, {}).get(phase, {}).get("launches", [])
-    return [(L["kernel"], name, roles_of(a) or ([a["copy_of"]] if a.get("copy_of") else []), a.get("loaded", 0))
-            for L in launches for name, a in L["args"].items()]
+    return [(L["kernel"], name, roles_of(a) or ([a["copy_of"]] if a.get("copy_of") else []), a.get("loaded", 0),
+             a.get("distinct_loaded")) for L in launches for name, a in L["args"].items()]
 
 
 def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(), n_rows=None, fmt=None,
@@ -200,10 +200,12 @@ def forward_outputs(ledger, outcome, task, x, g, eps, story, names=("r", "y")):
         order.sort(key=lambda o: (o[0] not in unstored, o[0] == "r"))    # y's pattern says more than r's
     order.sort(key=lambda o: got(outcome, task, o[0]) is not None)    # what did not come back says most of all
     rewrite, extra, read = {}, [], traffic(outcome, task, "fwd", x)
+    instead = D.read_instead_fwd(read, x, g, eps)          # from the memory the kernels read instead
     for name, want, i in order:
         if name not in names:
             continue
-        f = output(ledger, outcome, task, name, x, want, story, C.pick(alts, i) + (extra if name == "y" else []),
+        mine = [(k, yr[i], says) for k, yr, says in instead]
+        f = output(ledger, outcome, task, name, x, want, story, C.pick(alts, i) + mine + (extra if name == "y" else []),
                    fmt=fmt_of(x, None, eps), rewrite=rewrite, read=read)
         got_r = got(outcome, task, "r")
         if name == "r" and f is not None and f.cause and got_r is not None and got_r.numel() == r.numel():
@@ -273,6 +275,7 @@ def _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) -> Finding | Non
     if saved is None or saved.numel() != r_ref.numel():
         return None
     return D.saved_r_finding(saved, r_ref, x, g, eps, story=story, stored=got(outcome, task, "r_saved", "stored"),
+                             traffic=traffic(outcome, task, "fwd", x),
                              fmt=fmt)
 
 

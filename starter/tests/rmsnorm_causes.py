@@ -25,6 +25,9 @@ class Cause:
 
 
 DX = "dx = r·dy·g − x·r³·sum(dy·g·x)/N"
+UNREAD_FIX = ("each row's result needs every element of its row: pass each tensor's own row stride (x.stride(0), "
+              "not x.stride(1)), and make each tl.load's offsets reach the end of the row (a loop over the row "
+              "steps by BLOCK_N)")
 CAUSES = {c.key: c for c in (
     # -- elements never written ------------------------------------------------------------------------------
     Cause("r_not_stored", "no kernel stored r at all",
@@ -125,6 +128,10 @@ CAUSES = {c.key: c for c in (
           "in the order of the kernel's parameters"),
     Cause("wrong_tensor_bwd", "{traffic}", "check each tl.load's pointer, and that the launch passes the tensors "
           "in the order of the kernel's parameters"),
+    Cause("unread_fwd", "{traffic}", UNREAD_FIX),
+    Cause("unread_bwd", "{traffic}", UNREAD_FIX),
+    Cause("r_read_from_g", "it matches the gradients with each row's r read from g (r of row i = g[i]): a tl.load "
+          "reads g's pointer where r's is meant", "load r from r_ptr, one value per row (tl.load(r_ptr + rows))"),
 )}
 
 # For the backward's messages: the formula, when the diagnosis points at it.
@@ -193,6 +200,18 @@ def rows_n_apart(t):
     return t.as_strided((m, n), (n, 1), t.storage_offset())
 
 
+def rows_k_apart(t, k):
+    """``t`` as a kernel reads it that steps ``k`` elements from row to row (a column stride of 1 passed as the
+    row stride, say), as (M, N); None when t's columns are not adjacent or that would read past t's memory."""
+    n = t.shape[-1] if t.dim() else 1
+    m = t.numel() // max(1, n)
+    if t.dim() == 0 or t.stride(-1) != 1 or m == 0:
+        return None
+    if t.storage_offset() + (m - 1) * k + n > t.untyped_storage().nbytes() // t.element_size():
+        return None
+    return t.as_strided((m, n), (k, 1), t.storage_offset())
+
+
 def backward_alternatives(x, g, dy, r, eps=DEFAULT_EPS, block_n=None) -> dict:
     """{cause key: (dx, dg)}: the backward computed each known wrong way from x, g, dy and the r it was
     given, in float64 (dx like x, dg like g)."""
@@ -222,6 +241,8 @@ def backward_alternatives(x, g, dy, r, eps=DEFAULT_EPS, block_n=None) -> dict:
         "dg_without_r": (dx_of(dyg * r64, x64 * r64 ** 3 * dot / n), (dy64 * x64).sum(0)),
         "dg_with_g": (dx_of(dyg * r64, x64 * r64 ** 3 * dot / n), (dy64 * x64 * r64 * g64).sum(0)),
     }
+    if x64.shape[0] <= n:
+        alts["r_read_from_g"] = grads(g64[:x64.shape[0]].reshape(-1, 1))
     if eps != DEFAULT_EPS:
         alts["r_recomputed"] = grads(torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + DEFAULT_EPS))
     for b in block_widths(n, block_n):

@@ -22,7 +22,8 @@ import dataclasses
 
 import torch
 
-from rmsnorm_causes import CAUSES, DEFAULT_EPS, FORMULA, backward_plain, forward_alternatives, next_pow2, pick
+from rmsnorm_causes import (CAUSES, DEFAULT_EPS, FORMULA, backward_plain, forward_alternatives,
+                            forward_alternatives_plain, next_pow2, pick, rows_k_apart)
 from rmsnorm_check import DTYPE_NAMES, compare, describe, saved_for_backward, tolerance
 
 @dataclasses.dataclass(frozen=True)
@@ -125,14 +126,18 @@ def _words(x, dtype=None, fmt=None) -> dict:
             "dtype": DTYPE_NAMES.get(dtype, str(dtype)), **(fmt or {})}
 
 
-def saved_r_finding(saved, want, x, g, eps=DEFAULT_EPS, *, story=None, stored=None, fmt=None) -> Finding | None:
+def saved_r_finding(saved, want, x, g, eps=DEFAULT_EPS, *, story=None, stored=None, fmt=None,
+                    traffic=None) -> Finding | None:
     """What is wrong with the r an autograd Function saved for its backward (``want``: the reference r), or
     None: r's own diagnosis, or, when r is within its tolerance but far nearer a known wrong formula, that
-    cause (it can still show in dx: at N = 1, dx is a small difference of large terms)."""
+    cause (it can still show in dx: at N = 1, dx is a small difference of large terms). ``traffic``: the
+    forward's traffic_cause."""
     story = story or describe(x)
-    choices = pick(forward_alternatives(x, g, eps), 1)
+    choices = pick(forward_alternatives(x, g, eps), 1) + [(k, yr[1], "") for k, yr, _ in
+                                                           read_instead_fwd(traffic, x, g, eps)]
     found = diagnose("r", saved, want, x, alternatives=choices, stored=stored, story=story,
-                     source=" (saved by your TritonRMSNorm.forward)", fmt=fmt)
+                     source=" (saved by your TritonRMSNorm.forward)", fmt=fmt,
+                     traffic=traffic[:2] if traffic else None)
     if found is not None:
         return found
     key = closest_cause(saved, want, choices)
@@ -265,11 +270,11 @@ def param_role(name: str) -> str | None:
 def launch_swap(phase: str, args) -> tuple | None:
     """traffic_cause's first kind alone: a parameter named for one role that gets another role's tensor."""
     which = "backward" if phase == "bwd" else "forward"
-    for kernel, param, roles, _ in args:
+    for kernel, param, roles, *_ in args:
         named = param_role(param)
         if named and roles and named not in roles and set(roles) <= set(PARAM_ROLES.values()):
             passed = roles[0]
-            back = next((p for k, p, rs, _ in args if k == kernel and param_role(p) == passed and named in rs), None)
+            back = next((p for k, p, rs, *_ in args if k == kernel and param_role(p) == passed and named in rs), None)
             also = f", and {named} as {back}" if back else ""
             return (f"wrong_tensor_{phase}", f"your {which} passes {passed} as {kernel}'s {param}{also}: the "
                     f"launch's arguments are not in the order of the kernel's parameters",
@@ -282,20 +287,25 @@ def traffic_cause(phase: str, args, M: int, N: int) -> tuple | None:
     another tensor than the one they need, else None. Only a simulator knows this: which tensor each
     argument of each launch was, and how much was loaded through it. ``phase``: "fwd" or "bwd"; ``args``:
     (kernel, parameter, roles of the tensor passed, elements loaded through it) of every tensor argument of
-    the phase's launches. Two kinds: a parameter named for one role that gets another's tensor (the launch's
-    arguments in another order than the kernel's parameters), and a tensor the phase needs that no kernel
-    loads while another is loaded twice as much (a tl.load with the wrong pointer). Nothing is said of the
-    second kind when an argument with the role "copy" was read: the caller's word for a tensor that may be a
-    copy the host made of the missing one (x.contiguous()), which only the grader can tell apart."""
+    the phase's launches, and optionally the distinct elements loaded through it. Three kinds: a parameter
+    named for one role that gets another's tensor (the launch's arguments in another order than the kernel's
+    parameters); a tensor the phase needs that no kernel loads while another is loaded twice as much (a tl.load
+    with the wrong pointer); and a tensor the phase needs of which fewer distinct elements were loaded than it
+    has (a row stride or offsets that miss part of each row), although every element enters every result of
+    its row. Nothing is said of the last two when an argument with the role "copy" was read: the caller's
+    word for a tensor that may be a copy the host made of the missing one (x.contiguous()), which only the
+    grader can tell apart."""
     key, which = f"wrong_tensor_{phase}", "backward" if phase == "bwd" else "forward"
     swap = launch_swap(phase, args)
     if swap:
         return swap
-    loaded = {}
-    for _, _, roles, n in args:
-        for role in roles:
-            loaded[role] = loaded.get(role, 0) + n
-    if any(roles == ["copy"] and n for _, _, roles, n in args):
+    loaded, distinct = {}, {}
+    for a in args:
+        for role in a[2]:
+            loaded[role] = loaded.get(role, 0) + a[3]
+            if len(a) > 4 and a[4] is not None:
+                distinct[role] = distinct.get(role, 0) + a[4]
+    if any(a[2] == ["copy"] and a[3] for a in args):
         return None                 # what may be a copy of x or dy (x.contiguous()) was read
     for role in ("x", "dy") if phase == "bwd" else ("x",):
         if loaded.get(role, 0) == 0:
@@ -305,6 +315,25 @@ def traffic_cause(phase: str, args, M: int, N: int) -> tuple | None:
                              f"{loaded[other] / max(1, M * N):.1f} times per element: a tl.load reads "
                              f"{other}'s pointer where {role}'s is meant", {role: other})
             return key, f"your {which}'s kernels never load {role}", {}
+    return _unread(phase, loaded, distinct, M, N)
+
+
+def _unread(phase, loaded, distinct, M, N) -> tuple | None:
+    """traffic_cause's third kind: fewer distinct elements of a needed tensor loaded than it has (the sum over
+    launches bounds the elements loaded at all from above, so this is proof)."""
+    which = "backward" if phase == "bwd" else "forward"
+    for role, size in (("x", M * N), ("dy", M * N), ("g", N)) if phase == "bwd" else (("x", M * N), ("g", N)):
+        if role not in distinct or not loaded.get(role) or distinct[role] >= size:
+            continue
+        seen = distinct[role]
+        step = (seen - N) // (M - 1) if M > 1 and (seen - N) % (M - 1) == 0 else None
+        stepped = loaded[role] == size and role != "g" and step is not None and 0 <= step < N
+        how = ("the loads stop before the end of each row, or skip parts of it" if loaded[role] < size or role == "g"
+               else f"each of them {loaded[role] / seen:.1f} times on average: the rows your loads read overlap"
+               + (f", {step} element{'s' if step != 1 else ''} apart ({role}.stride(1) passed as the row stride, "
+                  f"where {role}.stride(0) is meant?)" if stepped else f": check the row stride passed for {role}"))
+        return (f"unread_{phase}", f"your {which}'s kernels load only {seen} of the {size} elements of {role}, "
+                                   f"{how}", {role: ("rows", step)} if stepped else {})
     return None
 
 
@@ -312,11 +341,32 @@ def read_instead(read, x, g, dy, r) -> list:
     """[(cause key, (dx, dg), what it says)]: the gradients computed from the tensors the kernels read instead,
     when traffic_cause named them (dy where x is meant, say); diagnose then knows whether they explain the output
     exactly. [] when it named none."""
-    given = {"x": x, "dy": dy}
-    if not read or not read[2] or not set(read[2]) | set(read[2].values()) <= set(given):
-        return []
-    sub = {k: given[read[2].get(k, k)] for k in given}
-    return [(read[0], backward_plain(sub["x"], g, sub["dy"], r), read[1])]
+    sub = _read(read, {"x": x, "dy": dy})
+    return [(read[0], backward_plain(sub["x"], g, sub["dy"], r), read[1])] if sub else []
+
+
+def read_instead_fwd(read, x, g, eps=DEFAULT_EPS) -> list:
+    """read_instead for the forward: [(cause key, (y, r), what it says)]."""
+    sub = _read(read, {"x": x})
+    return [(read[0], forward_alternatives_plain(sub["x"], g, eps), read[1])] if sub else []
+
+
+def _read(read, given: dict) -> dict | None:
+    """{role: the tensor the kernels read as it} from traffic_cause's mapping, when every role it names is
+    given: another role's tensor, or ("rows", k), the role's own memory with rows k elements apart."""
+    if not read or not read[2]:
+        return None
+    sub = dict(given)
+    for role, instead in read[2].items():
+        if role not in given:
+            return None
+        if isinstance(instead, tuple):
+            sub[role] = rows_k_apart(given[role], instead[1])
+        elif instead in given:
+            sub[role] = given[instead]
+        else:
+            return None
+    return None if any(t is None for t in sub.values()) else sub
 
 
 def _with_zero_lanes(name, if_zero, want, x, said, **kw) -> Finding:
@@ -492,8 +542,8 @@ class KernelLog:
             if isinstance(t, torch.Tensor):
                 roles.setdefault(t.untyped_storage().data_ptr(), []).append(role)
         copy = lambda a: ["copy"] if a.numel == x.numel() else []       # noqa: E731 -- x-sized, unknown: maybe a copy
-        args = [(L.kernel, name, roles.get(a.storage) or copy(a), a.loaded) for L in self.rec.launches
-                for name, a in L.args.items()]
+        args = [(L.kernel, name, roles.get(a.storage) or copy(a), a.loaded, a.distinct_loaded)
+                for L in self.rec.launches for name, a in L.args.items()]
         N = x.shape[-1] if x.dim() else 1
         return traffic_cause(phase, args, x.numel() // max(1, N), N) if args else None
 

@@ -12,9 +12,8 @@ import torch
 from rmsnorm_check import (DTYPE_NAMES, assert_untouched, describe, host_ops_of, host_work_problem, kernel_stored,
                            leave_garbage, random_inputs, reference, strided_inputs, transposed_inputs)
 from rmsnorm_causes import backward_alternatives, backward_plain, dg_rows, forward_alternatives, pick
-from rmsnorm_diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, read_instead, saved_r,
-                              saved_r_finding,
-                              simulated)
+from rmsnorm_diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, read_instead, read_instead_fwd,
+                              saved_r, saved_r_finding, simulated)
 from rmsnorm_text import autograd_hint
 
 SHAPES = [(37, 100), (4, 16, 64), (2, 3, 513)]
@@ -30,7 +29,10 @@ def forward(impl, x, g, story=None, source=" from rmsnorm_forward"):
         y, r = _called(lambda: impl.rmsnorm_forward(x, g), x, "rmsnorm_forward")
     nan, fmt = log.nan_source()
     read = log.traffic("fwd", {"x": x, "g": g, "y": y, "r": r}, x)            # what the kernels read, first
-    fail_if(diagnose_all([(name, got, want, x, dict(alternatives=pick(alts, i), stored=log.stored(got), story=story,
+    instead = read_instead_fwd(read, x, g)                                    # the outputs from what they read
+    fail_if(diagnose_all([(name, got, want, x, dict(alternatives=pick(alts, i) + [(k, v[i], says) for k, v, says
+                                                                                  in instead],
+                                                    stored=log.stored(got), story=story,
                                                     source=source, nan_cause=nan, fmt=fmt,
                                                     traffic=read[:2] if read else None))
                           for name, got, want, i in (("r", r, ref_r, 1), ("y", y, ref_y, 0))]))
@@ -59,6 +61,7 @@ def forward_first(impl, x, g, story=None):
         y = _called(lambda: impl.rmsnorm(x, g), x, "rmsnorm")
     nan, fmt = log.nan_source()
     read = log.traffic("fwd", {"x": x, "g": g, "y": y}, x)
+    alts += [(k, v[0], says) for k, v, says in read_instead_fwd(read, x, g)]
     fail_if(diagnose("y", y, ref_y, x, alternatives=alts,
                      stored=log.stored(y), story=story, nan_cause=nan, fmt=fmt, traffic=read[:2] if read else None,
                      source=" from rmsnorm (your forward: fix it first, the gradients depend on it)"))

@@ -13,7 +13,11 @@ Checking is two-staged so that correct kernels pay almost nothing:
    Sorting these intervals and merging the overlapping ones gives clusters;
    if no cluster holds a store plus a second program, no race is possible.
 2. *Exact.* Otherwise an owner array records which program stored each
-   element, and every store and load is compared against it.
+   byte, and every store and load is compared against it.
+
+Both stages work in bytes of the tensors' storage: two views of one buffer in
+different dtypes (fp32 stored, read back through ``view(torch.float16)``) touch
+the same memory, and a race between them is a race all the same.
 """
 from __future__ import annotations
 
@@ -53,9 +57,9 @@ def _intervals(recs):
         rhi = r.hi.expand(P) if r.hi.numel() == 1 else r.hi
         cnt = r.count.expand(P) if r.count.numel() == 1 else r.count
         keep = cnt > 0
-        off = r.buf.storage_offset
-        lo.append(rlo[keep] + off)
-        hi.append(rhi[keep] + off)
+        off, size = r.buf.storage_offset, r.buf.tensor_element_size
+        lo.append((rlo[keep] + off) * size)
+        hi.append((rhi[keep] + off + 1) * size - 1)
         pid.append(r.pids[keep])
         st.append(torch.full((int(keep.sum()),), r.kind is Kind.STORE))
     return torch.cat(lo), torch.cat(hi), torch.cat(pid), torch.cat(st)
@@ -85,7 +89,7 @@ def check(launch, records):
     by_storage = {}
     for r in records:
         if r.kind is not Kind.ATOMIC:
-            by_storage.setdefault(r.buf.storage_key, []).append(r)
+            by_storage.setdefault(r.buf.storage_key[0], []).append(r)        # the storage, whatever the dtype
     for recs in by_storage.values():
         if not any(r.kind is Kind.STORE for r in recs):
             continue
@@ -107,16 +111,25 @@ def check(launch, records):
 observers.register(check, order=10)        # before the statistics: a racing launch is not counted
 
 
+def _bytes(r, lo):
+    """(the bytes of the storage, from ``lo``, that a record's active lanes touch; their programs; their locks)."""
+    a, p = r.active_offsets()
+    k = r.active_locks()
+    size = r.buf.tensor_element_size
+    if size == 1:
+        return a + r.buf.storage_offset - lo, p, k
+    each = torch.arange(size)
+    first = (a + r.buf.storage_offset) * size - lo
+    return (first[:, None] + each).reshape(-1), p.repeat_interleave(size), k.repeat_interleave(size)
+
+
 def _exact(launch, recs):
-    lo = min(int(r.lo.min()) + r.buf.storage_offset for r in recs)
-    hi = max(int(r.hi.max()) + r.buf.storage_offset for r in recs)
+    lo = min((int(r.lo.min()) + r.buf.storage_offset) * r.buf.tensor_element_size for r in recs)
+    hi = max((int(r.hi.max()) + r.buf.storage_offset + 1) * r.buf.tensor_element_size - 1 for r in recs)
     owner = torch.full((hi - lo + 1,), -1, dtype=torch.int64)
     owner_lock = torch.full((hi - lo + 1,), -1, dtype=torch.int64)
     stores = [r for r in recs if r.kind is Kind.STORE]
-    lanes = {}
-    for r in recs:
-        a, p = r.active_offsets()
-        lanes[id(r)] = (a + (r.buf.storage_offset - lo), p, r.active_locks())
+    lanes = {id(r): _bytes(r, lo) for r in recs}
     for r in stores:
         a, p, k = lanes[id(r)]
         owner[a] = p
@@ -148,8 +161,8 @@ def _same_lock(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (a == b) & (a >= 0)
 
 
-def _message(launch, rec, writer_rec, storage_addr, p, q, what):
-    off = storage_addr - rec.buf.storage_offset
+def _message(launch, rec, writer_rec, byte_addr, p, q, what):
+    off = byte_addr // rec.buf.tensor_element_size - rec.buf.storage_offset
     where = rec.buf.index_of(off)
     a, b = sorted((p, q)) if what == "store" else (p, q)
     pa = launch.describe(a)

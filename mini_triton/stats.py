@@ -22,6 +22,7 @@ import dataclasses
 import linecache
 import os
 import sys
+import sysconfig
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -294,11 +295,25 @@ def _storage(t) -> int:
         return 0
 
 
-_LIBRARIES = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)))
+def _libraries() -> tuple:
+    """Where installed code lives: torch, mini_triton, Python's standard library and site-packages. A torch op
+    that the standard library runs for a caller (``collections.Counter(map(torch.Tensor.float, [x]))``) is
+    that caller's."""
+    paths = {os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__))}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            paths.add(os.path.realpath(path))
+            paths.add(path)
+    return tuple(sorted(p.rstrip(os.sep) + os.sep for p in paths))
+
+
+_LIBRARIES = _libraries()
 
 
 def _written_at() -> str:
-    """The line of code that ran the current torch op: the innermost frame outside torch and mini_triton."""
+    """The line of code that ran the current torch op: the innermost frame outside torch, mini_triton and
+    the rest of what is installed (_libraries)."""
     frame = sys._getframe(2)
     while frame is not None:
         path = frame.f_code.co_filename

@@ -44,6 +44,34 @@ def after_imports(src, code):
     return edit(src, (marker, marker + "\n" + code + "\n"))
 
 
+# one backward launch whose last program sums the partial rows the other programs store: a race (item 8)
+LAST_PROGRAM_SUMS = (
+    ("def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_ptr, N, x_stride, dy_stride,",
+     "def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_ptr, sums_ptr, out_ptr, n_rows, N, x_stride,\n"
+     "                       dy_stride,"),
+    (DG_STORE, DG_STORE + "\n    if row == n_rows - 1:\n        acc = tl.zeros([BLOCK], dtype=tl.float32)\n"
+                          "        for i in range(0, n_rows):\n"
+                          "            acc += tl.load(sums_ptr + i * N + cols, mask=mask, other=0.0)\n"
+                          "        tl.store(out_ptr + cols, acc, mask=mask)"),
+    ("    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N,",
+     "    out = torch.empty(N, dtype=torch.float32, device=x.device)\n"
+     "    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, dg_partial, out, M, N,"),
+    ("dg_partial.sum(0).to(g.dtype)", "out.to(g.dtype)"))
+
+# the lecture's partial dg buffer as eight tensors of M/8 rows: a backward kernel storing into the one its row is
+# in, and a kernel that adds each into dg
+EIGHT_PARTS = ("part = row // chunk\n    at = (row - part * chunk) * N + cols\n" + "".join(
+    f"    {'if' if i == 0 else 'elif'} part == {i}:\n        tl.store(p{i} + at, dy * x * r, mask=mask)\n"
+    for i in range(8)) + """
+
+@triton.jit
+def _add_rows(p_ptr, dg_ptr, rows, N, BLOCK: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.load(dg_ptr + cols, mask=cols < N, other=0.0)
+    for i in range(0, rows):
+        acc += tl.load(p_ptr + i * N + cols, mask=cols < N, other=0.0)
+    tl.store(dg_ptr + cols, acc, mask=cols < N)""")
+
 CONTROLS = {
     "simple": SIMPLE,
     "pure_pytorch": PURE_PYTORCH,
@@ -53,6 +81,9 @@ CONTROLS = {
                     ("dg_partial = torch.empty((M, N)", "dg_partial = torch.zeros((1, N)")),
     "no_other": edit(SIMPLE, (FWD_X_LOAD, FWD_X_LOAD.replace(", other=0.0", ""))),
     "float_atomics": (ROOT / "tests" / "calibration" / "float_atomics.py").read_text(),
+    "dy_upcast": edit(SIMPLE, ("    x2, dy2 = _matrix(x), _matrix(dy)\n",
+                               "    x2, dy2 = _matrix(x), _matrix(dy).float()\n")),
+    "last_program_sums": edit(SIMPLE, *LAST_PROGRAM_SUMS),
     "r_on_host": edit(SIMPLE, ("    r = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)\n",
                                "    r = tl.load(r_ptr + row)\n"),
                       ("    tl.store(r_ptr + row, r)\n", ""),
@@ -319,6 +350,57 @@ def _touch(t):''')),
               "    b = torch.empty((M - half + 1, N), dtype=torch.float32, device=x.device)\n"
               "    rmsnorm_fwd_kernel[(M,)](x2, g, y, r, N, x2.stride(0), y.stride(0), eps, a, b, half, "
               "BLOCK=triton.next_power_of_2(N))"))),
+    "partial_buffer_split_over_eight_storages": (
+        "simple", "the lecture's M x N partial dg buffer allocated as eight tensors of M/8 rows", "judge",
+        edit(SIMPLE,
+             ("def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, dg_ptr, N, x_stride, dy_stride,",
+              "def rmsnorm_bwd_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, dx_ptr, p0, p1, p2, p3, p4, p5, p6, p7, N,\n"
+              "                       x_stride, dy_stride, chunk,"),
+             (DG_STORE, EIGHT_PARTS),
+             ("    dg_partial = torch.empty((M, N), dtype=torch.float32, device=x.device)\n"
+              "    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N,",
+              "    chunk = triton.cdiv(M, 8)\n"
+              "    parts = [torch.empty((max(1, min(chunk, M - i * chunk)), N), dtype=torch.float32, device=x.device)\n"
+              "             for i in range(8)]\n"
+              "    dg_partial = torch.zeros(N, dtype=torch.float32, device=x.device)\n"
+              "    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, *parts, N,"),
+             ("BLOCK=triton.next_power_of_2(N))\n    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)",
+              "chunk, BLOCK=triton.next_power_of_2(N))\n"
+              "    for i in range(8):\n        if min(chunk, M - i * chunk) > 0:\n"
+              "            _add_rows[(triton.cdiv(N, 128),)](parts[i], dg_partial, min(chunk, M - i * chunk), N, "
+              "BLOCK=128)\n"
+              "    return dx.view(x.shape), dg_partial.to(g.dtype)"))),
+    # 6: what the checks did not follow: scalar arguments, the standard library's frames, views of other dtypes
+    "r_passed_as_scalar_arguments": (
+        "r_on_host", "r computed in numpy, each row's value passed to a kernel as a float argument that stores it",
+        "provenance",
+        edit(CONTROLS["r_on_host"], ("import torch\n", "import numpy as np\nimport torch\n"),
+             ("    r = torch.rsqrt(x2.float().pow(2).mean(-1) + eps)",
+              "    r = torch.empty(M, dtype=torch.float32, device=x.device)\n"
+              "    t = x2.detach()\n"
+              "    xn = ((t.view(torch.int16).numpy().astype(np.int32) << 16).view(np.float32)\n"
+              "          if t.dtype == torch.bfloat16 else t.numpy().astype(np.float32)).astype(np.float64)\n"
+              "    host_r = 1.0 / np.sqrt((xn * xn).mean(-1) + eps)\n"
+              "    for i in range(M):\n"
+              "        _put[(1,)](r, i, float(host_r[i]))"),
+             ("\n\ndef _matrix(t):", "\n\n@triton.jit\ndef _put(r_ptr, row, value):\n    tl.store(r_ptr + row, value)"
+                                   "\n\n\ndef _matrix(t):"))),
+    "host_op_run_by_the_standard_library": (
+        "dy_upcast", "dy converted to fp32 on the host by a call that collections.Counter makes", "judge",
+        edit(SIMPLE, ("import os\n", "import collections\nimport os\n"),
+             ("    x2, dy2 = _matrix(x), _matrix(dy)\n",
+              "    x2, dy2 = _matrix(x), _matrix(dy)\n"
+              "    dy2 = next(iter(collections.Counter(map(torch.Tensor.float, [dy2]))))\n"))),
+    "race_through_a_view_of_another_dtype": (
+        "last_program_sums", "the last program reads the other programs' fp32 rows through an fp16 view", "judge",
+        edit(CONTROLS["last_program_sums"],
+             ("            acc += tl.load(sums_ptr + i * N + cols, mask=mask, other=0.0)",
+              "            lo = tl.load(sums_ptr + 2 * (i * N + cols), mask=mask, other=0.0).to(tl.int16, "
+              "bitcast=True)\n"
+              "            hi = tl.load(sums_ptr + 2 * (i * N + cols) + 1, mask=mask, other=0.0).to(tl.int16, "
+              "bitcast=True)\n"
+              "            acc += ((hi.to(tl.int32) << 16) | (lo.to(tl.int32) & 0xFFFF)).to(tl.float32, bitcast=True)"),
+             ("dg_partial, dg_partial, out, M, N,", "dg_partial, dg_partial.view(torch.float16), out, M, N,"))),
     "partial_buffer_passed_as_one_column": (
         "simple", "the lecture's M x N partial dg buffer passed as a one-column view", "judge",
         edit(SIMPLE, ("dg_partial = torch.empty((M, N)", "dg_partial = torch.empty((M + 1, N)"),

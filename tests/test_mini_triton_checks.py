@@ -183,6 +183,30 @@ def test_load_of_another_programs_store_is_a_race():
         shift[(4,)](torch.randn(64), BLOCK=16)
 
 
+@triton.jit
+def store_then_read_another_programs_row(buf_ptr, half_ptr, BLOCK: tl.constexpr):
+    """Each program stores its own fp32 row; program 1 reads row 0 back through an fp16 view of the buffer."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    tl.store(buf_ptr + pid * BLOCK + offs, offs.to(tl.float32))
+    if pid == 1:
+        v = tl.load(half_ptr + offs)             # the first BLOCK halves: row 0's first BLOCK // 2 floats
+        tl.store(buf_ptr + pid * BLOCK + offs, v.to(tl.float32))
+
+
+def test_a_race_through_a_view_of_another_dtype_is_still_a_race():
+    """fp32 stored by one program, read as fp16 by another: the same bytes, so the same race."""
+    buf = torch.zeros(2, 16)
+    with pytest.raises(triton.DataRaceError, match=r"program 1 reads half_ptr\[0, 0\].*program 0 writes it"):
+        store_then_read_another_programs_row[(2,)](buf, buf.view(torch.float16), BLOCK=16)
+
+
+def test_views_of_another_dtype_that_touch_other_bytes_do_not_race():
+    buf = torch.zeros(2, 16)
+    halves = buf.view(torch.float16)[1]          # row 1's bytes only, which program 1 itself writes
+    store_then_read_another_programs_row[(2,)](buf, halves, BLOCK=16)
+
+
 def test_atomics_are_exempt_from_race_checks():
     x, out = torch.randint(0, 9, (1000,), dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
     K.atomic_sum_kernel[(8,)](x, out, 1000, BLOCK=128)

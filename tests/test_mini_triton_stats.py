@@ -1,4 +1,6 @@
 """Traffic statistics: the contract the seed lecture and the autograder rely on."""
+import collections
+
 import pytest
 import torch
 
@@ -101,6 +103,16 @@ def test_nested_records_and_host_ops():
     big = [op for op in inner.host_ops if op.reads >= 8 * 16]
     assert big, "the host op reading an 8x16 activation is visible"
     assert all(op.name not in ("rsqrt",) for op in inner.host_ops), "kernel internals are not host ops"
+
+
+def test_a_host_op_the_standard_library_runs_is_its_callers():
+    """``collections.Counter(map(torch.Tensor.float, [x]))`` runs .float() from collections' own frame: the op
+    is the line that called it, so a grader that keeps the student's file's ops sees it."""
+    x = torch.randn(8, 16, dtype=torch.bfloat16)
+    with triton.record(host_ops=True) as rec:
+        next(iter(collections.Counter(map(torch.Tensor.float, [x]))))
+    ops = [op for op in rec.host_ops if op.reads >= 8 * 16]
+    assert ops and ops[0].where.startswith("test_mini_triton_stats.py line "), [op.where for op in ops]
 
 
 def test_failed_launch_adds_nothing():

@@ -152,7 +152,7 @@ class Launcher:
             except BaseException:
                 self._failed(args, before)
                 raise
-            stored = self._ran(kernel, pos, kw, views, self.record.launches[count:])
+            stored = self._ran(kernel, pos, kw, views, self.record.launches[count:], grid)
             return {"stored": [stored.get(key, 0) for key in views]}
         except Refused as e:
             return {"error": {"type": "ValueError", "message": f"the grader cannot take this launch: {e}"}}
@@ -181,12 +181,13 @@ class Launcher:
             return constexpr(plain(a["constexpr"]))
         return plain(a)
 
-    def _ran(self, kernel, pos, kw, views, stats) -> dict:
+    def _ran(self, kernel, pos, kw, views, stats, grid=()) -> dict:
         """Note what the launch read and stored, by the simulator's records of each argument; returns the distinct
         elements it stored through each tensor argument ({id of its view: count})."""
         if not stats:
             return {}
         bound = kernel.bind(pos, kw)
+        scalars = [*grid, *(v.value if isinstance(v, constexpr) else v for k, v in bound.items() if id(v) not in views)]
         by_name = {name: views[id(v)] for name, v in bound.items() if id(v) in views}
         reads, stores = {}, {}                       # {(buffer, element size): Touched}, whatever the records' number
         for a in stats[0].args.values():
@@ -200,7 +201,7 @@ class Launcher:
                 if r.kind.writes():
                     touched(stores, buf, size).add(r)
         reads, stores = [t.masked() for t in reads.values()], [t.masked() for t in stores.values()]
-        dirty = self.memory.launch_reads_dirty(reads, stores)
+        dirty = self.memory.launch_reads_dirty(reads, stores, scalars)
         self.memory.launch_stored(stores, dirty)
         self.stored = {id(buf): buf for buf, _, _ in stores}
         if not dirty:

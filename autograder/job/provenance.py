@@ -23,6 +23,7 @@ second kernel that reads what a first one stored is as clean as the first.
 """
 from __future__ import annotations
 
+import math
 import os
 import stat
 
@@ -32,6 +33,7 @@ INPUT, CONST, COPY_INPUT, COPY_KERNEL, KERNEL, HOST, TAINTED = range(7)
 DIRTY = (HOST, TAINTED)
 MADE = (KERNEL, COPY_KERNEL)            # what an output made by the kernels holds
 MAX_BYTES = 1 << 30                     # one buffer: more than a job's memory could hold anyway
+SCALARS = 16                            # distinct scalar values a phase's launches may be given (launch_reads_dirty)
 
 
 class Refused(Exception):
@@ -88,6 +90,7 @@ class Memory:
         self.kernel_views = []             # (Buffer, dtype, offset, shape, strides) that clean launches stored
         self.copies = []                   # (source's address, elements, dtype, copy's address): host copies
         self.host_loaded = 0               # elements the host wrote (HOST or TAINTED) that launches loaded, this phase
+        self.scalars = set()               # the distinct scalar values launches were given, this phase
 
     # -- arrival: a descriptor from either side ---------------------------------------------------------
     def buffer(self, fd: int, nbytes: int, origin=None) -> Buffer:
@@ -207,12 +210,17 @@ class Memory:
         return buf.written.view(-1, size).any(1).as_strided(shape, strides, offset)
 
     # -- a launch --------------------------------------------------------------------------------------
-    def launch_reads_dirty(self, reads, stores) -> bool:
+    def launch_reads_dirty(self, reads, stores, scalars=()) -> bool:
         """Is the launch's work the host's? It is when the distinct HOST or TAINTED elements it loaded (as they
         were before it ran) are at least a quarter of the distinct elements it stored: then most of what it
         stored could be what the host computed (a copy, laundered). A kernel that reads a few host values (an
         r the host recomputed, M values for M·N outputs) still does its own work; item 7 names the host's.
-        ``reads``, ``stores``: (Buffer, element size, mask over its elements)."""
+        It is also the host's when it is given a scalar (an argument, a constexpr or a grid size) that is none
+        of the first SCALARS distinct values of its phase: sizes, strides, offsets and eps are a few values,
+        and more carry data the host computed (an r per row, passed as floats). ``reads``, ``stores``:
+        (Buffer, element size, mask over its elements); ``scalars``: the launch's scalar values."""
+        if self._new_scalars(scalars):
+            return True
         dirty = 0
         for buf, size, elements in reads:
             if buf.dirty():
@@ -227,6 +235,16 @@ class Memory:
             merged[(id(buf), size)] = merged.get((id(buf), size), elements) | elements
         return dirty * 4 >= max(1, sum(int(m.sum()) for m in merged.values()))
 
+    def _new_scalars(self, scalars) -> int:
+        """How many of ``scalars`` are values beyond the first SCALARS distinct ones of this phase (counted as
+        host values loaded)."""
+        fresh = {(type(v).__name__, v) for v in scalars if isinstance(v, (int, float)) and not isinstance(v, bool)
+                 and math.isfinite(v)} - self.scalars
+        beyond = max(0, len(self.scalars) + len(fresh) - max(SCALARS, len(self.scalars)))
+        self.scalars |= fresh
+        self.host_loaded += beyond
+        return beyond
+
     def launch_stored(self, stores, dirty: bool):
         """Mark the elements the launch stored (``stores``: (Buffer, element size, elements)) as its work."""
         for buf, size, elements in stores:
@@ -236,7 +254,7 @@ class Memory:
             buf.written.view(-1, size)[elements] = True
 
     def new_phase(self):
-        self.copies, self.host_loaded = [], 0
+        self.copies, self.host_loaded, self.scalars = [], 0, set()
         for buf in self.buffers.values():
             if buf.written.any():
                 buf.written.zero_()

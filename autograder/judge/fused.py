@@ -206,7 +206,8 @@ def item_9(inputs, outcome) -> Ledger:
     why = order_dependence({"bwd": info["bwd"]})
     sizes = scratch_extents([s for s in others(launches, IO_ROLES)
                              if s[2]["stored"] and "int" not in s[2].get("dtype", "float")])
-    biggest = max(sizes.values(), default=None)            # (elements it covers, its name)
+    total = sum(size for size, _ in sizes.values())         # every partial buffer together, however it is split
+    names = ", ".join(name for _, name in sizes.values())
     if problem:
         read = traffic(outcome, BWD_D, "bwd", inputs["d"]["x"])     # an address mistake, item 2's, named
         L.add(Finding("dg", f"the improved reduction starts from a fused backward (item 6): {problem}"
@@ -215,10 +216,11 @@ def item_9(inputs, outcome) -> Ledger:
         L.add(Finding("dg", f"your dg is not deterministic: {why}. The improved reduction has each program sum its "
                             f"rows in registers and store one partial row; the partial rows are then added in a fixed "
                             f"order"))
-    elif biggest and biggest[0] > M * N // 8:
-        L.add(Finding("dg", f"your partial dg buffer ({biggest[1]}) has {biggest[0]} elements for M·N = "
-                            f"{M * N}; the improved reduction keeps it at most M·N/8 = {M * N // 8}: give each program "
-                            f"many rows and accumulate dg in registers"))
+    elif total > M * N // 8:
+        buffers = f"buffer ({names}) has" if len(sizes) == 1 else f"buffers ({names}) have, together,"
+        L.add(Finding("dg", f"your partial dg {buffers} {total} elements for M·N = {M * N}; the improved reduction "
+                            f"keeps it at most M·N/8 = {M * N // 8}: give each program many rows and accumulate dg in "
+                            f"registers"))
     else:
         x, g, dy, story = given(inputs, "d", CORE["d"])
         backward_outputs(Ledger(), L, outcome, BWD_D, x, g, dy, CORE["d"].eps, story + " (given the reference r)",

@@ -50,8 +50,8 @@ def item_5(inputs, outcome) -> Ledger:
     L.add(None if x_loads == x_distinct == M * N else
           Finding("x", f"your forward loaded x {x_loads / max(1, x_distinct):.1f} times per element; a fused kernel "
                        f"reads it once{because}", read_cause) if x_loads > x_distinct else
-          Finding("x", f"your forward loaded only {x_distinct} of the {M * N} elements of x{because}",
-                  read_cause or rows_missed))
+          Finding("x", f"your forward loaded only {x_distinct} of the {M * N} elements of x"
+                       f"{'' if rows_missed else because}", rows_missed or read_cause))     # rows missed: the grid's
     if y_stores == M * N:
         L.right()
     elif not made(outcome, FWD_D, "y") and not y_stores:
@@ -102,7 +102,7 @@ def item_6(inputs, outcome) -> Ledger:
     read = traffic(outcome, BWD_D, "bwd", inputs["d"]["x"])      # a tensor read for another: an address, not fusion
     for kind, message in problems:
         cause = coverage if kind == "coverage" else "dx_not_from_kernels" if kind == "scratch" and host_dx else None
-        if read and kind in ("repeat", "coverage"):
+        if read and kind in ("repeat", "coverage") and not (kind == "coverage" and cause):   # (rows never stored)
             message, cause = f"{message}, because {read[1]}", read[0]
         L.add(Finding("dx", message, cause))
     for _ in range(4 - len(problems)):

@@ -37,6 +37,7 @@ from .errors import CompilationError
 
 ATTRIBUTE = "_mini_triton_attribute"        # what the compiled source calls to read an attribute
 LOOP_TYPES = "_mini_triton_loop_types"       # what it calls around a loop, to keep its carried variables' shapes
+IF_TYPES = "_mini_triton_if_types"           # what it calls around an if, to keep the types its branches join
 
 # Constructs Triton's code generator has no visitor for, with what to write instead.
 NOT_IN_KERNELS = {
@@ -288,6 +289,108 @@ class _LoopTypes(ast.NodeTransformer):
     visit_For = visit_While = _loop
 
 
+class _IfTypes(ast.NodeTransformer):
+    """Around each ``if``: the types of the variables its branches assign, before it and after it. When the
+    condition is a value the kernel computes (not a constexpr), Triton's compiler joins the branches into one
+    value per variable, of one type: a variable bound before the ``if`` keeps its type in the branch that
+    assigns it, and one that both branches assign gets the same type from each (`v = tl.load(...)` in one,
+    `v = 0.0` in the other does not compile). The branch that did not run is known by its literals only."""
+
+    def __init__(self, where, bound: dict):
+        self.where, self.bound = where, bound
+
+    def visit_If(self, node):
+        self.generic_visit(node)
+        then, other = _assigned(node.body), _assigned(node.orelse)
+        names = sorted(set(then) | set(other))
+        if not names:
+            return node
+        key = f"_mini_triton_if_{node.lineno}_{node.col_offset}"
+        cond = ast.Name(f"{key}_cond", ast.Load())
+        literal = {"then": {n: v for n, v in then.items() if v is not None},
+                   "else": {n: v for n, v in other.items() if v is not None}}
+        both = sorted(set(then) & set(other))
+
+        def call(*args):
+            return ast.Call(ast.Name(IF_TYPES, ast.Load()), [ast.Constant(self.where), ast.Constant(node.lineno),
+                                                             ast.Constant(tuple(names)), *args], [])
+        test = ast.Assign([ast.Name(f"{key}_cond", ast.Store())], node.test)
+        before = ast.Assign([ast.Name(key, ast.Store())], call())
+        node.test = cond
+        ran = [ast.Expr(call(ast.Name(key, ast.Load()), cond, ast.Constant(branch), ast.Constant(tuple(both)),
+                             ast.Constant(tuple(sorted(literal["else" if branch == "then" else "then"].items())))))
+               for branch in ("then", "else")]
+        node.body = [*node.body, ran[0]]
+        node.orelse = [*node.orelse, ran[1]]
+        return [test, before, node]
+
+
+def _assigned(body) -> dict:
+    """{name: the type of the literal it is last given, or None} of the names a branch assigns."""
+    out = {}
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    if isinstance(t, ast.Name):
+                        value = n.value
+                        out[t.id] = (_literal_type(value.value) if isinstance(value, ast.Constant) else None)
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and isinstance(n.target, ast.Name):
+                out[n.target.id] = None
+            elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                out.setdefault(n.id, None)
+    return out
+
+
+def _literal_type(value):
+    """(shape, dtype name) of a Python literal, as Triton types it when a branch yields it."""
+    if isinstance(value, bool):
+        return (), repr(D.int1)
+    if isinstance(value, int):
+        return (), repr(D.int32 if -2**31 <= value < 2**31 else D.int64)
+    if isinstance(value, float):
+        return (), repr(D.float32)
+    return None
+
+
+def _type_of(value):
+    """(shape, dtype name) as Triton types a value a branch yields; None when it is not one (a constexpr)."""
+    if isinstance(value, tensor):
+        return tuple(value.shape), repr(value.dtype)
+    if isinstance(value, (bool, int, float)) and not isinstance(value, constexpr):
+        return _literal_type(value)
+    return None
+
+
+def if_types(where, line, names, before=None, cond=None, branch=None, both=(), other=()):
+    """Before an if (``before`` None): the types of ``names`` in the caller's frame. At the end of the branch that
+    ran, when the condition is a value the kernel computed: refuse a variable whose type differs from its type
+    before the if, or, when both branches assign it, from the literal the other branch gives it."""
+    local = sys._getframe(1).f_locals
+    now = {n: _type_of(local[n]) for n in names if n in local}
+    if before is None:
+        return now
+    if not isinstance(cond, tensor):
+        return None                                   # a constexpr condition: only the branch taken is compiled
+    other = dict(other)
+    for n, ty in now.items():
+        was = before.get(n) if n in before else other.get(n) if n in both else None
+        if ty is not None and was is not None and (tuple(was[0]), was[1]) != ty:
+            theirs = "before the if" if n in before else ("in the " + ("else" if branch == "then" else "then")
+                                                           + " branch")
+            raise CompilationError(
+                f"{where} line {line}: `{n}` is {_say(ty)} in the {branch} branch and {_say(was)} {theirs}; the "
+                f"condition is computed in the kernel, so Triton's compiler joins the branches into one value of one "
+                f"type (\"Mismatched type for {n} between then block ... and else block ...\"): give `{n}` the "
+                f"same shape and dtype on every path (tl.zeros(...), tl.full(...), .to(...))")
+    return None
+
+
+def _say(ty) -> str:
+    shape, dtype = ty
+    return f"a scalar of {dtype}" if not shape else f"a block of shape {list(shape)} of {dtype}"
+
+
 def _shape_of(value):
     """A value's shape as Triton types it: a block's, () for a scalar; None when it has none to keep."""
     if isinstance(value, tensor):
@@ -403,13 +506,15 @@ def compile_kernel(fn, kernels: tuple):
     fdef.body = [_Attributes(fn.__name__).visit(stmt) for stmt in fdef.body]
     loops = _LoopTypes(fn.__name__, fdef)
     fdef.body = [new for stmt in fdef.body for new in _as_list(loops.visit(stmt))]
+    ifs = _IfTypes(fn.__name__, loops.bound)
+    fdef.body = [new for stmt in fdef.body for new in _as_list(ifs.visit(stmt))]
     fdef = boolops.rewrite_tree(fdef)
     module = ast.Module([fdef], [])
     ast.fix_missing_locations(module)
     code = next(c for c in compile(module, fn.__code__.co_filename, "exec").co_consts
                 if isinstance(c, types.CodeType) and c.co_name == fn.__name__)
-    namespace = {"__builtins__": BUILTINS, ATTRIBUTE: attribute, LOOP_TYPES: loop_types, boolops.HELPER: boolops.BoolOp,
-                 "NotImplementedError": NotImplementedError}          # the starter's TODOs (_todo)
+    namespace = {"__builtins__": BUILTINS, ATTRIBUTE: attribute, LOOP_TYPES: loop_types, IF_TYPES: if_types,
+                 boolops.HELPER: boolops.BoolOp, "NotImplementedError": NotImplementedError}  # (the starter's TODOs)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     for name in names:
         where = f"{fn.__name__} line {lines[name]}" if name in lines else fn.__name__

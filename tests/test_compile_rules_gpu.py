@@ -1,12 +1,12 @@
-"""The compile rules the simulator enforces (tests/test_mini_triton_checks.py) are Triton's: each refused
-kernel fails on a GPU with real Triton, and each accepted form runs there. Skipped without CUDA; run on the
-course GPU machine (docs/perf.md records the run)."""
+"""The compile rules the simulator enforces are Triton's: one table of kernels, each refused or run by the
+simulator (on the CPU, always) and by real Triton on a GPU (skipped without CUDA; run on the course GPU machine,
+docs/perf.md records the run)."""
 import textwrap
 
 import pytest
 import torch
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA and Triton")
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA and Triton")
 
 KERNELS = {
     "loop_carried_scalar_made_a_block": ("""
@@ -30,12 +30,66 @@ KERNELS = {
         rows = tl.arange(0, 2)[:, None]
         cols = tl.arange(0, BLOCK)
         tl.store(out_ptr + rows * BLOCK + cols[None, :], tl.load(x_ptr + cols))""", True),
+    "plain_python_function_called": ("""
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, helper(tl.load(x_ptr + offs)))""", False),
+    "jit_function_called": ("""
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, jit_helper(tl.load(x_ptr + offs)))""", True),
+    "global_class_read": ("""
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * Holder.K)""", False),
+    "constexpr_global_read": ("""
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * K)""", True),
+    "branches_give_an_int_and_a_float": ("""
+        offs = tl.arange(0, BLOCK)
+        if n > 3:
+            v = 1
+        else:
+            v = 1.5
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * v)""", False),
+    "branches_give_a_block_and_a_scalar": ("""
+        offs = tl.arange(0, BLOCK)
+        if n > 3:
+            v = tl.load(x_ptr + offs)
+        else:
+            v = 0.0
+        tl.store(out_ptr + offs, v)""", False),
+    "branches_give_two_floats": ("""
+        offs = tl.arange(0, BLOCK)
+        if n > 3:
+            v = 2.0
+        else:
+            v = 1.5
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * v)""", True),
 }
+# what the kernels above may name besides tl: a plain function, a jit one, a class and a constexpr global
+PRELUDE = """
+def helper(v):
+    return v * 2
 
 
-def _kernel(name, body, tmp_path):
+@triton.jit
+def jit_helper(v):
+    return v * 2
+
+
+class Holder:
+    K = 2
+
+
+K = tl.constexpr(2)
+"""
+
+
+BACKENDS = {"triton": "import triton\nimport triton.language as tl\n",
+            "mini_triton": "import mini_triton as triton\ntl = triton.language\n"}
+
+
+def _kernel(name, body, tmp_path, backend="triton"):
     path = tmp_path / f"{name}.py"
-    path.write_text("import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+    path.write_text(BACKENDS[backend] + PRELUDE + "\n\n@triton.jit\n"
                     "def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n" + textwrap.indent(
                         textwrap.dedent(body).strip("\n"), "    ") + "\n")
     import importlib.util
@@ -45,6 +99,20 @@ def _kernel(name, body, tmp_path):
     return module.kernel
 
 
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_the_simulator_refuses_at_its_line_what_triton_refuses_and_runs_what_it_runs(name, tmp_path):
+    import mini_triton
+    body, runs = KERNELS[name]
+    kernel = _kernel(name, body, tmp_path, "mini_triton")
+    x, out = torch.randn(64), torch.zeros(64)
+    if runs:
+        kernel[(1,)](x, out, 64, BLOCK=32)
+    else:
+        with pytest.raises(mini_triton.CompilationError, match=r"kernel line \d+: "):
+            kernel[(1,)](x, out, 64, BLOCK=32)
+
+
+@needs_cuda
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_triton_refuses_what_the_simulator_refuses_and_runs_what_it_runs(name, tmp_path):
     body, runs = KERNELS[name]
@@ -59,6 +127,7 @@ def test_triton_refuses_what_the_simulator_refuses_and_runs_what_it_runs(name, t
             torch.cuda.synchronize()
 
 
+@needs_cuda
 def test_an_int_grid_fails_on_a_gpu(tmp_path):
     kernel = _kernel("int_grid", "tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + tl.arange(0, BLOCK)))",
                      tmp_path)

@@ -401,6 +401,21 @@ def _touch(t):''')),
               "bitcast=True)\n"
               "            acc += ((hi.to(tl.int32) << 16) | (lo.to(tl.int32) & 0xFFFF)).to(tl.float32, bitcast=True)"),
              ("dg_partial, dg_partial, out, M, N,", "dg_partial, dg_partial.view(torch.float16), out, M, N,"))),
+    # 7: whole files (tests/hostile_files/): channels of host data and buffers the checks did not measure
+    **{name: (control, what, how, (ROOT / "tests" / "hostile_files" / f"{name}.py").read_text())
+       for name, control, what, how in (
+           ("const_fill_bit_channel", "pure_pytorch", "numpy's outputs written bit by bit as 0x01 bytes into a zero "
+                                                      "buffer, which kernels decode", "provenance"),
+           ("launder_wide_load_byte_store", "pure_pytorch", "the host's outputs loaded by a kernel as int64 words and "
+                                                            "stored byte by byte", "provenance"),
+           ("r_on_host_packed", "r_on_host", "numpy's r packed two values per int64, unpacked and stored by the "
+                                             "forward kernel", "provenance"),
+           ("r_as_bool_arguments", "r_on_host", "each row's r passed as 32 bool arguments, its row as a view's "
+                                                "offset", "provenance"),
+           ("r_in_big_int_constexprs", "r_on_host", "r packed 31 values to a 992-bit constexpr int", "provenance"),
+           ("dg_partial_in_dg_storage", "simple", "the M x N partial dg buffer allocated in dg's own storage, past "
+                                                  "it", "judge"),
+           ("dy_upcast_via_numpy", "dy_upcast", "dy converted to fp32 on the host through numpy", "judge"))},
     "partial_buffer_passed_as_one_column": (
         "simple", "the lecture's M x N partial dg buffer passed as a one-column view", "judge",
         edit(SIMPLE, ("dg_partial = torch.empty((M, N)", "dg_partial = torch.empty((M + 1, N)"),

@@ -188,6 +188,8 @@ class Launcher:
             return {}
         bound = kernel.bind(pos, kw)
         scalars = [*grid, *(v.value if isinstance(v, constexpr) else v for k, v in bound.items() if id(v) not in views)]
+        signature = (kernel.fn.__name__, repr(scalars), tuple(repr(views[id(v)][1:5]) for k, v in bound.items()
+                                                             if id(v) in views))
         by_name = {name: views[id(v)] for name, v in bound.items() if id(v) in views}
         reads, stores = {}, {}                       # {(buffer, element size): Touched}, whatever the records' number
         for a in stats[0].args.values():
@@ -201,7 +203,7 @@ class Launcher:
                 if r.kind.writes():
                     touched(stores, buf, size).add(r)
         reads, stores = [t.masked() for t in reads.values()], [t.masked() for t in stores.values()]
-        dirty = self.memory.launch_reads_dirty(reads, stores, scalars)
+        dirty = self.memory.launch_reads_dirty(reads, stores, scalars, signature)
         self.memory.launch_stored(stores, dirty)
         self.stored = {id(buf): buf for buf, _, _ in stores}
         if not dirty:

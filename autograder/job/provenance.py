@@ -91,6 +91,7 @@ class Memory:
         self.copies = []                   # (source's address, elements, dtype, copy's address): host copies
         self.host_loaded = 0               # elements the host wrote (HOST or TAINTED) that launches loaded, this phase
         self.scalars = set()               # the distinct scalar values launches were given, this phase
+        self.launches = set()              # the distinct launches (kernel, scalars, views), this phase
 
     # -- arrival: a descriptor from either side ---------------------------------------------------------
     def buffer(self, fd: int, nbytes: int, origin=None) -> Buffer:
@@ -160,7 +161,7 @@ class Memory:
     # -- what the host wrote: a constant, a copy of something clean, or its own ---------------------------
     def _classify(self, buf: Buffer, changed: torch.Tensor):
         """Bytes the host wrote, ``changed``: one value repeated over whole elements is a constant fill."""
-        for size in (4, 2, 8, 1):
+        for size in (4, 2, 8) if buf.nbytes % 2 == 0 else (1,):      # (single bytes only in a buffer of bytes)
             if buf.nbytes % size == 0 and _constant(buf.mirror, changed, size):
                 buf.origin[changed] = CONST
                 return
@@ -210,30 +211,47 @@ class Memory:
         return buf.written.view(-1, size).any(1).as_strided(shape, strides, offset)
 
     # -- a launch --------------------------------------------------------------------------------------
-    def launch_reads_dirty(self, reads, stores, scalars=()) -> bool:
+    def launch_reads_dirty(self, reads, stores, scalars=(), signature=None) -> bool:
         """Is the launch's work the host's? It is when the distinct HOST or TAINTED elements it loaded (as they
         were before it ran) are at least a quarter of the distinct elements it stored: then most of what it
         stored could be what the host computed (a copy, laundered). A kernel that reads a few host values (an
         r the host recomputed, M values for M·N outputs) still does its own work; item 7 names the host's.
         It is also the host's when it is given a scalar (an argument, a constexpr or a grid size) that is none
-        of the first SCALARS distinct values of its phase: sizes, strides, offsets and eps are a few values,
-        and more carry data the host computed (an r per row, passed as floats). ``reads``, ``stores``:
-        (Buffer, element size, mask over its elements); ``scalars``: the launch's scalar values."""
-        if self._new_scalars(scalars):
+        of the first SCALARS distinct values of its phase, when it is none of the first SCALARS distinct
+        launches of its phase (``signature``: its kernel, scalars and tensor views), or when its scalars are wider
+        than a kernel needs (an int past 64 bits, a long string, many bools): sizes, strides, offsets and eps
+        are a few values, and more carry data the host computed (an r per row, passed as floats). Loads and
+        stores are counted in bytes, and stores per storage: a wide load of the host's data stored byte by
+        byte, or r stored beside a large y, is still the host's. ``reads``, ``stores``: (Buffer, element size,
+        mask over its elements); ``scalars``: the launch's scalar values."""
+        if self._new_scalars(scalars) | self._new_launch(signature) | _wide(scalars):
             return True
         dirty = 0
         for buf, size, elements in reads:
             if buf.dirty():
                 if buf.nbytes % size:
                     return True
-                dirty += int(((buf.origin.view(-1, size).amax(1) >= HOST) & elements).sum())
-        self.host_loaded += dirty
+                dirty += int(((buf.origin.view(-1, size).amax(1) >= HOST) & elements).sum()) * size
+        self.host_loaded += -(-dirty // 4)                     # in 4-byte values, as r's
         if not dirty:
             return False
         merged = {}
         for buf, size, elements in stores:
-            merged[(id(buf), size)] = merged.get((id(buf), size), elements) | elements
-        return dirty * 4 >= max(1, sum(int(m.sum()) for m in merged.values()))
+            if buf.nbytes % size:
+                return True
+            fresh = elements & (buf.origin.view(-1, size).amax(1) != INPUT)    # (stores into an input: no work)
+            merged[id(buf)] = merged.get(id(buf), 0) + int(fresh.sum()) * size
+        return any(dirty * 4 >= max(1, stored) for stored in merged.values()) or not merged
+
+    def _new_launch(self, signature) -> bool:
+        """Is this launch none of the first SCALARS distinct launches of its phase?"""
+        if signature is None or signature in self.launches:
+            return False
+        self.launches.add(signature)
+        if len(self.launches) > SCALARS:
+            self.host_loaded += 1
+            return True
+        return False
 
     def _new_scalars(self, scalars) -> int:
         """How many of ``scalars`` are values beyond the first SCALARS distinct ones of this phase (counted as
@@ -254,7 +272,7 @@ class Memory:
             buf.written.view(-1, size)[elements] = True
 
     def new_phase(self):
-        self.copies, self.host_loaded, self.scalars = [], 0, set()
+        self.copies, self.host_loaded, self.scalars, self.launches = [], 0, set(), set()
         for buf in self.buffers.values():
             if buf.written.any():
                 buf.written.zero_()
@@ -294,6 +312,13 @@ def fill_value(value: torch.Tensor) -> bool:
     return False
 
 
+def _wide(scalars) -> bool:
+    """Scalars wider than any size, stride, offset or eps: an int past 64 bits, a long string, many bools."""
+    bools = sum(isinstance(v, bool) for v in scalars)
+    return bools > 16 or any((isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 64)
+                             or (isinstance(v, str) and len(v) > 64) for v in scalars)
+
+
 def _uniform(data: torch.Tensor) -> bool:
     """Is ``data`` a fill: one fill value (fill_value) of 1, 2, 4 or 8 bytes over and over?"""
     if data.numel() == 0:
@@ -307,10 +332,16 @@ def _uniform(data: torch.Tensor) -> bool:
 
 
 def _constant(mirror: torch.Tensor, changed: torch.Tensor, size: int) -> bool:
-    """Do the changed bytes hold one value of ``size`` bytes over and over (whole elements only)?"""
+    """Is the host's write a fill: every element of ``size`` bytes it touched now holds one fill value, and those
+    elements are one run of the buffer (``buf[k:] = 0``) or the whole buffer is that fill? Which elements of a
+    buffer the host changed can carry data too (a 1 where a bit is set), so a scattered write is the host's."""
     rows = changed.view(-1, size)
-    whole = rows.all(1)
-    if not bool((whole | ~rows.any(1)).all()):
+    touched = rows.any(1)
+    values = mirror.view(-1, size)[touched]
+    if values.shape[0] == 0 or not bool((values == values[0]).all()) or not fill_value(values[0].clone()):
         return False
-    values = mirror.view(-1, size)[whole]
-    return values.shape[0] > 0 and bool((values == values[0]).all()) and fill_value(values[0].clone())
+    where = touched.nonzero().reshape(-1)
+    if int(where[-1]) - int(where[0]) + 1 == where.numel():
+        return True                                   # one run
+    every = mirror.view(-1, size)
+    return bool((every == values[0]).all())

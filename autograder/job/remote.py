@@ -185,10 +185,11 @@ class Task:
         """The host's copies of inputs or of the kernels' outputs that the judge found in memory this phase, as
         host ops (the submission's side may not have told: a copy through numpy, say)."""
         by_storage = {v: k for k, v in self.roles.items()}
+        direct = self.task.get("op") == "backward"        # rmsnorm_backward called as is: no autograd between
         ops = []
         for source, n, dtype, _ in self.judge.memory.copies:
             role = by_storage.get(source)
-            if not (role == "x" or (role is None and phase == "fwd")):
+            if not (role == "x" or (role is None and phase == "fwd") or (role == "dy" and direct)):
                 continue            # autograd's own casts of dy, dx and dg are not the submission's host work
             what = f"a copy of {role}" if role else "a copy of a buffer your kernels stored"
             ops.append({"op": "copy", "reads": n, "output_numel": n, "dtype": dtype.removeprefix("torch."),

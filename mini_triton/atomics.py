@@ -9,6 +9,7 @@ access (bounds, mask, undo log, records); :func:`apply` does what the atomic doe
 The order matters for floats: a float sum depends on the order of its terms, and programs arrive
 in no fixed order. A float ``atomic_add`` therefore marks its launch order-dependent (a warning,
 once; the launcher then runs the launch in a shuffled order) and adds in a shuffled order itself.
+So does an ``atomic_xchg`` of different values into one element: the last to arrive wins.
 
 A *lock* is an integer word: a program that wins ``tl.atomic_cas(lock, 0, 1)`` (the old value
 equals ``cmp`` and the new one differs) holds it until it writes the word again (an atomic_xchg,
@@ -46,6 +47,9 @@ def apply(ch, acc, op, a, v, cmp):
     """Apply ``op`` to the elements ``a`` of ``acc``'s buffer, one active lane each (``v``: the operands,
     ``cmp``: atomic_cas's comparands); returns the value each lane saw before its update."""
     flat = acc.buf.flat
+    if op == "xchg" and _different_values_at_one_address(a, v):
+        order_dependent(ch, f"tl.atomic_xchg of different values into one element of {acc.buf.describe()} at "
+                            f"{acc.line}")
     if op == "add" and acc.buf.elem.is_floating():
         order_dependent(ch, f"tl.atomic_add on {acc.buf.describe()} at {acc.line}")
         perm = runtime.schedule(torch.arange(a.numel()))        # the lanes arrive in any order
@@ -53,6 +57,17 @@ def apply(ch, acc, op, a, v, cmp):
         old[perm] = in_order(op, flat, a[perm], v[perm], None)
         return old
     return in_order(op, flat, a, v, cmp)
+
+
+def _different_values_at_one_address(a, v) -> bool:
+    """Do two lanes exchange different values into one element? Then the one that arrives last wins: the element
+    keeps whichever value the order of arrival gives (a program's read, atomic or not, before another's xchg
+    is the same race)."""
+    if a.numel() < 2:
+        return False
+    order = torch.argsort(a, stable=True)
+    sa, sv = a[order], v[order]
+    return bool(((sa[1:] == sa[:-1]) & (sv[1:] != sv[:-1])).any())
 
 
 def in_order(op, flat, a, v, cmp):

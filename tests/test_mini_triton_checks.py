@@ -336,6 +336,25 @@ def test_integer_atomics_and_plain_kernels_keep_program_order():
     assert rec.launches[0].order_dependent is None and int(out) == int(x.sum())
 
 
+@triton.jit
+def exchange_into_one_element(out_ptr, SAME: tl.constexpr):
+    pid = tl.program_id(0)
+    value = 0 if SAME else pid + 1
+    tl.atomic_xchg(out_ptr, value)
+
+
+@pytest.mark.filterwarnings("ignore::mini_triton.OrderDependenceWarning")
+@pytest.mark.parametrize("same", [False, True])
+def test_atomic_xchg_of_different_values_into_one_element_depends_on_the_order(same):
+    """The last program to arrive wins: its value is whichever the order gives. Giving one value back (a lock's
+    release) depends on nothing."""
+    out = torch.zeros(1, dtype=torch.int32)
+    with triton.record() as rec:
+        exchange_into_one_element[(8,)](out, SAME=same)
+    why = rec.launches[0].order_dependent
+    assert (why is None) if same else why.startswith("tl.atomic_xchg of different values"), why
+
+
 def test_a_block_larger_than_triton_allows_is_refused_with_the_limit():
     @triton.jit
     def outer(x_ptr, y_ptr, B: tl.constexpr):

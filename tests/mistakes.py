@@ -41,6 +41,9 @@ EDITS = {
     # the forward's launch passes x's column stride (1) as its row stride: each row reads a window of row 0's memory
     "column_stride_as_row_stride": [("            x2, g, y, r, m, n, x2.stride(0), y.stride(0), float(eps),",
                                      "            x2, g, y, r, m, n, x2.stride(1), y.stride(0), float(eps),")],
+    # the forward's launch passes y's row stride for x's: the same for contiguous x, rows N apart for a strided view
+    "x_stride_from_y": [("            x2, g, y, r, m, n, x2.stride(0), y.stride(0), float(eps),",
+                         "            x2, g, y, r, m, n, y.stride(0), y.stride(0), float(eps),")],
     # the same in the backward, for dy
     "dy_column_stride_as_row_stride": [("        x2, g, dy2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(0),",
                                         "        x2, g, dy2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(1),")],

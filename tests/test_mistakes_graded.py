@@ -38,6 +38,7 @@ CHARGED = {
     "column_stride_as_row_stride": (("unread_fwd",), ["1"], "1 element apart (x.stride(1) passed as the row stride"),
     "dy_column_stride_as_row_stride": (("unread_bwd",), ["2", "9"], "1 element apart (dy.stride(1) passed as the row "
                                                                     "stride"),
+    "x_stride_from_y": (("x_rows_by_n",), ["4.3"], "it matches x read with its rows N = 80 elements apart"),
     # r read through g: named where M <= N; where M > N the load runs past g's end, a crash in the parts it reaches
     "r_loaded_from_g_ptr": (("r_read_from_g",), ["2", "4.4", "4.6", "6", "8", "9"],
                             "r read from g (r of row i = g[i]): a tl.load reads g's pointer where r's is meant"),

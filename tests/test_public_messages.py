@@ -33,6 +33,8 @@ EXPECTED = {
     "dy_column_stride_as_row_stride": ("test_part_c.py::test_backward_dx[(37, 100)]",
                                        ["load only 136 of the 3700 elements of dy",
                                         "dy.stride(1) passed as the row stride"]),
+    "x_stride_from_y": ("test_part_c.py::test_forward_strided_rows",
+                        ["it matches x read with its rows N = 80 elements apart, but this x's rows are 160 apart"]),
     "r_loaded_from_g_ptr": (B, ["dx from rmsnorm_bwd_kernel differs", "each row's r read from g"]),
     "no_mask": ("test_part_a.py::test_one_row_per_program",
                 ["OutOfBoundsError", "load_tile line", "x_ptr[36, 100:128]", "past the end of x_ptr",

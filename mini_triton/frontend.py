@@ -296,8 +296,8 @@ class _IfTypes(ast.NodeTransformer):
     assigns it, and one that both branches assign gets the same type from each (`v = tl.load(...)` in one,
     `v = 0.0` in the other does not compile). The branch that did not run is known by its literals only."""
 
-    def __init__(self, where, bound: dict):
-        self.where, self.bound = where, bound
+    def __init__(self, where):
+        self.where = where
 
     def visit_If(self, node):
         self.generic_visit(node)
@@ -506,7 +506,7 @@ def compile_kernel(fn, kernels: tuple):
     fdef.body = [_Attributes(fn.__name__).visit(stmt) for stmt in fdef.body]
     loops = _LoopTypes(fn.__name__, fdef)
     fdef.body = [new for stmt in fdef.body for new in _as_list(loops.visit(stmt))]
-    ifs = _IfTypes(fn.__name__, loops.bound)
+    ifs = _IfTypes(fn.__name__)
     fdef.body = [new for stmt in fdef.body for new in _as_list(ifs.visit(stmt))]
     fdef = boolops.rewrite_tree(fdef)
     module = ast.Module([fdef], [])

@@ -413,9 +413,24 @@ def _touch(t):''')),
            ("r_as_bool_arguments", "r_on_host", "each row's r passed as 32 bool arguments, its row as a view's "
                                                 "offset", "provenance"),
            ("r_in_big_int_constexprs", "r_on_host", "r packed 31 values to a 992-bit constexpr int", "provenance"),
-           ("dg_partial_in_dg_storage", "simple", "the M x N partial dg buffer allocated in dg's own storage, past "
-                                                  "it", "judge"),
-           ("dy_upcast_via_numpy", "dy_upcast", "dy converted to fp32 on the host through numpy", "judge"))},
+           )},
+    "dg_partial_in_dg_storage": (
+        "simple", "the M x N partial dg buffer allocated in dg's own storage, past it", "judge",
+        edit(SIMPLE, ("    dg_partial = torch.empty((M, N), dtype=torch.float32, device=x.device)\n",
+                      "    whole = torch.empty((M + 1, N), dtype=torch.float32, device=x.device)\n"
+                      "    dg_partial = whole[1:]\n"),
+             ("    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)",
+              "    torch.sum(dg_partial, 0, out=whole[0])\n    return dx.view(x.shape), whole[0].to(g.dtype)"))),
+    "dy_upcast_via_numpy": (
+        "dy_upcast", "dy converted to fp32 on the host through numpy", "judge",
+        edit(SIMPLE, ("import torch\n", "import numpy as np\nimport torch\n"),
+             ("    x2, dy2 = _matrix(x), _matrix(dy)\n",
+              "    x2, dy2 = _matrix(x), _matrix(dy)\n"
+              "    if dy2.dtype == torch.bfloat16:\n"
+              "        dy2 = torch.from_numpy((dy2.detach().view(torch.int16).numpy().astype(np.int32) << 16)"
+              ".view(np.float32))\n"
+              "    elif dy2.dtype != torch.float32:\n"
+              "        dy2 = torch.from_numpy(dy2.detach().numpy().astype(np.float32))\n"))),
     "partial_buffer_passed_as_one_column": (
         "simple", "the lecture's M x N partial dg buffer passed as a one-column view", "judge",
         edit(SIMPLE, ("dg_partial = torch.empty((M, N)", "dg_partial = torch.empty((M + 1, N)"),

@@ -58,19 +58,7 @@ class Phase:
         if self.rec is None:
             return {"norms": self.norms} if self.norms else {}
         by_storage = {v: k for k, v in roles.items() if v}
-        all_roles = {}
-        for k, v in roles.items():                     # dx written into dy's memory: both roles, one storage
-            if v:
-                all_roles.setdefault(v, []).append(k)
-        launches = [{"kernel": L.kernel, "programs": L.programs, "order_dependent": L.order_dependent,
-                     "race": L.race, "undefined_lanes": L.undefined_lanes, "args": {
-            k: {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel, "span": a.span,
-                "dtype": a.dtype,
-                "role": by_storage.get(a.storage), "roles": all_roles.get(a.storage, []), "distinct": a.distinct(),
-                "distinct_loaded": a.distinct_loaded,
-                "storage": a.storage}
-            for k, a in L.args.items()}} for L in self.rec.launches]
-        out = {"launches": launches, "norms": self.norms}
+        out = {"launches": launch_records(self.rec.launches, roles), "norms": self.norms}
         if self.rec.host_ops is not None:
             reads = [o for o in self.rec.host_ops if o.reads > 0]
             out["host_ops"] = [{"op": o.name, "reads": o.reads, "output_numel": o.output_numel,
@@ -110,3 +98,22 @@ class Phase:
             return False
         where = storage(t)
         return any(where in op.out_storages and op.reads for op in self.rec.host_ops or ())
+
+
+def launch_records(launches, roles: dict, copy_of: dict | None = None) -> list:
+    """Each launch's statistics in the job's format, every argument tagged with the roles of its storage (``roles``:
+    {role: storage}; dx written into dy's memory has both) and, given ``copy_of`` ({storage: role}), the role of
+    what a host copy there copies."""
+    by_storage = {v: k for k, v in roles.items() if v}
+    all_roles = {}
+    for k, v in roles.items():
+        if v:
+            all_roles.setdefault(v, []).append(k)
+
+    def arg(a):
+        out = {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel, "span": a.span,
+               "dtype": a.dtype, "role": by_storage.get(a.storage), "roles": all_roles.get(a.storage, []),
+               "distinct": a.distinct(), "distinct_loaded": a.distinct_loaded, "storage": a.storage}
+        return out if copy_of is None else {**out, "copy_of": copy_of.get(a.storage)}
+    return [{"kernel": L.kernel, "programs": L.programs, "order_dependent": L.order_dependent, "race": L.race,
+             "undefined_lanes": L.undefined_lanes, "args": {k: arg(a) for k, a in L.args.items()}} for L in launches]

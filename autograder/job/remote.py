@@ -24,7 +24,7 @@ from . import provenance as P
 from .channel import Broken, Channel, TimedOut, close, pair
 from .errors import describe
 from .launches import Kernels, Launcher
-from .phases import MADE_IN
+from .phases import MADE_IN, launch_records
 from .protocol import RUNNING, output_key, plain, running
 from .shared import load, text
 
@@ -209,18 +209,9 @@ def summary(rec, roles: dict, noticed: dict, copies=()) -> dict:
     """A phase as the judge saw it (the job's format, phases.Phase.summary's): each launch's arguments with
     their roles (and ``copy_of``: the role of the tensor a host copy copies, from provenance.Memory.copies), and
     the host ops and norm calls the submission's side noticed."""
-    all_roles = {}
-    for k, v in roles.items():
-        all_roles.setdefault(v, []).append(k)
     by_storage = {v: k for k, v in roles.items()}
     copy_of = {copy: by_storage[source] for source, _, _, copy in copies if source in by_storage}
-    launches = [{"kernel": L.kernel, "programs": L.programs, "order_dependent": L.order_dependent, "race": L.race,
-                 "undefined_lanes": L.undefined_lanes, "args": {
-        k: {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel, "span": a.span,
-            "dtype": a.dtype, "role": by_storage.get(a.storage), "roles": all_roles.get(a.storage, []),
-            "distinct": a.distinct(), "distinct_loaded": a.distinct_loaded, "storage": a.storage,
-            "copy_of": copy_of.get(a.storage)}
-        for k, a in L.args.items()}} for L in rec.launches]
+    launches = launch_records(rec.launches, roles, copy_of)
     host_ops = [op for op in (noticed.get("host_ops") or []) if isinstance(op, dict)][:64]
     norms = [n for n in (noticed.get("norms") or []) if isinstance(n, dict)][:16]
     return {"launches": launches, "norms": norms, "host_ops": host_ops}

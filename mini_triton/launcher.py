@@ -120,6 +120,17 @@ class JITFunction:
         raise CompilationError(f"{self.__name__} is a kernel: launch it as {self.__name__}[grid](...), "
                                f"with grid a tuple such as (n_rows,)")
 
+    def schedule_state(self):
+        """What decides the order its next launch runs programs in (the shuffles' generator, whether it shuffles
+        from the start, its chunk sizes): :meth:`set_schedule_state` with it makes a replay of a launch run its
+        programs in the same order, so that only what its data changes can change what it stores."""
+        return runtime.schedule_state(), self._order_dependent, dict(self._chunk_hint)
+
+    def set_schedule_state(self, state):
+        gen, self._order_dependent, hint = state
+        runtime.set_schedule_state(gen)
+        self._chunk_hint = dict(hint)
+
     # ------------------------------------------------------------------
     def bind(self, args, kwargs):
         kwargs = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS or k in self.arg_names}

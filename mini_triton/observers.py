@@ -10,6 +10,8 @@ that calls :func:`register` when it is imported (README: "How to add a check").
 """
 from __future__ import annotations
 
+import contextlib
+
 _OBSERVERS: list = []          # (order, name, callback)
 
 
@@ -41,3 +43,15 @@ def launched(launch, records):
 def registered() -> list[str]:
     """The observers' names, in the order they run."""
     return [name for _, name, _ in _OBSERVERS]
+
+
+@contextlib.contextmanager
+def silenced():
+    """No observer hears of the launches run inside: a *replay* of a launch (the same programs again, on other
+    data, to see which stored values depend on which loaded ones) is not a second launch to check or count."""
+    saved = _OBSERVERS[:]
+    _OBSERVERS.clear()
+    try:
+        yield
+    finally:
+        _OBSERVERS[:] = saved

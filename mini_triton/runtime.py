@@ -50,6 +50,15 @@ def get_batching() -> bool:
     return BATCH
 
 
+def schedule_state() -> torch.Tensor:
+    """The state of the shuffles' generator: restored with :func:`set_schedule_state`, the next shuffles repeat."""
+    return _GEN.get_state()
+
+
+def set_schedule_state(state: torch.Tensor):
+    _GEN.set_state(state)
+
+
 def schedule(pids: torch.Tensor) -> torch.Tensor:
     """``pids`` in a random order: the order a GPU might happen to run them in."""
     return pids[torch.randperm(pids.numel(), generator=_GEN)]

@@ -81,9 +81,9 @@ def _most_masks_per_launch(path: str, shape: tuple) -> int:
     triton = setup_backend(ROOT, "mini_triton")
     most, stored = [0], provenance.Memory.launch_stored
 
-    def counted(self, stores, dirty):
+    def counted(self, stores, *marks):
         most[0] = max(most[0], len(stores))
-        return stored(self, stores, dirty)
+        return stored(self, stores, *marks)
     provenance.Memory.launch_stored = counted
     inputs = make_inputs({"rows": case(shape)})
     task = {"op": "autograd", "tensors": {t: f"{t}.rows" for t in ("x", "g", "dy")}}

@@ -244,10 +244,42 @@ def _backward_math(dy, x, g, r):
     return torch.from_numpy(dx.astype(np.float32)).to(x.dtype), torch.from_numpy(dg.astype(np.float32)).to(g.dtype)
 '''
 
+# The laundered submission whose touch stores each output into the front of a buffer five times its size, the
+# rest filled by the same launch ({rest}: zeros, or copies of the output): what the launch stored outweighs what
+# it loaded of the host's memory, in one storage.
+PADDED = '''@triton.jit
+def _pad(buf_ptr, n, total, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(buf_ptr + {source}, mask=offs < total, other=0.0)
+    tl.store(buf_ptr + offs, {value}, mask=offs < total)
+
+
+def _touch(t):
+    n = t.numel()
+    big = torch.zeros(5 * n, dtype=t.dtype)
+    _pad[(1,)](big, 1, 1, BLOCK=16)          # seen as a fill of zeros first; then the host's values go in front
+    big[:n] = t.reshape(-1)
+    _pad[(triton.cdiv(5 * n, 1024),)](big, n, 5 * n, BLOCK=1024)
+    return big[:n].view(t.shape)
+'''
+
+
+def padded(rest: str) -> str:
+    source, value = {"zeros": ("offs", "tl.where(offs < n, v, 0.0)"), "copies": ("offs % n", "v")}[rest]
+    return edit(laundered(), ("def _touch(t):\n    rmsnorm_fwd_kernel[(triton.cdiv(t.numel(), 1024),)](t, t.numel(), "
+                              "BLOCK=1024)\n", PADDED.format(source=source, value=value)),
+                ("    _touch(y)\n    _touch(r)\n", "    y = _touch(y)\n    r = _touch(r)\n"),
+                ("    _touch(dx)\n    _touch(dg)\n", "    dx = _touch(dx)\n    dg = _touch(dg)\n"))
+
+
 HOSTILE = {
     # 1: laundering: the host computes, a kernel loads the result and stores it where the output is
     "laundered_through_a_touch": ("pure_pytorch", "torch computes every output on the host; a kernel loads each "
                                                   "one and stores it back", "provenance", laundered()),
+    "laundered_beside_zeros": ("pure_pytorch", "the host's outputs stored by a kernel beside four times as many zeros, "
+                                               "in one storage", "provenance", padded("zeros")),
+    "laundered_beside_copies_of_itself": ("pure_pytorch", "the host's outputs stored by a kernel five times over, in "
+                                                          "one storage", "provenance", padded("copies")),
     "laundered_from_numpy": ("pure_pytorch", "the math in numpy through .numpy(), then touched by kernels",
                              "provenance", laundered(imports="import numpy as np") + NUMPY_MATH),
     "laundered_through_a_scratch_buffer": (
@@ -413,6 +445,11 @@ def _touch(t):''')),
            ("r_as_bool_arguments", "r_on_host", "each row's r passed as 32 bool arguments, its row as a view's "
                                                 "offset", "provenance"),
            ("r_in_big_int_constexprs", "r_on_host", "r packed 31 values to a 992-bit constexpr int", "provenance"),
+           ("copy_match_bool_views", "pure_pytorch", "numpy's outputs as nonzero bytes, taken as bool views that "
+                                                     "\"equal\" a kernel's one stored 1 seen through a stride-0 view",
+            "provenance"),
+           ("copy_match_nan_payloads", "pure_pytorch", "numpy's outputs in NaN payloads that \"equal\" a kernel's one "
+                                                       "stored NaN seen through a stride-0 view", "provenance"),
            )},
     "dg_partial_in_dg_storage": (
         "simple", "the M x N partial dg buffer allocated in dg's own storage, past it", "judge",

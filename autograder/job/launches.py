@@ -6,24 +6,28 @@ file it read itself, binds the kernel's outside names from the request's plain d
 a constexpr's value, a dtype's name, a module or an op of the language: nothing else exists here), and
 compiles it in Triton's language (mini_triton/frontend.py). Its tensor arguments are views of the judge's
 mirrors (provenance.py). After the launch, the simulator's own records say which elements each argument
-loaded and stored: a launch that loaded memory the host filled stores tainted values.
+loaded and stored. A launch that loaded memory the host filled is replayed (:meth:`Launcher.replay`) on that
+memory made random: the stored values that change with it derive from the host's values.
 """
 from __future__ import annotations
 
 import ast
 import linecache
+import time
 import types
 
 import torch
 
 import mini_triton
 from mini_triton import dtypes as D
-from mini_triton import frontend
+from mini_triton import frontend, observers
 from mini_triton.blocks import constexpr
 from mini_triton.launcher import JITFunction
 
 from .client import LANGUAGE, NAMESPACES
 from .provenance import TAINTED, Memory, Refused
+
+REPLAY_S = (2.0, 4.0)          # a replay's CPU time: at most this many seconds, plus this many times the launch's
 
 
 
@@ -133,6 +137,14 @@ class Launcher:
         self.memory, self.kernels = memory, kernels
         self.record = None                 # the current phase's mini_triton.record()
         self.stored = None                 # the buffers the launch stored into ({id: Buffer}); None: unknown
+        self.replay_until = None           # while a replay runs: the CPU time (process_time) it must end by
+        self.replay_spent = False          # its time ran out (the watchdog asked: over_replay)
+
+    def over_replay(self) -> bool:
+        """Has a running replay used its time? (The watchdog asks, beside the group's budget.)"""
+        if self.replay_until is not None and time.process_time() > self.replay_until:
+            self.replay_spent = True
+        return self.replay_spent
 
     def run(self, request: dict, fds: list) -> dict:
         """The reply: {"stored": [distinct elements stored, for each tensor argument in order]} when it ran,
@@ -145,14 +157,7 @@ class Launcher:
             kw = {str(k): self._arg(v, fds, views) for k, v in (request.get("kwargs") or {}).items()}
             grid = tuple(int(g) for g in request.get("grid", []))
             args = list(views.values())
-            before = {id(b): b.mirror.clone() for b, *_ in args}
-            count = len(self.record.launches)
-            try:
-                kernel.run(*pos, grid=grid, **kw)
-            except BaseException:
-                self._failed(args, before)
-                raise
-            stored = self._ran(kernel, pos, kw, views, self.record.launches[count:], grid)
+            stored = self.execute(kernel, pos, kw, grid, views)
             return {"stored": [stored.get(key, 0) for key in views]}
         except Refused as e:
             return {"error": {"type": "ValueError", "message": f"the grader cannot take this launch: {e}"}}
@@ -163,6 +168,21 @@ class Launcher:
                 if self.stored is None or id(b) in self.stored:
                     b.write_back()
             self.stored = None
+
+    def execute(self, kernel, pos, kw, grid, views) -> dict:
+        """Run the launch on the judge's memory and note what it did (:meth:`_ran`). ``views``: {id of each tensor
+        argument: (Buffer, dtype, offset, shape, strides, the view)}."""
+        args = list(views.values())
+        before = {id(b): b.mirror.clone() for b, *_ in args}
+        count, state, started = len(self.record.launches), kernel.schedule_state(), time.process_time()
+        try:
+            kernel.run(*pos, grid=grid, **kw)
+        except BaseException:
+            self._failed(args, before)
+            raise
+        again = Replay(kernel, pos, kw, grid, {id(b): b for b, *_ in args}, before, state,
+                       time.process_time() - started)
+        return self._ran(kernel, pos, kw, views, self.record.launches[count:], grid, again)
 
     def _arg(self, a, fds, views):
         if isinstance(a, dict) and "tensor" in a:
@@ -181,7 +201,7 @@ class Launcher:
             return constexpr(plain(a["constexpr"]))
         return plain(a)
 
-    def _ran(self, kernel, pos, kw, views, stats, grid=()) -> dict:
+    def _ran(self, kernel, pos, kw, views, stats, grid=(), again=None) -> dict:
         """Note what the launch read and stored, by the simulator's records of each argument; returns the distinct
         elements it stored through each tensor argument ({id of its view: count})."""
         if not stats:
@@ -203,20 +223,72 @@ class Launcher:
                 if r.kind.writes():
                     touched(stores, buf, size).add(r)
         reads, stores = [t.masked() for t in reads.values()], [t.masked() for t in stores.values()]
-        dirty = self.memory.launch_reads_dirty(reads, stores, scalars, signature)
-        self.memory.launch_stored(stores, dirty)
+        whole = self.memory.host_scalars(scalars, signature)
+        loaded = self.memory.dirty_loaded(reads)
+        whole = whole or loaded is None
+        derived = self.replay(again, stores) if loaded and not whole and again is not None else None
+        self.memory.launch_stored(stores, whole, derived)
         self.stored = {id(buf): buf for buf, _, _ in stores}
-        if not dirty:
+        if not whole:
             for name, (buf, dt, offset, shape, strides, view) in by_name.items():
                 if id(buf) in self.stored:
                     self.memory.kernel_views.append((buf, dt, offset, shape, strides))
         args = stats[0].args
         return {id(bound[name]): args[name].distinct("store") for name in by_name if name in args}
 
+    def replay(self, again: "Replay", stores) -> dict:
+        """Which stored elements derive from the dirty memory the launch loaded: the launch run again, unseen by
+        every check and count, in the same program order, on the memory as it was before it with each dirty byte
+        made random (provenance.Memory.perturbed); an element stored whose bytes then differ took its value from
+        the host's memory, by whatever path (arithmetic, an address, a mask, a branch, an atomic). A replay that
+        fails or runs out of time (random values as an index or a loop bound) makes everything it stored
+        derived. Returns {(id of the Buffer, element size): mask over its elements}; the memory is left as the
+        launch left it."""
+        after = {k: b.mirror.clone() for k, b in again.buffers.items()}
+        kept = again.kernel.schedule_state()
+        failed = False
+        try:
+            for k, b in again.buffers.items():
+                b.mirror.copy_(self.memory.perturbed(b, again.before[k]))
+            again.kernel.set_schedule_state(again.state)
+            self.replay_until, self.replay_spent = time.process_time() + REPLAY_S[0] + REPLAY_S[1] * again.cpu, False
+            try:
+                with observers.silenced():
+                    again.kernel.run(*again.pos, grid=again.grid, **again.kw)
+            except Exception:                   # noqa: BLE001 -- the kernel's error on random data: "derived"
+                failed = True
+            except BaseException:               # the watchdog: the replay's own time is "derived", the group's ends it
+                if not self.replay_spent:
+                    raise
+                failed = True
+            derived = {}
+            for buf, size, elements in stores:
+                if buf.nbytes % size:
+                    continue
+                now, then = buf.mirror.view(-1, size), after[id(buf)].view(-1, size)
+                changed = elements if failed else elements & (now != then).any(1)
+                key = (id(buf), size)
+                derived[key] = derived[key] | changed if key in derived else changed
+            return derived
+        finally:
+            self.replay_until, self.replay_spent = None, False
+            for k, b in again.buffers.items():
+                b.mirror.copy_(after[k])
+            again.kernel.set_schedule_state(kept)
+
     def _failed(self, args, before):
         """A launch that raised may have stored part of its work, as a GPU would have: keep it, as tainted."""
         for b, *_ in args:
             b.mark(b.mirror != before[id(b)], TAINTED)
+
+
+class Replay:
+    """What running a launch again takes: the kernel, its arguments and grid, its buffers ({id: Buffer}) and their
+    bytes before it ran, its schedule's state then (launcher.JITFunction.schedule_state), and its CPU seconds."""
+
+    def __init__(self, kernel, pos, kw, grid, buffers, before, state, cpu):
+        self.kernel, self.pos, self.kw, self.grid = kernel, pos, kw, grid
+        self.buffers, self.before, self.state, self.cpu = buffers, before, state, cpu
 
 
 def touched(by_buffer: dict, buf, size: int) -> "Touched":

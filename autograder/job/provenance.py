@@ -13,13 +13,21 @@ buffer's inode, which the submission cannot forge) and an *origin* for every byt
   host;
 - ``KERNEL``: stored by a launch that read only clean memory;
 - ``HOST``: anything else the host wrote: values no kernel computed from the inputs;
-- ``TAINTED``: stored by a launch that read ``HOST`` memory (the values it stores derive from it).
+- ``TAINTED``: stored by a launch given the host's values as scalars (more distinct values or launches than a
+  phase's sizes, strides and eps need), or by a launch that failed part way;
+- ``DERIVED``: stored by a launch whose stored value depends on ``HOST``, ``TAINTED`` or ``DERIVED`` memory it
+  loaded.
 
 Before each launch the judge compares each buffer with its mirror: what changed, the host wrote (a
-difference it classifies). A launch that loads a ``HOST`` or ``TAINTED`` byte stores ``TAINTED`` bytes; any
-other stores ``KERNEL`` bytes. So an output counts as the kernels' work only if its values derive, through
-kernel operations, from the grader's inputs: one loaded back from memory the host filled does not, and a
-second kernel that reads what a first one stored is as clean as the first.
+difference it classifies). A launch that loads no dirty byte stores ``KERNEL`` bytes. One that does is run a
+second time (a *replay*, seen by no check and no count) on the same memory with every dirty byte replaced by
+secret random bytes: each element it stores whose value changed derives from the host's memory (``DERIVED``,
+whatever path the value took: arithmetic, an address, a mask, a branch, an atomic), and the rest is its own
+(``KERNEL``). So an output counts as the kernels' work only if its values derive, through kernel operations,
+from the grader's inputs: one loaded back from memory the host filled does not, padding stored beside it
+changes nothing, and a second kernel that reads what a first one stored is as clean as the first. A few
+host values in an output's making (an r the host recomputed: M values, one per row, for M·N outputs) are
+forgiven when the judge reads the output (:meth:`Memory.forgiven`), and item 7 names the host's work.
 """
 from __future__ import annotations
 
@@ -29,8 +37,8 @@ import stat
 
 import torch
 
-INPUT, CONST, COPY_INPUT, COPY_KERNEL, KERNEL, HOST, TAINTED = range(7)
-DIRTY = (HOST, TAINTED)
+INPUT, CONST, COPY_INPUT, COPY_KERNEL, KERNEL, HOST, TAINTED, DERIVED = range(8)
+DIRTY = (HOST, TAINTED, DERIVED)        # every code from HOST up
 MADE = (KERNEL, COPY_KERNEL)            # what an output made by the kernels holds
 MAX_BYTES = 1 << 30                     # one buffer: more than a job's memory could hold anyway
 SCALARS = 16                            # distinct scalar values a phase's launches may be given (launch_reads_dirty)
@@ -89,9 +97,10 @@ class Memory:
         self.inputs = []                   # the task's inputs, as the submission got them (views)
         self.kernel_views = []             # (Buffer, dtype, offset, shape, strides) that clean launches stored
         self.copies = []                   # (source's address, elements, dtype, copy's address): host copies
-        self.host_loaded = 0               # elements the host wrote (HOST or TAINTED) that launches loaded, this phase
+        self.host_loaded = 0               # dirty 4-byte values (HOST, TAINTED, DERIVED) launches loaded, this phase
         self.scalars = set()               # the distinct scalar values launches were given, this phase
         self.launches = set()              # the distinct launches (kernel, scalars, views), this phase
+        self._random = None                # the replays' secret bytes (seeded on first use: after the fork)
 
     # -- arrival: a descriptor from either side ---------------------------------------------------------
     def buffer(self, fd: int, nbytes: int, origin=None) -> Buffer:
@@ -167,13 +176,16 @@ class Memory:
                 return
 
     def settle(self, buf: Buffer, dtype, offset, shape, strides) -> torch.Tensor:
-        """The view's elements, after the host's writes there that equal, element for element, a copy or a cast
-        of a clean tensor (an input as the submission got it, or a view clean kernels stored) are marked as
-        that copy; returns the view."""
+        """The view's elements, after the host's writes there that equal, element for element and byte for byte,
+        a copy or a cast of a clean tensor (an input as the submission got it, or a view clean kernels stored)
+        are marked as that copy; returns the view. Bytes, not values: a bool that is any nonzero byte, a NaN of
+        any payload or a zero of either sign would carry the host's bits as "equal"."""
         view = self.view(buf, dtype, offset, shape, strides)
         if not buf.dirty():
             return view
         size = view.element_size()
+        if size not in INTS:
+            return view
         index = element_index(buf, size, offset, shape, strides).reshape(-1)
         origin = buf.origin.view(-1, size)
         host = (origin[index] == HOST).all(1)
@@ -184,7 +196,7 @@ class Memory:
             if src.numel() != flat.numel() or not bool(host.any()):
                 continue
             ref = src.reshape(-1).to(flat.dtype)
-            same = host & ((flat == ref) | (torch.isnan(flat) & torch.isnan(ref)))
+            same = host & (flat.view(INTS[size]) == ref.view(INTS[size]))
             if int(same.sum()) * 10 >= int(host.sum()) * 9:     # a copy matches all but a few: not a coincidence
                 buf.mark(index[same], code, size)
                 self.copies.append((src.untyped_storage().data_ptr(), int(same.sum()), str(flat.dtype),
@@ -196,7 +208,7 @@ class Memory:
         for t in self.inputs:
             yield t, COPY_INPUT
         for b, dtype, offset, shape, strides in self.kernel_views:
-            if bool(torch.isin(self.origins(b, dtype, offset, shape, strides),
+            if distinct(shape, strides) and bool(torch.isin(self.origins(b, dtype, offset, shape, strides),
                                torch.tensor(MADE, dtype=torch.uint8)).all()):
                 yield self.view(b, dtype, offset, shape, strides), COPY_KERNEL
 
@@ -211,37 +223,51 @@ class Memory:
         return buf.written.view(-1, size).any(1).as_strided(shape, strides, offset)
 
     # -- a launch --------------------------------------------------------------------------------------
-    def launch_reads_dirty(self, reads, stores, scalars=(), signature=None) -> bool:
-        """Is the launch's work the host's? It is when the distinct HOST or TAINTED elements it loaded (as they
-        were before it ran) are at least a quarter of the distinct elements it stored: then most of what it
-        stored could be what the host computed (a copy, laundered). A kernel that reads a few host values (an
-        r the host recomputed, M values for M·N outputs) still does its own work; item 7 names the host's.
-        It is also the host's when it is given a scalar (an argument, a constexpr or a grid size) that is none
-        of the first SCALARS distinct values of its phase, when it is none of the first SCALARS distinct
-        launches of its phase (``signature``: its kernel, scalars and tensor views), or when its scalars are wider
-        than a kernel needs (an int past 64 bits, a long string, many bools): sizes, strides, offsets and eps
-        are a few values, and more carry data the host computed (an r per row, passed as floats). Loads and
-        stores are counted in bytes, and stores per storage: a wide load of the host's data stored byte by
-        byte, or r stored beside a large y, is still the host's. ``reads``, ``stores``: (Buffer, element size,
-        mask over its elements); ``scalars``: the launch's scalar values."""
-        if self._new_scalars(scalars) | self._new_launch(signature) | _wide(scalars):
-            return True
+    def host_scalars(self, scalars=(), signature=None) -> bool:
+        """Are the launch's scalars the host's values? They are when one (an argument, a constexpr or a grid
+        size) is none of the first SCALARS distinct values of its phase, when the launch is none of the first
+        SCALARS distinct launches of its phase (``signature``: its kernel, scalars and tensor views), or when its
+        scalars are wider than a kernel needs (an int past 64 bits, a long string, many bools): sizes, strides,
+        offsets and eps are a few values, and more carry data the host computed (an r per row, passed as
+        floats). Every store of such a launch is ``TAINTED``."""
+        return bool(self._new_scalars(scalars) | self._new_launch(signature) | _wide(scalars))
+
+    def dirty_loaded(self, reads) -> int | None:
+        """The bytes of dirty memory (``HOST``, ``TAINTED``, ``DERIVED``, as it was before the launch) the launch
+        loaded; None when a buffer read is no whole number of the view's elements (the judge cannot weigh it: all
+        the launch stores is the host's). The host's own values among them (``HOST``, ``TAINTED``: where its
+        information enters the kernels) are added to the phase's ``host_loaded``, in 4-byte values (as r's); a
+        second kernel's load of what a first one derived from them is not counted again.
+        ``reads``: (Buffer, element size, mask over its elements)."""
         dirty = 0
         for buf, size, elements in reads:
             if buf.dirty():
                 if buf.nbytes % size:
-                    return True
-                dirty += int(((buf.origin.view(-1, size).amax(1) >= HOST) & elements).sum()) * size
-        self.host_loaded += -(-dirty // 4)                     # in 4-byte values, as r's
-        if not dirty:
-            return False
-        merged = {}
-        for buf, size, elements in stores:
-            if buf.nbytes % size:
-                return True
-            fresh = elements & (buf.origin.view(-1, size).amax(1) != INPUT)    # (stores into an input: no work)
-            merged[id(buf)] = merged.get(id(buf), 0) + int(fresh.sum()) * size
-        return any(dirty * 4 >= max(1, stored) for stored in merged.values()) or not merged
+                    return None
+                origin = buf.origin.view(-1, size).amax(1)
+                dirty += int(((origin >= HOST) & elements).sum()) * size
+                self.host_loaded += -(-int(((origin >= HOST) & (origin != DERIVED) & elements).sum()) * size // 4)
+        return dirty
+
+    def perturbed(self, buf: Buffer, before: torch.Tensor) -> torch.Tensor:
+        """``before`` (the buffer's bytes before a launch) with every dirty byte replaced by a secret random
+        byte: the memory a replay runs on. The bytes are drawn from the OS when first needed, in the judge's
+        process, after the submission's process was forked: nothing the submission holds predicts them."""
+        if self._random is None:
+            self._random = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little"))
+        dirty = buf.origin >= HOST
+        noise = torch.randint(0, 256, (int(dirty.sum()),), dtype=torch.uint8, generator=self._random)
+        out = before.clone()
+        out[dirty] = noise
+        return out
+
+    def forgiven(self, rows: int, elements: int) -> bool:
+        """May an output of ``elements`` values hold ``DERIVED`` ones and still count as the kernels' work? When
+        the host's values its phase's launches loaded are at most one per row of x (``rows``, M) and under a
+        quarter of the output's values: an r the host recomputed, which item 7 names, leaves the kernels the
+        work on M·N data. More (the host's copy of the output itself, laundered, or any large share of it, such
+        as an r the kernels only carried) is never forgiven, however much the kernels stored beside it."""
+        return self.host_loaded <= rows and self.host_loaded * 4 < elements
 
     def _new_launch(self, signature) -> bool:
         """Is this launch none of the first SCALARS distinct launches of its phase?"""
@@ -263,12 +289,21 @@ class Memory:
         self.host_loaded += beyond
         return beyond
 
-    def launch_stored(self, stores, dirty: bool):
-        """Mark the elements the launch stored (``stores``: (Buffer, element size, elements)) as its work."""
+    def launch_stored(self, stores, whole: bool = False, derived=None):
+        """Mark the elements the launch stored (``stores``: (Buffer, element size, elements)) as its work:
+        ``TAINTED`` when ``whole`` (host_scalars, or a failed launch), ``DERIVED`` where ``derived`` ({(id of the
+        Buffer, element size): mask over its elements}, from the replay) says the value came from dirty memory,
+        ``KERNEL`` elsewhere."""
         for buf, size, elements in stores:
             if buf.nbytes % size:
                 continue
-            buf.mark(elements, TAINTED if dirty else KERNEL, size)
+            if whole:
+                buf.mark(elements, TAINTED, size)
+            else:
+                from_host = (derived or {}).get((id(buf), size))
+                buf.mark(elements, KERNEL, size)
+                if from_host is not None and bool(from_host.any()):
+                    buf.mark(elements & from_host, DERIVED, size)
             buf.written.view(-1, size)[elements] = True
 
     def new_phase(self):
@@ -284,6 +319,17 @@ class Memory:
             except OSError:
                 pass
         self.buffers.clear()
+
+
+def distinct(shape, strides) -> bool:
+    """Does a view of ``shape`` and ``strides`` name each element of its memory once (no stride 0, no overlap)?
+    A view that repeats elements is not the copy it looks like: one element stored, seen S times."""
+    extent = 1
+    for n, st in sorted(((n, abs(st)) for n, st in zip(shape, strides) if n > 1), key=lambda d: d[1]):
+        if st < extent:
+            return False
+        extent = st * (n - 1) + extent
+    return True
 
 
 def element_index(buf: Buffer, size: int, offset, shape, strides) -> torch.Tensor:

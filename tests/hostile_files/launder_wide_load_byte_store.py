@@ -2,9 +2,9 @@
 
 All the math in torch on the host (pure_pytorch.py). Each output is then "stored by a kernel": the kernel loads the
 host's result through an int64 view (8 bytes per element) and stores it byte by byte through a uint8 view of the
-output. provenance.Memory.launch_reads_dirty compares dirty elements *loaded* with distinct elements *stored*, each
-counted in its own view's element size: nbytes/8 dirty words against nbytes stored bytes is under its 1/4 ratio, so
-the launch is clean and every output byte is KERNEL.
+output. The judge once compared dirty elements *loaded* with distinct elements *stored*, each
+counted in its own view's element size: nbytes/8 dirty words against nbytes stored bytes was under its 1/4 ratio, so
+the launch was clean and every output byte KERNEL (today each is weighed in bytes, and the replay marks them DERIVED).
 """
 import torch
 import mini_triton as triton

@@ -1,7 +1,7 @@
 """r_on_host_packed (control: r_on_host, 62/90). r is computed on the host in numpy (unseen by the host-op
 watch), packed two fp32 values per int64 word; the forward kernel loads the word, unpacks its row's r and stores it
-as the kernel's own r. provenance.launch_reads_dirty counts dirty loads in elements of the *view's* size (M/2 int64
-words vs M·N+M stores: clean), and item 7's host_loaded (M/2) stays under its threshold of M.
+as the kernel's own r. The judge once counted dirty loads in elements of the *view's* size (M/2 int64
+words vs M·N+M stores: clean), and item 7's host_loaded (M/2) stayed under its threshold of M.
 
 Original: A plain, correct submission in the lecture's style: one program per row, and an M x N
 partial dg buffer summed on the host. The grading corpus expects it to earn every regular

@@ -16,6 +16,7 @@ diagnosis = load("rmsnorm_diagnose")
 DTYPE_NAMES = rmsnorm_check.DTYPE_NAMES
 apply_view = rmsnorm_check.apply_view
 compare = rmsnorm_check.compare
+ctx_tensors_message = rmsnorm_check.ctx_tensors_message
 describe = rmsnorm_check.describe
 eager = rmsnorm_check.eager
 host_work_problem = rmsnorm_check.host_work_problem

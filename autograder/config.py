@@ -66,6 +66,17 @@ job/main.compile_clock) are added to the 300 s, up to 20 minutes. Measured on th
 autotuned kernel with 9 configs of 32-row tiles compiles for minutes at N = 32768, one without autotuning in
 a second or two. RLIMIT_CPU allows for the compiling too."""
 
+GPU_JOBS = 3
+"""The GPU grading's jobs (hidden/cases.gpu_jobs): 4.4's large N, 4.7's rerun, item 10's timings."""
+
+
+def grading_s() -> float:
+    """The longest one grading's hidden tests may run before the grader calls it stuck (an autograder error):
+    the simulator's job at its limit, each GPU job at its own with the whole compile allowance, and ten
+    minutes to start, judge and write. The jobs' own limits stop a submission long before this."""
+    return 2 * SIM_LIMITS.timeout_s + GPU_JOBS * (GPU_LIMITS.timeout_s + GPU_LIMITS.compile_s) + 600.0
+
+
 def sim_limits(cuda_available: bool) -> Limits:
     """The simulator jobs' limits; no address-space cap where torch is a CUDA build on a GPU machine."""
     return dataclasses.replace(SIM_LIMITS, memory_bytes=None) if cuda_available else SIM_LIMITS

@@ -78,9 +78,17 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
     log = Path(results).with_suffix(".log")           # pytest's own output: for the staff, never for students
     try:
         with _runtime(env) as env, open_private(log, "wb") as out:
+            # no per-test timeout (the project's own tests have one): each job has its limits, and the GPU jobs'
+            # compile allowance alone may exceed any fixed one; the whole run has config.grading_s()
             subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "autograder.plugin", "-p",
-                            "no:cacheprovider", str(HERE / "hidden"), *(["-k", select] if select else [])],
-                           env=env, cwd=HERE.parent, stdout=out, stderr=subprocess.STDOUT, check=False)
+                            "no:cacheprovider", "-p", "no:timeout", str(HERE / "hidden"),
+                            *(["-k", select] if select else [])],
+                           env=env, cwd=HERE.parent, stdout=out, stderr=subprocess.STDOUT, check=False,
+                           timeout=config.grading_s())
+    except subprocess.TimeoutExpired:
+        write_results(results, FALLBACK)
+        raise GraderError(f"the hidden tests ran past {config.grading_s():.0f} s, longer than every job's limits "
+                          f"together: the grader is stuck (see {log})") from None
     finally:
         try:
             check_preflight(checking)

@@ -102,7 +102,8 @@ CAUSE_OWNERS = {
     "columns_not_stored": "4.4",                    # rows longer than one block
     **dict.fromkeys(("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3", "padding_nan",
                      "r_recomputed_without_eps", "r_recomputed", "lanes_undefined"), "4.5"),
-    **dict.fromkeys(("dy_modified", "no_dg", "no_r_saved", "output_dtype", "output_shape", "gradient_count"), "4.6"),
+    **dict.fromkeys(("dy_modified", "no_dg", "no_r_saved", "output_dtype", "output_shape", "gradient_count",
+                     "ctx_tensors"), "4.6"),
     "order_dependent": "4.7",
     "race": "8",
 }

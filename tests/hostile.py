@@ -450,6 +450,11 @@ def _touch(t):''')),
             "provenance"),
            ("copy_match_nan_payloads", "pure_pytorch", "numpy's outputs in NaN payloads that \"equal\" a kernel's one "
                                                        "stored NaN seen through a stride-0 view", "provenance"),
+           ("copy_match_changed_positions", "pure_pytorch", "numpy's outputs as which bytes of a 0xFF fill the host "
+                                                            "zeroed, each zero \"a copy\" of a kernel's zeros",
+            "provenance"),
+           ("fill_nan_payloads", "r_on_host", "r in the payloads of NaNs, one written per launch as \"a fill\"",
+            "provenance"),
            )},
     "dg_partial_in_dg_storage": (
         "simple", "the M x N partial dg buffer allocated in dg's own storage, past it", "judge",

@@ -102,6 +102,11 @@ EDITS = {
                                  ("        x, g, r = ctx.saved_tensors\n",
                                   "        x, g, _ = ctx.saved_tensors\n"
                                   "        r = torch.rsqrt(x.float().pow(2).mean(-1) + ctx.eps).reshape(-1)\n")],
+    # r handed to the backward as an attribute of ctx, not through save_for_backward
+    "r_kept_as_ctx_attribute": [("        ctx.save_for_backward(x, g, r)\n",
+                                 "        ctx.save_for_backward(x, g)\n        ctx.r = r\n"),
+                                ("        x, g, r = ctx.saved_tensors\n",
+                                 "        x, g = ctx.saved_tensors\n        r = ctx.r\n")],
     # the forward checks its input on the host, which also makes it wait for the GPU (.item())
     "nan_check_on_the_host": [("    _check_inputs(x, g)\n    # [TODO] Part (c): allocate y",
                                "    _check_inputs(x, g)\n    if torch.isnan(x).any().item():\n"

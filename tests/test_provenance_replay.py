@@ -219,3 +219,39 @@ def test_one_stored_element_seen_through_a_stride_0_view_is_no_candidate():
     memory = P.Memory()
     _kernel_made(memory, torch.full((1,), 0.5), [N], [0])           # one element, seen as N
     assert bool((_host_writes(memory, torch.full((N,), 0.5)) == P.HOST).all())
+
+
+def test_a_view_only_partly_changed_to_a_clean_tensors_values_is_the_hosts():
+    """Which bytes of a 0xFF fill the host zeroed carries its bits, though each zero equals a kernel's zero."""
+    memory = P.Memory()
+    _kernel_made(memory, torch.zeros(N, dtype=torch.uint8), [N], [1])
+    buf = memory.buffer(_shared(torch.full((N,), 255, dtype=torch.uint8)), N)          # first seen: a fill
+    zeroed = torch.full((N,), 255, dtype=torch.uint8)
+    zeroed[torch.randperm(N)[:N // 2]] = 0
+    os.pwrite(buf.fd, zeroed.numpy().tobytes(), 0)
+    memory.refresh(buf)
+    memory.settle(buf, torch.uint8, 0, [N], [1])
+    assert bool((memory.origins(buf, torch.uint8, 0, [N], [1])[zeroed == 0] == P.HOST).all())
+
+
+def test_a_nan_is_a_fill_only_as_torch_writes_it():
+    canonical = torch.full((1,), float("nan"))
+    payload = (canonical.view(torch.int32) | 0x1234).view(torch.float32)
+    assert P.fill_value(canonical.view(torch.uint8)) and P.fill_value((-canonical).view(torch.uint8))
+    assert not P.fill_value(payload.view(torch.uint8))
+
+
+def test_a_phase_may_refill_a_buffer_a_few_times_beyond_them_each_fill_is_the_hosts():
+    """Whether a fill happened before each of many launches, and which, carries bits."""
+    memory = P.Memory()
+    buf = memory.buffer(_shared(torch.zeros(N)), N * 4)
+    for k in range(P.SCALARS + 2):
+        fill = torch.full((N,), float("nan") if k % 2 == 0 else 0.0)
+        os.pwrite(buf.fd, fill.numpy().tobytes(), 0)
+        memory.refresh(buf)
+        expected = P.CONST if k < P.SCALARS else P.HOST
+        assert bool((memory.origins(buf, torch.float32, 0, [N], [1]) == expected).all()), k
+    memory.new_phase()                                          # the last fill was of zeros: a NaN fill now
+    os.pwrite(buf.fd, torch.full((N,), float("nan")).numpy().tobytes(), 0)
+    memory.refresh(buf)
+    assert bool((memory.origins(buf, torch.float32, 0, [N], [1]) == P.CONST).all())

@@ -145,6 +145,8 @@ EXPECTED = {
                                                                   "past the end of y_ptr",
                                                                   "step through each tensor with its own row "
                                                                   "stride"]),
+    "r_kept_as_ctx_attribute": ("test_part_c.py::test_autograd_keeps_tensors_through_save_for_backward",
+                                ["kept ctx.r ((6,) fp32) as an attribute of ctx", "ctx.save_for_backward(x, g, r)"]),
     "saves_y_not_r": ("test_part_c.py::test_backward_dx[(37, 100)]",
                       ["your TritonRMSNorm.forward saved (37, 100) fp32, (100,) fp32, (37, 100) fp32",
                        "the backward needs r: (37,) fp32", "ctx.save_for_backward(x, g, r)"]),

@@ -117,6 +117,7 @@ class Host:
             r_saved, saved = check.saved_for_backward(y, t["x"].numel() // max(1, t["x"].shape[-1]))
             extra["saved"] = None if saved is None else [[list(s.shape), str(s.dtype).removeprefix("torch.")]
                                                           for s in saved]
+            extra["ctx_tensors"] = check.ctx_tensors(y)
             if r_saved is not None:
                 out["r_saved"] = r_saved.detach()
         return self.outputs(out, {"fwd": phase}, extra)

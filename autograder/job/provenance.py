@@ -101,6 +101,7 @@ class Memory:
         self.scalars = set()               # the distinct scalar values launches were given, this phase
         self.launches = set()              # the distinct launches (kernel, scalars, views), this phase
         self._random = None                # the replays' secret bytes (seeded on first use: after the fork)
+        self.fills = 0                     # the host's fills of buffers it had already shown, this phase
 
     # -- arrival: a descriptor from either side ---------------------------------------------------------
     def buffer(self, fd: int, nbytes: int, origin=None) -> Buffer:
@@ -169,17 +170,23 @@ class Memory:
 
     # -- what the host wrote: a constant, a copy of something clean, or its own ---------------------------
     def _classify(self, buf: Buffer, changed: torch.Tensor):
-        """Bytes the host wrote, ``changed``: one value repeated over whole elements is a constant fill."""
+        """Bytes the host wrote, ``changed``: one value repeated over whole elements is a constant fill, among the
+        first SCALARS fills of a phase. Beyond them, a fill is the host's: which fill, where, and whether one
+        happened before a launch carry bits too (a NaN, a zero or nothing, refilled before each of many launches)."""
         for size in (4, 2, 8) if buf.nbytes % 2 == 0 else (1,):      # (single bytes only in a buffer of bytes)
             if buf.nbytes % size == 0 and _constant(buf.mirror, changed, size):
-                buf.origin[changed] = CONST
+                self.fills += 1
+                if self.fills <= SCALARS:
+                    buf.origin[changed] = CONST
                 return
 
     def settle(self, buf: Buffer, dtype, offset, shape, strides) -> torch.Tensor:
-        """The view's elements, after the host's writes there that equal, element for element and byte for byte,
-        a copy or a cast of a clean tensor (an input as the submission got it, or a view clean kernels stored)
-        are marked as that copy; returns the view. Bytes, not values: a bool that is any nonzero byte, a NaN of
-        any payload or a zero of either sign would carry the host's bits as "equal"."""
+        """The view's elements, after the host's writes there, when the whole view equals, element for element
+        and byte for byte, a copy or a cast of one clean tensor (an input as the submission got it, or a view
+        clean kernels stored), are marked as that copy; returns the view. The whole view, and one tensor: which
+        elements the host changed, or which of two clean tensors each element copies, would carry the host's
+        bits. Bytes, not values: a bool that is any nonzero byte, a NaN of any payload or a zero of either sign
+        would carry them as "equal"."""
         view = self.view(buf, dtype, offset, shape, strides)
         if not buf.dirty():
             return view
@@ -191,17 +198,15 @@ class Memory:
         host = (origin[index] == HOST).all(1)
         if not bool(host.any()):
             return view
-        flat = view.reshape(-1)
+        flat = view.reshape(-1).view(INTS[size])
         for src, code in self._candidates():
-            if src.numel() != flat.numel() or not bool(host.any()):
+            if src.numel() != flat.numel():
                 continue
-            ref = src.reshape(-1).to(flat.dtype)
-            same = host & (flat.view(INTS[size]) == ref.view(INTS[size]))
-            if int(same.sum()) * 10 >= int(host.sum()) * 9:     # a copy matches all but a few: not a coincidence
-                buf.mark(index[same], code, size)
-                self.copies.append((src.untyped_storage().data_ptr(), int(same.sum()), str(flat.dtype),
+            if torch.equal(flat, src.reshape(-1).to(view.dtype).view(INTS[size])):
+                buf.mark(index[host], code, size)
+                self.copies.append((src.untyped_storage().data_ptr(), int(host.sum()), str(view.dtype),
                                     buf.mirror.untyped_storage().data_ptr()))
-                host &= ~same
+                break
         return view
 
     def _candidates(self):
@@ -307,7 +312,7 @@ class Memory:
             buf.written.view(-1, size)[elements] = True
 
     def new_phase(self):
-        self.copies, self.host_loaded, self.scalars, self.launches = [], 0, set(), set()
+        self.copies, self.host_loaded, self.scalars, self.launches, self.fills = [], 0, set(), set(), 0
         for buf in self.buffers.values():
             if buf.written.any():
                 buf.written.zero_()
@@ -344,18 +349,25 @@ FLOATS = {2: (torch.float16, torch.bfloat16), 4: (torch.float32,), 8: (torch.flo
 
 
 def fill_value(value: torch.Tensor) -> bool:
-    """Is one element's bytes a value allocations and initialisations fill with: 0, 1, -1, infinity or NaN
-    (torch.zeros, torch.ones, torch.full(-inf) for a running max, torch.empty's poison)? Any other value repeated
-    is information: the host's own."""
+    """Is one element's bytes a value allocations and initialisations fill with: 0, 1, -1, infinity or torch's
+    NaN (torch.zeros, torch.ones, torch.full(-inf) for a running max, torch.empty's poison)? Any other value
+    repeated is information: the host's own."""
     size = value.numel()
     as_int = int(value.view(INTS[size])[0])
     if as_int in (0, 1, -1) or (size == 1 and as_int == 255):
         return True
     for dtype in FLOATS[size]:
         f = float(value.view(dtype)[0])
-        if f != f or f in (1.0, -1.0, float("inf"), float("-inf")):
+        if f in (1.0, -1.0, float("inf"), float("-inf")) or (f != f and (as_int | SIGN[size]) == NAN[dtype]):
             return True
     return False
+
+
+SIGN = {n: -(1 << (8 * n - 1)) for n in INTS}           # the sign bit, as the signed int of n bytes holds it
+NAN = {dtype: int(torch.tensor(float("nan"), dtype=dtype).view(INTS[n])) | SIGN[n]
+       for n, dtypes in FLOATS.items() for dtype in dtypes}
+"""The quiet NaN torch writes (torch.full(nan), torch.empty's poison), either sign: a NaN with any other payload
+carries the host's bits."""
 
 
 def _wide(scalars) -> bool:

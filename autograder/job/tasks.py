@@ -138,6 +138,7 @@ def _after_forward(run: Run, y, fwd: Phase):
     info = run.info
     run.roles["y"] = storage(y)
     r_saved, info["saved"] = saved_r(y, run.t["x"].numel() // max(1, run.t["x"].shape[-1]))
+    info["ctx_tensors"] = check.ctx_tensors(y)
     if r_saved is not None:
         run.stored["r_saved"] = fwd.stored(r_saved)
         r_saved = r_saved.detach().clone()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ..check import compare, reference
+from ..check import compare, ctx_tensors_message, reference
 from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of, robust_parts, task_name
 from ..job.shared import text
 from .charge import Finding, Ledger
@@ -112,6 +112,9 @@ def part_4_6(inputs, outcome) -> Ledger:
             no_r = no_r_saved(outcome, task, x, story)
             if no_r and _gradients_wrong(inputs, outcome, task, k, c):
                 L.add(no_r)
+            kept = outcome.info.get(task, {}).get("ctx_tensors")
+            if kept:
+                L.add(Finding("dx", ctx_tensors_message(kept, story), "ctx_tensors"))
     for k in ("fp16_fwd", "bf16_fwd"):                 # rmsnorm_forward on 16 bits: y like x, r fp32 (M,)
         task, c = task_name("fwd", k), ROBUST[k]
         if outcome.task_error(task) or any(not_made(outcome, task, n, c.story) for n in ("y", "r")):

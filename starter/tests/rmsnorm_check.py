@@ -282,6 +282,30 @@ def saved_for_backward(y, rows):
     return next((t for t in saved if t.numel() == rows and t.dim() <= 1 and t.dtype == torch.float32), None), saved
 
 
+def ctx_tensors(y) -> list:
+    """[[name, shape, dtype]] of the tensors y's autograd Function kept as attributes of ctx (``ctx.r = r``, or in a
+    list or tuple there) instead of passing them to ctx.save_for_backward; [] when none, or no custom Function."""
+    try:
+        attributes = vars(y.grad_fn)
+    except TypeError:                                   # no grad_fn, or a built-in one: no attributes of a ctx
+        return []
+    kept = []
+    for name, value in attributes.items():
+        for t in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(t, torch.Tensor):
+                kept.append([f"ctx.{name}", list(t.shape), DTYPE_NAMES.get(t.dtype, str(t.dtype))])
+    return kept[:8]
+
+
+def ctx_tensors_message(kept, story) -> str:
+    """Why tensors kept as ctx attributes are wrong, for the student."""
+    names = ", ".join(f"{n} ({tuple(s)} {d})" for n, s, d in kept)
+    return (f"your TritonRMSNorm.forward kept {names} as an attribute of ctx for {story}: pass tensors the backward "
+            f"needs to ctx.save_for_backward(x, g, r) and read them as ctx.saved_tensors. autograd then checks that "
+            f"nothing changed them in place before the backward, and frees them with the graph; a tensor kept as an "
+            f"attribute escapes both (and keeps y's inputs alive for as long as ctx lives)")
+
+
 def leave_garbage(numels, device="cpu"):
     """Fill buffers of these sizes with NaN and free them at once. A ``torch.empty`` that follows
     (of one of these sizes) then likely gets that memory back, NaN and all, as it gets old data from

@@ -9,8 +9,9 @@ On the simulator, elements no kernel stored are named as such, and memory from t
 import pytest
 import torch
 
-from rmsnorm_check import (DTYPE_NAMES, assert_untouched, describe, host_ops_of, host_work_problem, kernel_stored,
-                           leave_garbage, random_inputs, reference, strided_inputs, transposed_inputs)
+from rmsnorm_check import (DTYPE_NAMES, assert_untouched, ctx_tensors, ctx_tensors_message, describe, host_ops_of,
+                           host_work_problem, kernel_stored, leave_garbage, random_inputs, reference, strided_inputs,
+                           transposed_inputs)
 from rmsnorm_causes import backward_alternatives, backward_plain, dg_rows, forward_alternatives, pick
 from rmsnorm_diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, read_instead, read_instead_fwd,
                               saved_r, saved_r_finding, simulated)
@@ -234,6 +235,15 @@ def test_backward_wrapper_keeps_the_input_dtypes(impl, dtype):
             raise AssertionError(f"{name} from rmsnorm_backward has dtype {got.dtype} for {describe(x)}: it must be "
                                  f"{want} ({'x' if name == 'dx' else 'g'}'s dtype; keep fp32 for the sums "
                                  f"inside, and convert the result)")
+
+
+def test_autograd_keeps_tensors_through_save_for_backward(impl):
+    """TritonRMSNorm.forward hands the backward its tensors through ctx.save_for_backward, not as ctx attributes."""
+    x, g, _ = random_inputs((6, 64), device=impl.DEVICE)
+    y = impl.rmsnorm(x.clone().requires_grad_(True), g.clone().requires_grad_(True))
+    kept = ctx_tensors(y)
+    if kept:
+        raise AssertionError(ctx_tensors_message(kept, describe(x)))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])

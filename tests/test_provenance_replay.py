@@ -255,3 +255,13 @@ def test_a_phase_may_refill_a_buffer_a_few_times_beyond_them_each_fill_is_the_ho
     os.pwrite(buf.fd, torch.full((N,), float("nan")).numpy().tobytes(), 0)
     memory.refresh(buf)
     assert bool((memory.origins(buf, torch.float32, 0, [N], [1]) == P.CONST).all())
+
+
+def test_a_phase_may_launch_its_kernels_again_a_few_times_beyond_that_each_launch_is_the_hosts():
+    """Which of two kernels the host launches next, bit after bit, would spell r in a word a kernel shifts."""
+    memory = P.Memory()
+    verdicts = [memory.host_scalars((), ("shift_in_a_1" if k % 3 else "shift_in_a_0", "[]", ()))
+                for k in range(P.LAUNCHES + 3)]
+    assert verdicts == [False] * P.LAUNCHES + [True] * 3
+    memory.new_phase()
+    assert not memory.host_scalars((), ("shift_in_a_1", "[]", ()))

@@ -226,7 +226,7 @@ class Launcher:
         whole = self.memory.host_scalars(scalars, signature)
         loaded = self.memory.dirty_loaded(reads)
         whole = whole or loaded is None
-        derived = self.replay(again, stores) if loaded and not whole and again is not None else None
+        derived = self.replay(again, stores) if loaded and stores and not whole and again is not None else None
         self.memory.launch_stored(stores, whole, derived)
         self.stored = {id(buf): buf for buf, _, _ in stores}
         if not whole:

@@ -41,7 +41,8 @@ INPUT, CONST, COPY_INPUT, COPY_KERNEL, KERNEL, HOST, TAINTED, DERIVED = range(8)
 DIRTY = (HOST, TAINTED, DERIVED)        # every code from HOST up
 MADE = (KERNEL, COPY_KERNEL)            # what an output made by the kernels holds
 MAX_BYTES = 1 << 30                     # one buffer: more than a job's memory could hold anyway
-SCALARS = 16                            # distinct scalar values a phase's launches may be given (launch_reads_dirty)
+SCALARS = 16                            # distinct scalar values, launches and fills a phase may have (host_scalars)
+LAUNCHES = 64                           # launches a phase may make in all, the same ones again included
 
 
 class Refused(Exception):
@@ -100,6 +101,7 @@ class Memory:
         self.host_loaded = 0               # dirty 4-byte values (HOST, TAINTED, DERIVED) launches loaded, this phase
         self.scalars = set()               # the distinct scalar values launches were given, this phase
         self.launches = set()              # the distinct launches (kernel, scalars, views), this phase
+        self.launch_count = 0              # every launch, this phase
         self._random = None                # the replays' secret bytes (seeded on first use: after the fork)
         self.fills = 0                     # the host's fills of buffers it had already shown, this phase
 
@@ -231,7 +233,8 @@ class Memory:
     def host_scalars(self, scalars=(), signature=None) -> bool:
         """Are the launch's scalars the host's values? They are when one (an argument, a constexpr or a grid
         size) is none of the first SCALARS distinct values of its phase, when the launch is none of the first
-        SCALARS distinct launches of its phase (``signature``: its kernel, scalars and tensor views), or when its
+        SCALARS distinct launches of its phase (``signature``: its kernel, scalars and tensor views) or comes after
+        its LAUNCHES-th launch, or when its
         scalars are wider than a kernel needs (an int past 64 bits, a long string, many bools): sizes, strides,
         offsets and eps are a few values, and more carry data the host computed (an r per row, passed as
         floats). Every store of such a launch is ``TAINTED``."""
@@ -275,11 +278,15 @@ class Memory:
         return self.host_loaded <= rows and self.host_loaded * 4 < elements
 
     def _new_launch(self, signature) -> bool:
-        """Is this launch none of the first SCALARS distinct launches of its phase?"""
-        if signature is None or signature in self.launches:
+        """Is this launch none of the first SCALARS distinct launches of its phase, or past its LAUNCHES-th launch?
+        Which of its kernels the host launches next, again and again, carries bits too (a kernel that shifts a 1
+        into a word, another a 0: r, one bit a launch)."""
+        if signature is None:
             return False
+        self.launch_count += 1
+        fresh = signature not in self.launches
         self.launches.add(signature)
-        if len(self.launches) > SCALARS:
+        if (fresh and len(self.launches) > SCALARS) or self.launch_count > LAUNCHES:
             self.host_loaded += 1
             return True
         return False
@@ -313,6 +320,7 @@ class Memory:
 
     def new_phase(self):
         self.copies, self.host_loaded, self.scalars, self.launches, self.fills = [], 0, set(), set(), 0
+        self.launch_count = 0
         for buf in self.buffers.values():
             if buf.written.any():
                 buf.written.zero_()

@@ -14,7 +14,7 @@ from ..check import apply_view, causes as C, describe, diagnosis as D, reference
 from ..hidden.cases import kind_of, task_name
 from ..job.phases import MADE_BY, MADE_IN
 from ..job.protocol import output_key
-from ..job.provenance import SCALARS
+from ..job.provenance import LAUNCHES, SCALARS
 from ..job.shared import text
 from .charge import Finding, Ledger
 from .counts import IO_ROLES, others, roles_of
@@ -91,7 +91,8 @@ def laundered_message(name, outcome, task) -> str:
     """An output the kernels stored, whose values they loaded from memory the host wrote (provenance)."""
     return (f"your {MADE_BY[name]}'s kernels stored {name} from values the host computed (memory the host wrote, "
             f"then loaded by them, or scalar arguments: a phase's launches may be given {SCALARS} distinct scalar "
-            f"values, such as sizes, strides and eps), not from {FROM[name]}")
+            f"values, such as sizes, strides and eps, in {SCALARS} distinct launches and {LAUNCHES} in all), not from "
+            f"{FROM[name]}")
 
 
 def laundered(outcome, task, names, what: str) -> Finding | None:

@@ -455,6 +455,12 @@ def _touch(t):''')),
             "provenance"),
            ("fill_nan_payloads", "r_on_host", "r in the payloads of NaNs, one written per launch as \"a fill\"",
             "provenance"),
+           ("copy_match_tiny_views", "r_on_host", "r as nibbles in one-byte views, each \"a copy\" of a 16-entry "
+                                                  "table, shown to the judge by launches of no programs", "provenance"),
+           ("buffer_choice_channel", "r_on_host", "r as which of 16 constant buffers is passed for each of 62 tensor "
+                                                  "parameters", "provenance"),
+           ("buffer_choice_dg_at_the_core_shape", "simple", "dg from numpy through the buffer-choice channel at the "
+                                                            "core shape only, for item 9", "provenance"),
            )},
     "dg_partial_in_dg_storage": (
         "simple", "the M x N partial dg buffer allocated in dg's own storage, past it", "judge",

@@ -104,7 +104,11 @@ def _shared(t: torch.Tensor) -> int:
 
 def _launch(kernel, h_values=None) -> tuple:
     """Run ``kernel`` on (x, h, out) in a fresh judge's memory; returns (memory, origins of out's elements)."""
-    memory = P.Memory()
+    return _launch_grid(kernel, (1,), P.Memory(), h_values)
+
+
+def _launch_grid(kernel, grid, memory, h_values=None) -> tuple:
+    """``_launch`` with this ``grid``, in ``memory``."""
     x = torch.randn(X)
     h = torch.randn(N) if h_values is None else h_values
     views = {}
@@ -120,7 +124,7 @@ def _launch(kernel, h_values=None) -> tuple:
     launcher = Launcher(memory, None)
     with triton.record() as rec, watchdog.budgeted(launcher.over_replay, __file__):
         launcher.record = rec
-        launcher.execute(kernel, args, {"N": N}, (1,), views)
+        launcher.execute(kernel, args, {"N": N}, grid, views)
     return memory, memory.origins(ob, torch.float32, 0, [N], [1])
 
 
@@ -265,3 +269,29 @@ def test_a_phase_may_launch_its_kernels_again_a_few_times_beyond_that_each_launc
     assert verdicts == [False] * P.LAUNCHES + [True] * 3
     memory.new_phase()
     assert not memory.host_scalars((), ("shift_in_a_1", "[]", ()))
+
+
+def test_a_phase_may_give_its_kernels_other_buffers_a_few_times_beyond_that_its_launches_are_the_hosts():
+    """Which of 16 clean buffers the host passes for each of many parameters would spell r, 4 bits a parameter."""
+    memory = P.Memory()
+    first = memory.host_scalars((), ("emit", "[]", ()), {("emit", f"b{i}"): 0 for i in range(8)})
+    again = [memory.host_scalars((), ("emit", "[]", ()), {("emit", f"b{i}"): k for i in range(8)})
+             for k in (1, 2, 3)]
+    assert not first and again == [False, False, True]          # 8 and 16 others are within SCALARS; 24 are not
+
+
+def test_a_launch_of_no_programs_counts_as_a_launch():
+    memory = P.Memory()
+    before = memory.launch_count
+    _launch_grid(copy_h, (0,), memory)
+    assert memory.launch_count == before + 1
+
+
+def test_a_phase_may_copy_clean_tensors_a_few_times_beyond_that_each_copy_is_the_hosts():
+    """Which of 16 one-byte clean tensors each of many one-byte host views equals would spell r, 4 bits a view."""
+    memory = P.Memory()
+    for v in range(2, 18):                                     # (0 and 1 are fills)
+        _kernel_made(memory, torch.tensor([v], dtype=torch.uint8), [1], [1])
+    origins = [_host_writes(memory, torch.tensor([2 + k % 16], dtype=torch.uint8)) for k in range(P.SCALARS + 4)]
+    kinds = [int(o[0]) for o in origins]
+    assert kinds == [P.COPY_KERNEL] * P.SCALARS + [P.HOST] * 4, kinds

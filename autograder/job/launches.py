@@ -30,7 +30,6 @@ from .provenance import TAINTED, Memory, Refused
 REPLAY_S = (2.0, 4.0)          # a replay's CPU time: at most this many seconds, plus this many times the launch's
 
 
-
 def plain(d):
     """A constant described by client.plain, or raise Refused."""
     if not isinstance(d, dict):
@@ -204,13 +203,15 @@ class Launcher:
     def _ran(self, kernel, pos, kw, views, stats, grid=(), again=None) -> dict:
         """Note what the launch read and stored, by the simulator's records of each argument; returns the distinct
         elements it stored through each tensor argument ({id of its view: count})."""
-        if not stats:
-            return {}
         bound = kernel.bind(pos, kw)
         scalars = [*grid, *(v.value if isinstance(v, constexpr) else v for k, v in bound.items() if id(v) not in views)]
         signature = (kernel.fn.__name__, repr(scalars), tuple(repr(views[id(v)][1:5]) for k, v in bound.items()
                                                              if id(v) in views))
         by_name = {name: views[id(v)] for name, v in bound.items() if id(v) in views}
+        bindings = {(kernel.fn.__name__, name): id(v[0]) for name, v in by_name.items()}
+        whole = self.memory.host_scalars(scalars, signature, bindings)     # a launch of no programs counts too
+        if not stats:
+            return {}
         reads, stores = {}, {}                       # {(buffer, element size): Touched}, whatever the records' number
         for a in stats[0].args.values():
             if a.name not in by_name:
@@ -223,7 +224,6 @@ class Launcher:
                 if r.kind.writes():
                     touched(stores, buf, size).add(r)
         reads, stores = [t.masked() for t in reads.values()], [t.masked() for t in stores.values()]
-        whole = self.memory.host_scalars(scalars, signature)
         loaded = self.memory.dirty_loaded(reads)
         whole = whole or loaded is None
         derived = self.replay(again, stores) if loaded and stores and not whole and again is not None else None

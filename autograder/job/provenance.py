@@ -102,6 +102,8 @@ class Memory:
         self.scalars = set()               # the distinct scalar values launches were given, this phase
         self.launches = set()              # the distinct launches (kernel, scalars, views), this phase
         self.launch_count = 0              # every launch, this phase
+        self.bindings = {}                 # (kernel, tensor parameter) -> the buffers it was given, this phase
+        self.rebinds = 0                   # parameters given another buffer than their first, this phase
         self._random = None                # the replays' secret bytes (seeded on first use: after the fork)
         self.fills = 0                     # the host's fills of buffers it had already shown, this phase
 
@@ -188,7 +190,8 @@ class Memory:
         clean kernels stored), are marked as that copy; returns the view. The whole view, and one tensor: which
         elements the host changed, or which of two clean tensors each element copies, would carry the host's
         bits. Bytes, not values: a bool that is any nonzero byte, a NaN of any payload or a zero of either sign
-        would carry them as "equal"."""
+        would carry them as "equal". A phase's first SCALARS copies only: which of many small clean tensors
+        each of many small views copies would carry them too."""
         view = self.view(buf, dtype, offset, shape, strides)
         if not buf.dirty():
             return view
@@ -200,6 +203,8 @@ class Memory:
         host = (origin[index] == HOST).all(1)
         if not bool(host.any()):
             return view
+        if len(self.copies) >= SCALARS:
+            return view                  # which of many clean tensors each small view copies would carry bits
         flat = view.reshape(-1).view(INTS[size])
         for src, code in self._candidates():
             if src.numel() != flat.numel():
@@ -230,15 +235,30 @@ class Memory:
         return buf.written.view(-1, size).any(1).as_strided(shape, strides, offset)
 
     # -- a launch --------------------------------------------------------------------------------------
-    def host_scalars(self, scalars=(), signature=None) -> bool:
+    def host_scalars(self, scalars=(), signature=None, bindings=None) -> bool:
         """Are the launch's scalars the host's values? They are when one (an argument, a constexpr or a grid
         size) is none of the first SCALARS distinct values of its phase, when the launch is none of the first
         SCALARS distinct launches of its phase (``signature``: its kernel, scalars and tensor views) or comes after
         its LAUNCHES-th launch, or when its
         scalars are wider than a kernel needs (an int past 64 bits, a long string, many bools): sizes, strides,
         offsets and eps are a few values, and more carry data the host computed (an r per row, passed as
-        floats). Every store of such a launch is ``TAINTED``."""
-        return bool(self._new_scalars(scalars) | self._new_launch(signature) | _wide(scalars))
+        floats). So are a launch's buffers, once a phase has bound its kernels' tensor parameters to more than
+        SCALARS buffers beyond the first each (``bindings``: {(kernel, parameter): buffer}): which of many clean
+        buffers the host passes carries bits. Every store of such a launch is ``TAINTED``."""
+        return bool(self._new_scalars(scalars) | self._new_launch(signature) | _wide(scalars)
+                    | self._rebound(bindings or {}))
+
+    def _rebound(self, bindings) -> bool:
+        """Has this phase bound tensor parameters to other buffers than their first more than SCALARS times?"""
+        for key, buf in bindings.items():
+            seen = self.bindings.setdefault(key, set())
+            if buf not in seen:
+                self.rebinds += bool(seen)
+                seen.add(buf)
+        if self.rebinds > SCALARS:
+            self.host_loaded += 1
+            return True
+        return False
 
     def dirty_loaded(self, reads) -> int | None:
         """The bytes of dirty memory (``HOST``, ``TAINTED``, ``DERIVED``, as it was before the launch) the launch
@@ -320,7 +340,7 @@ class Memory:
 
     def new_phase(self):
         self.copies, self.host_loaded, self.scalars, self.launches, self.fills = [], 0, set(), set(), 0
-        self.launch_count = 0
+        self.launch_count, self.bindings, self.rebinds = 0, {}, 0
         for buf in self.buffers.values():
             if buf.written.any():
                 buf.written.zero_()

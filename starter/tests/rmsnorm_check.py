@@ -303,7 +303,7 @@ def ctx_tensors_message(kept, story) -> str:
     return (f"your TritonRMSNorm.forward kept {names} as an attribute of ctx for {story}: pass tensors the backward "
             f"needs to ctx.save_for_backward(x, g, r) and read them as ctx.saved_tensors. autograd then checks that "
             f"nothing changed them in place before the backward, and frees them with the graph; a tensor kept as an "
-            f"attribute escapes both (and keeps y's inputs alive for as long as ctx lives)")
+            f"attribute escapes both: nothing checks it, and it lives as long as ctx does, past the backward")
 
 
 def leave_garbage(numels, device="cpu"):

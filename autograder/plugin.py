@@ -31,12 +31,15 @@ from .rubric import PARTS, item_of
 WITHHELD = "(this message quoted the grader's own files and was withheld)"
 
 
-def _hidden_lines() -> set:
-    """Distinctive lines of the grader's code: feedback that quotes one is withheld."""
-    here = Path(__file__).resolve().parent
+def _hidden_lines(here: Path | None = None) -> set:
+    """Distinctive lines of the grader's code: feedback that quotes one is withheld. Not those of a submission
+    the grader carries (the zip's self-test, autograder/selftest/rmsnorm.py, a plain lecture-style file): a
+    student's own line is often the same (`ctx.save_for_backward(x, g, r)`), and feedback quotes it."""
+    here = here or Path(__file__).resolve().parent
     lines = set()
     for f in here.rglob("*.py"):
-        lines |= {ln.strip() for ln in f.read_text().splitlines() if len(ln.strip()) >= 30}
+        if f.name != "rmsnorm.py":
+            lines |= {ln.strip() for ln in f.read_text().splitlines() if len(ln.strip()) >= 30}
     return lines
 
 

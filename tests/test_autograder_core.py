@@ -174,3 +174,17 @@ def test_a_file_the_scan_refuses_fails_the_public_run_and_missing_names_are_not_
     assert "the autograder would refuse this file, 0 points however the tests go" in refused.stdout
     renamed = run(solution.replace("def rmsnorm(x, g", "def rms_norm(x, g"))           # test 0's note, 0 points
     assert "lacks names the assignment asks for" in renamed.stdout and "would refuse" not in renamed.stdout
+
+
+def test_feedback_that_quotes_a_line_the_self_test_submission_shares_is_not_withheld(tmp_path):
+    """The zip carries a plain submission for setup.sh's self-test (autograder/selftest/rmsnorm.py). A student's
+    line is often the same, and a message that quotes it (or advice such as ctx.save_for_backward(x, g, r)) was
+    withheld on Gradescope as "quoting the grader's own files"; a line of the grader's code still is."""
+    from autograder import plugin
+    (tmp_path / "selftest").mkdir()
+    (tmp_path / "selftest" / "rmsnorm.py").write_text("        ctx.save_for_backward(x, g, r)\n")
+    (tmp_path / "judge.py").write_text("    secret = compare_against_the_hidden_reference(x)\n")
+    hidden = plugin._hidden_lines(tmp_path)
+    advice = "Save it: ctx.save_for_backward(x, g, r)"
+    assert plugin.scrub(advice, hidden) == advice
+    assert plugin.scrub("you wrote secret = compare_against_the_hidden_reference(x)", hidden) == plugin.WITHHELD

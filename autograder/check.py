@@ -23,4 +23,5 @@ host_work_problem = rmsnorm_check.host_work_problem
 reference = rmsnorm_check.reference
 SLOW_HINT = rmsnorm_check.SLOW_HINT
 GPU_SLOW_HINT = rmsnorm_check.GPU_SLOW_HINT
+COMPILING_HINT = rmsnorm_check.COMPILING_HINT
 timed_out = rmsnorm_check.timed_out

@@ -27,10 +27,10 @@ from . import accounts, check, config, isolation, runtime, sandbox
 from .config import Limits
 from .errors import GraderError
 from .job.errors import scrub
-from .job.protocol import (INPUTS, JOB, KEY_BYTES, OUTPUTS_JSON, OUTPUTS_PT, READY, RUNNING, SIGNATURE,
-                           compiled_seconds, signature)
+from .job.protocol import (COMPILED, COMPILING, INPUTS, JOB, KEY_BYTES, OUTPUTS_JSON, OUTPUTS_PT, READY,
+                           RUNNING, SIGNATURE, CompileClock, signature)
 
-JOB_LINES = (READY, RUNNING)
+JOB_LINES = (READY, RUNNING, COMPILING, COMPILED)
 
 
 @dataclasses.dataclass
@@ -108,12 +108,13 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | Non
                 if k in os.environ:
                     env[k] = os.environ[k]
             key = secrets.token_bytes(KEY_BYTES)       # the job signs its outputs with it (job/protocol.py)
+            clock = CompileClock() if backend != "mini_triton" else None
             res = sandbox.run(sandbox.python_argv(Path(runtime_root) / runtime.ENTRY, job / "rmsnorm.py", job,
                                                   len(groups or [tasks])), cwd=job,
                               env=env, limits=limits, account=account, stdin=key,
                               private=(job, isolation.readable_paths(runtime_root)),
-                              extra=compiled_seconds if backend != "mini_triton" else None)
-            return _collect(job, res, limits, key, account, on_gpu=backend != "mini_triton")
+                              extra=clock)
+            return _collect(job, res, limits, key, account, clock)
         finally:
             if compile_cache is not None:
                 carry_cache(job / TRITON_CACHE, compile_cache)
@@ -191,13 +192,16 @@ def _signed(job: Path, key: bytes):
     return (js, pt) if ok else None
 
 
-def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None, on_gpu=False) -> Outcome:
-    """What the job produced: read only once the job's signature proves the job wrote it."""
+def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None, clock=None) -> Outcome:
+    """What the job produced: read only once the job's signature proves the job wrote it. ``clock``: a GPU
+    job's CompileClock (None on the simulator)."""
+    on_gpu = clock is not None
     if READY not in res.stdout:
         raise GraderError(*_not_started(res, limits, account))
     if res.timed_out:
-        return Outcome({}, {}, check.timed_out(limits.timeout_s, _where(res) + _compiling(res, limits), on_gpu),
-                       res)
+        hint = check.COMPILING_HINT if clock is not None and clock.compiling else None
+        return Outcome({}, {}, check.timed_out(limits.timeout_s, _where(res) + _compiling(clock, limits), on_gpu,
+                                               hint=hint), res)
     if res.out_of_cpu:
         hint = check.GPU_SLOW_HINT if on_gpu else check.SLOW_HINT
         return Outcome({}, {}, f"ran out of CPU time ({limits.cpu_s} s){_where(res)}: {hint}", res)
@@ -243,16 +247,19 @@ def _where(res: sandbox.Result) -> str:
     return f" while {doing[-1]}" if doing else ""
 
 
-def _compiling(res: sandbox.Result, limits) -> str:
+def _compiling(clock, limits) -> str:
     """" (and 212 s compiling, not counted)": the time Triton spent compiling, which the limit left out up to
-    ``limits.compile_s``."""
-    spent = compiled_seconds(res.stdout)
+    ``limits.compile_s``; " (and Triton still compiling, 1250 s of compiling so far ...)" when a compile was
+    under way at the end (the hint then says what to do)."""
+    spent = clock.seconds if clock is not None else 0.0
     if not spent or not limits.compile_s:
         return ""
-    if spent < limits.compile_s:
-        return f" (and {spent:.0f} s compiling, not counted)"
-    return (f" (and {spent:.0f} s compiling, of which {limits.compile_s:.0f} s are not counted: fewer autotune "
-            f"configs, or smaller blocks at large N, compile faster)")
+    counted = "not counted" if spent < limits.compile_s else f"of which {limits.compile_s:.0f} s are not counted"
+    if clock.compiling:
+        return f" (and Triton still compiling, {spent:.0f} s of compiling so far, {counted})"
+    over = spent >= limits.compile_s
+    advice = ": fewer autotune configs, or smaller blocks at large N, compile faster" if over else ""
+    return f" (and {spent:.0f} s compiling, {counted}{advice})"
 
 
 def _not_started(res: sandbox.Result, limits, account) -> tuple[str, str]:

@@ -9,8 +9,9 @@ fail the grader's check (runner._signed).
 The job prints ``READY`` once its own setup is done (torch, the inputs, the simulator), before the
 submission is loaded: a job that stops before that line failed for the grader's reasons, never the
 student's. Before each thing it runs it prints a ``RUNNING`` line, so that a time-out can name it. On
-the GPU it prints a ``COMPILED`` line after each kernel Triton compiles: the time compiling and autotuning
-takes is added to the job's time limit, up to a cap (sandbox.run), so a case's limit is for running it.
+the GPU it prints a ``COMPILING`` line as Triton starts each compile and a ``COMPILED`` line when it ends:
+the time compiling and autotuning takes, a compile still going on included, is added to the job's time
+limit, up to a cap (sandbox.run, CompileClock), so a case's limit is for running it.
 """
 import hashlib
 import hmac
@@ -18,6 +19,7 @@ import io
 import json
 import os
 import sys
+import time
 
 import torch
 
@@ -28,19 +30,46 @@ OUTPUTS_JSON, OUTPUTS_PT, SIGNATURE = "outputs.json", "outputs.pt", "outputs.sig
 KEY_BYTES = 32
 READY = "rmsnorm-worker: ready"
 RUNNING = "rmsnorm-worker: now "          # + what runs now: the grader names it if the job times out
+COMPILING = "rmsnorm-worker: compiling "  # + the seconds of compiling before this one: Triton starts a compile
 COMPILED = "rmsnorm-worker: compiled "    # + the seconds Triton has spent compiling so far: not counted (GPU)
 
 
-def compiled_seconds(stdout: str) -> float:
-    """The seconds of compiling a job's last COMPILED line reports (0.0 when none). The submission shares the
-    job's process on the GPU and may print such a line itself: the grader caps what it grants (Limits)."""
-    at = stdout.rfind(COMPILED)
+def _last_number(stdout: str, marker: str) -> tuple[int, float]:
+    """(where the last ``marker`` line starts, or -1; the number it carries, 0.0 when unreadable)."""
+    at = stdout.rfind(marker)
     if at < 0:
-        return 0.0
+        return -1, 0.0
     try:
-        return max(0.0, float(stdout[at + len(COMPILED):].split("\n", 1)[0].split()[0]))
+        return at, max(0.0, float(stdout[at + len(marker):].split("\n", 1)[0].split()[0]))
     except (ValueError, IndexError):
-        return 0.0
+        return at, 0.0
+
+
+class CompileClock:
+    """The grader's count of a GPU job's seconds of compiling, asked with the job's output so far (sandbox.run's
+    ``extra``). A compile that has started (a ``COMPILING`` line) and not ended counts from when the grader
+    first saw its line: a single autotune config of a 16 x 32768 tile has compiled for over six minutes on the
+    H200, and a clock that counted only finished compiles stopped such a job as "an infinite loop". A compile
+    that raised has no COMPILED line: the job's next RUNNING line ends it. The
+    submission shares the job's process and may print these lines itself: the grader caps what it grants."""
+
+    def __init__(self, now=None):
+        self._now = now or time.monotonic
+        self._seen = (-1, 0.0)          # (where the compile under way started in the output, when it was seen)
+        self.seconds = 0.0              # the latest count
+        self.compiling = False          # whether a compile was under way at the latest count
+
+    def __call__(self, stdout: str) -> float:
+        started, before = _last_number(stdout, COMPILING)
+        ended, total = _last_number(stdout, COMPILED)
+        self.compiling = started > max(ended, stdout.rfind(RUNNING))   # a compile that raised ends at the next task
+        if not self.compiling:
+            self.seconds = total
+            return total
+        if self._seen[0] != started:
+            self._seen = (started, self._now())
+        self.seconds = before + (self._now() - self._seen[1])
+        return self.seconds
 
 
 def output_key(task: str, output: str, what: str = "") -> str:

@@ -114,6 +114,12 @@ GPU_SLOW_HINT = ("an infinite loop (a while loop whose variable never changes, a
                  "configuration of an autotuned kernel, and each new value of a tl.constexpr, a second or more "
                  "each)")
 
+COMPILING_HINT = ("Triton was still compiling when the time ran out, so the time went to compiling, not to your "
+                  "kernel running: an autotuned kernel compiles once per config for each new key (N, say), and a "
+                  "block of many rows times a large N (16 x 32768 elements, say) needs far more registers than a "
+                  "program has and can compile for minutes. Drop the configs that make such blocks at large N "
+                  "(triton.autotune's prune_configs_by), or give each program one row there")
+
 
 # When the grader saw the kernel's loop: its condition never changed, or it was still getting somewhere.
 NO_PROGRESS_HINT = ("an infinite loop: make the loop's variable move toward its bound on every pass "

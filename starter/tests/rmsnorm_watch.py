@@ -6,6 +6,7 @@ or "still making progress" (far more work than needed).
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import linecache
 import os
@@ -15,16 +16,26 @@ import torch
 STUCK_SAMPLES = 3              # the same loop, its condition's variables unchanged, this many samples in a row
 
 
-def loops(path: str) -> list:
+def loops(path: str) -> tuple:
     """(first line, last line, the names a ``while`` loop's condition reads, or None for a ``for``) of every
-    loop of ``path``."""
+    loop of ``path``: parsed once per version of the file (a grading watches every launch of the same file)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ()
+    return _loops(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _loops(path: str, _mtime_ns: int, _size: int) -> tuple:
     try:
         tree = ast.parse(open(path, encoding="utf-8").read())
     except (OSError, SyntaxError, ValueError):
-        return []
-    return [(n.lineno, n.end_lineno or n.lineno,
-             sorted({m.id for m in ast.walk(n.test) if isinstance(m, ast.Name)}) if isinstance(n, ast.While) else None)
-            for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))]
+        return ()
+    return tuple((n.lineno, n.end_lineno or n.lineno,
+                  tuple(sorted({m.id for m in ast.walk(n.test) if isinstance(m, ast.Name)}))
+                  if isinstance(n, ast.While) else None)
+                 for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)))
 
 
 def fingerprint(value) -> str:
@@ -49,7 +60,7 @@ class Watch:
 
     def __init__(self, path: str, every_s: float):
         self.path, self.every_s = os.path.abspath(path), every_s
-        self.loops = loops(path)
+        self._loops = None                 # read at the first sample: most launches end before one
         self.samples = []                  # (function, line, the loop around it, fingerprint of its condition)
 
     def frame(self, frame):
@@ -57,6 +68,12 @@ class Watch:
         while frame is not None and os.path.abspath(frame.f_code.co_filename) != self.path:
             frame = frame.f_back
         return frame
+
+    @property
+    def loops(self) -> tuple:
+        if self._loops is None:
+            self._loops = loops(self.path)
+        return self._loops
 
     def loop(self, line: int):
         return max((lp for lp in self.loops if lp[0] <= line <= lp[1]), default=None)

@@ -7,7 +7,9 @@ masked lanes out of the sums; the backward in the same tiles, one partial dW row
 summed on the host; `triton.cdiv` and `triton.next_power_of_2` in the wrapper.
 
 Expected: every regular point and item 9's extra credit (90 + 5): each tile of BT >= 8 rows adds
-its rows' dW in a fixed order, so the partial buffer has at most M/8 rows.
+its rows' dW in a fixed order, so the partial buffer has at most M/8 rows. On the H200 (docs/perf.md,
+2026-12-03), its 16- and 32-row tiles of N = 32768 columns compile for minutes per config, past the 20
+minutes a GPU job may spend compiling: 4.4 is lost there, named as compiling; item 10 is its own speed.
 """
 import torch
 import triton

@@ -12,6 +12,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
+import forked_pytest  # noqa: E402
 from mistakes import EDITS, mistake  # noqa: E402
 
 TIME_LIMIT_S = 5            # the public tests' per-test limit, shortened for the endless loop
@@ -199,12 +200,11 @@ def first_failure(impl, tmp_path, limit=TIME_LIMIT_S, **extra_env):
                COLUMNS="200", **extra_env)
     env.pop("TRITON_INTERPRET", None)
     start = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "--tb=short", "-p", "no:cacheprovider",
-                        str(ROOT / "starter" / "tests")], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=300)
+    code, out = forked_pytest.run(["-x", "-q", "--tb=short", "-p", "no:cacheprovider", str(ROOT / "starter" / "tests")],
+                                  env, ROOT, timeout=300)
     seconds = time.monotonic() - start
-    summary = p.stdout.split("fix the first one first", 1)
-    assert p.returncode == 1 and len(summary) == 2, p.stdout[-3000:] + p.stderr[-2000:]
+    summary = out.split("fix the first one first", 1)
+    assert code == 1 and len(summary) == 2, out[-5000:]
     m = re.search(r"^FAILED \S+/tests/(.+)\n((?:    .*\n?)+)", summary[1], flags=re.M)
     assert m, summary[1]
     message = " ".join(line.strip() for line in m.group(2).splitlines())

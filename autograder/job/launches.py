@@ -151,9 +151,9 @@ class Launcher:
         args = []
         try:
             kernel = self.kernels.kernel(request.get("kernel") or {}, {})
-            views = {}
-            pos = [self._arg(a, fds, views) for a in request.get("args", [])]
-            kw = {str(k): self._arg(v, fds, views) for k, v in (request.get("kwargs") or {}).items()}
+            views, fresh = {}, set()
+            pos = [self._arg(a, fds, views, fresh) for a in request.get("args", [])]
+            kw = {str(k): self._arg(v, fds, views, fresh) for k, v in (request.get("kwargs") or {}).items()}
             grid = tuple(int(g) for g in request.get("grid", []))
             args = list(views.values())
             stored = self.execute(kernel, pos, kw, grid, views)
@@ -183,12 +183,17 @@ class Launcher:
                        time.process_time() - started)
         return self._ran(kernel, pos, kw, views, self.record.launches[count:], grid, again)
 
-    def _arg(self, a, fds, views):
+    def _arg(self, a, fds, views, fresh: set):
+        """A launch's argument as the kernel gets it; a tensor's memory is taken in (``refresh``) once per launch,
+        however many of its views the launch is given (``fresh``: the buffers taken in so far). What the host
+        writes after that is seen at the next look, as a write during the launch would be."""
         if isinstance(a, dict) and "tensor" in a:
             h = a["tensor"]
             fd = fds[int(h["fd"])]
             buf = self.memory.buffer(fd, int(h["nbytes"]))
-            self.memory.refresh(buf)
+            if id(buf) not in fresh:
+                fresh.add(id(buf))
+                self.memory.refresh(buf)
             geometry = (getattr(torch, str(h["dtype"])), int(h["offset"]), [int(s) for s in h["shape"]],
                         [int(s) for s in h["strides"]])
             if not isinstance(geometry[0], torch.dtype):
@@ -232,7 +237,7 @@ class Launcher:
         if not whole:
             for name, (buf, dt, offset, shape, strides, view) in by_name.items():
                 if id(buf) in self.stored:
-                    self.memory.kernel_views.append((buf, dt, offset, shape, strides))
+                    self.memory.add_kernel_view(buf, dt, offset, shape, strides)
         args = stats[0].args
         return {id(bound[name]): args[name].distinct("store") for name in by_name if name in args}
 

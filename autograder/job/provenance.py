@@ -40,6 +40,7 @@ import torch
 INPUT, CONST, COPY_INPUT, COPY_KERNEL, KERNEL, HOST, TAINTED, DERIVED = range(8)
 DIRTY = (HOST, TAINTED, DERIVED)        # every code from HOST up
 MADE = (KERNEL, COPY_KERNEL)            # what an output made by the kernels holds
+_MADE = torch.tensor(MADE, dtype=torch.uint8)
 MAX_BYTES = 1 << 30                     # one buffer: more than a job's memory could hold anyway
 SCALARS = 16                            # distinct scalar values, launches and fills a phase may have (host_scalars)
 LAUNCHES = 64                           # launches a phase may make in all, the same ones again included
@@ -97,6 +98,7 @@ class Memory:
         self.buffers = {}                  # (device, inode) -> Buffer
         self.inputs = []                   # the task's inputs, as the submission got them (views)
         self.kernel_views = []             # (Buffer, dtype, offset, shape, strides) that clean launches stored
+        self._kernel_view_keys = set()
         self.copies = []                   # (source's address, elements, dtype, copy's address): host copies
         self.host_loaded = 0               # dirty 4-byte values (HOST, TAINTED, DERIVED) launches loaded, this phase
         self.scalars = set()               # the distinct scalar values launches were given, this phase
@@ -206,9 +208,7 @@ class Memory:
         if len(self.copies) >= SCALARS:
             return view                  # which of many clean tensors each small view copies would carry bits
         flat = view.reshape(-1).view(INTS[size])
-        for src, code in self._candidates():
-            if src.numel() != flat.numel():
-                continue
+        for src, code in self._candidates(flat.numel()):
             if torch.equal(flat, src.reshape(-1).to(view.dtype).view(INTS[size])):
                 buf.mark(index[host], code, size)
                 self.copies.append((src.untyped_storage().data_ptr(), int(host.sum()), str(view.dtype),
@@ -216,18 +216,29 @@ class Memory:
                 break
         return view
 
-    def _candidates(self):
+    def _candidates(self, numel: int):
+        """The clean tensors of ``numel`` elements a view could copy: the inputs, then views clean launches
+        stored whose every element the kernels made."""
         for t in self.inputs:
-            yield t, COPY_INPUT
+            if t.numel() == numel:
+                yield t, COPY_INPUT
         for b, dtype, offset, shape, strides in self.kernel_views:
-            if distinct(shape, strides) and bool(torch.isin(self.origins(b, dtype, offset, shape, strides),
-                               torch.tensor(MADE, dtype=torch.uint8)).all()):
+            if (math.prod(shape) == numel and distinct(shape, strides)
+                    and bool(torch.isin(self.origins(b, dtype, offset, shape, strides), _MADE).all())):
                 yield self.view(b, dtype, offset, shape, strides), COPY_KERNEL
 
+    def add_kernel_view(self, buf: Buffer, dtype, offset, shape, strides):
+        """A view a clean launch stored into (a candidate for copies and partial dg rows), once."""
+        key = (id(buf), dtype, offset, tuple(shape), tuple(strides))
+        if key not in self._kernel_view_keys:
+            self._kernel_view_keys.add(key)
+            self.kernel_views.append((buf, dtype, offset, shape, strides))
+
     def origins(self, buf, dtype, offset, shape, strides) -> torch.Tensor:
-        """The origin of each element of a view (the worst of its bytes: the largest code)."""
+        """The origin of each element of a view (the worst of its bytes: the largest code), read from the view's
+        own bytes only."""
         size = torch.empty((), dtype=dtype).element_size()
-        return buf.origin.view(-1, size).amax(1).as_strided(shape, strides, offset)
+        return buf.origin.as_strided((*shape, size), (*(st * size for st in strides), 1), offset * size).amax(-1)
 
     def stored(self, buf, dtype, offset, shape, strides) -> torch.Tensor:
         """Which elements of a view the kernels wrote in this phase."""
@@ -366,8 +377,12 @@ def distinct(shape, strides) -> bool:
 
 
 def element_index(buf: Buffer, size: int, offset, shape, strides) -> torch.Tensor:
-    """Each element of a view, as its index among the buffer's elements of ``size`` bytes."""
-    return torch.arange(buf.nbytes // size).as_strided(shape, strides, offset)
+    """Each element of a view, as its index among the buffer's elements of ``size`` bytes (the view fits in the
+    buffer: ``Memory.view`` said so): built from the view's own shape, not from an index of the whole buffer."""
+    index = torch.full((), offset, dtype=torch.long)
+    for dim, (n, st) in enumerate(zip(shape, strides)):
+        index = index + (torch.arange(n) * st).view([n if d == dim else 1 for d in range(len(shape))])
+    return index.expand(tuple(shape))
 
 
 INTS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}

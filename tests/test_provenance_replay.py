@@ -192,7 +192,7 @@ def _kernel_made(memory, values: torch.Tensor, shape, strides):
     buf = memory.buffer(_shared(torch.zeros_like(values)), values.numel() * values.element_size())
     buf.mirror.copy_(values.view(torch.uint8))
     buf.mark(torch.ones(buf.nbytes, dtype=torch.bool), P.KERNEL)
-    memory.kernel_views.append((buf, values.dtype, 0, list(shape), list(strides)))
+    memory.add_kernel_view(buf, values.dtype, 0, list(shape), list(strides))
 
 
 def test_a_host_copy_of_a_kernels_output_is_a_copy():

@@ -97,8 +97,7 @@ class Memory:
     def __init__(self):
         self.buffers = {}                  # (device, inode) -> Buffer
         self.inputs = []                   # the task's inputs, as the submission got them (views)
-        self.kernel_views = []             # (Buffer, dtype, offset, shape, strides) that clean launches stored
-        self._kernel_view_keys = set()
+        self.kernel_views = {}             # key -> (Buffer, dtype, offset, shape, strides) clean launches stored
         self.copies = []                   # (source's address, elements, dtype, copy's address): host copies
         self.host_loaded = 0               # dirty 4-byte values (HOST, TAINTED, DERIVED) launches loaded, this phase
         self.scalars = set()               # the distinct scalar values launches were given, this phase
@@ -222,7 +221,7 @@ class Memory:
         for t in self.inputs:
             if t.numel() == numel:
                 yield t, COPY_INPUT
-        for b, dtype, offset, shape, strides in self.kernel_views:
+        for b, dtype, offset, shape, strides in self.kernel_views.values():
             if (math.prod(shape) == numel and distinct(shape, strides)
                     and bool(torch.isin(self.origins(b, dtype, offset, shape, strides), _MADE).all())):
                 yield self.view(b, dtype, offset, shape, strides), COPY_KERNEL
@@ -230,9 +229,7 @@ class Memory:
     def add_kernel_view(self, buf: Buffer, dtype, offset, shape, strides):
         """A view a clean launch stored into (a candidate for copies and partial dg rows), once."""
         key = (id(buf), dtype, offset, tuple(shape), tuple(strides))
-        if key not in self._kernel_view_keys:
-            self._kernel_view_keys.add(key)
-            self.kernel_views.append((buf, dtype, offset, shape, strides))
+        self.kernel_views.setdefault(key, (buf, dtype, offset, shape, strides))
 
     def origins(self, buf, dtype, offset, shape, strides) -> torch.Tensor:
         """The origin of each element of a view (the worst of its bytes: the largest code), read from the view's

@@ -244,7 +244,7 @@ def summed_partials(dg: torch.Tensor, memory: P.Memory, rows: int = 0) -> str | 
 def _partials(dg: torch.Tensor, memory: P.Memory):
     """(values, origins) of each buffer view kernels stored that could hold dg's partial rows."""
     n = dg.numel()
-    for buf, dtype, offset, shape, strides in memory.kernel_views:
+    for buf, dtype, offset, shape, strides in memory.kernel_views.values():
         part = memory.view(buf, dtype, offset, shape, strides)
         if n and part.numel() % n == 0 and dtype.is_floating_point:
             yield part, memory.origins(buf, dtype, offset, shape, strides)

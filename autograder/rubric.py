@@ -88,7 +88,8 @@ CAUSE_OWNERS = {
     # item 1, the forward: its formula, its r, its grid
     **dict.fromkeys(("mean_over_block", "sum_not_mean", "r_is_rms", "y_without_g", "y_times_rms", "r_not_stored",
                      "rows_not_stored_fwd", "elements_not_stored_fwd", "masked_nan", "y_not_from_kernels",
-                     "r_not_from_kernels", "r_from_forward", "wrong_tensor_fwd", "unread_fwd"), "1"),
+                     "r_not_from_kernels", "r_from_forward", "wrong_tensor_fwd", "unread_fwd", "r_rounded",
+                     "r_rounded_bf16"), "1"),
     # item 2, dx: the backward's formula and grid
     **dict.fromkeys(("r_squared", "dot_not_divided", "dot_over_block", "g_missing_dx", "g_missing_first_term",
                      "dot_without_g",
@@ -98,15 +99,20 @@ CAUSE_OWNERS = {
     **dict.fromkeys(("dg_without_r", "dg_with_g", "dg_some_rows", "dg_not_from_kernels", "old_memory_nan",
                      "no_dg_backward"), "3"),
     "sum_in_16_bits": "4.1",                        # 16-bit inputs: a sum of squares kept in 16 bits
-    **dict.fromkeys(("x_rows_by_n", "dy_rows_by_n"), "4.3"),          # strides
-    "columns_not_stored": "4.4",                    # rows longer than one block
+    **dict.fromkeys(("x_rows_by_n", "dy_rows_by_n", "x_cols_adjacent", "dy_cols_adjacent", "strided_copy"),
+                    "4.3"),          # strides
+    **dict.fromkeys(("columns_not_stored", "sum_stops_early"), "4.4"),       # rows longer than one block
     **dict.fromkeys(("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3", "padding_nan",
                      "r_recomputed_without_eps", "r_recomputed", "lanes_undefined"), "4.5"),
     **dict.fromkeys(("dy_modified", "no_dg", "no_r_saved", "output_dtype", "output_shape", "gradient_count",
-                     "ctx_tensors"), "4.6"),
+                     "ctx_tensors", "saved_tensors", "partial_dtype"), "4.6"),
     "order_dependent": "4.7",
     "race": "8",
 }
+# Causes no one part owns: charged once, in the first part (in the rubric's order) that finds them. A compile rule
+# broken (a kernel Triton refuses, run as written on the simulator) costs the first part whose outputs that kernel
+# made: item 1 for the forward's kernels, 2 for the backward's, 4.4 for a path only long rows take.
+FIRST_FINDER = frozenset({"compile_rule"})
 # A cause its owner may find under a kindred name: NaN that masked-off rows make (1/sqrt(0)) is eps's doing
 # when the owner of eps finds eps missing.
 # So are elements never stored: which pattern they make (whole rows, some elements) depends on the input.

@@ -26,7 +26,7 @@ from .errors import (BlockTruthError, CompilationError, DataRaceError, DataRaceW
                      Int32OverflowError, MiniTritonError, OrderDependenceWarning, OutOfBoundsError)
 from .launcher import JITFunction, jit
 from .races import get_race_mode, set_race_mode
-from .runtime import get_batching, set_batching
+from .runtime import get_batching, set_batching, set_rule_mode
 from .stats import get_stats, record, reset_stats
 
 __version__ = "1.0.0"
@@ -46,6 +46,6 @@ def next_power_of_2(n: int) -> int:
 
 __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
            "testing", "get_stats", "reset_stats", "record", "set_race_mode", "get_race_mode",
-           "set_batching", "get_batching",
+           "set_batching", "get_batching", "set_rule_mode",
            "MiniTritonError", "CompilationError", "OutOfBoundsError", "DataRaceError", "DataRaceWarning",
            "BlockTruthError", "DeviceAssertionError", "Int32OverflowError", "OrderDependenceWarning"]

@@ -320,9 +320,13 @@ def const_int(v, what):
     """A compile-time int (a constexpr or a Python int), or a CompilationError naming ``what``."""
     v = unwrap(v)
     if isinstance(v, tensor):
-        raise CompilationError(
-            f"{runtime.location()}: {what} must be a compile-time constant (tl.constexpr), but it is a "
-            f"runtime value. Annotate the kernel parameter as `NAME: tl.constexpr` and pass it by keyword.")
+        message = (f"{runtime.location()}: {what} must be a compile-time constant (tl.constexpr), but it is a "
+                   f"runtime value. Annotate the kernel parameter as `NAME: tl.constexpr` and pass it by keyword.")
+        h = v.handle if v.shape == () and v.dtype.is_int() else None
+        if h is None or h.numel() != 1:
+            raise CompilationError(message)        # not one int that every program shares: nothing to run on
+        runtime.refuse(message)                    # recorded: the value the launch passed
+        return int(h.item())
     if isinstance(v, bool) or not isinstance(v, int):
         raise CompilationError(f"{runtime.location()}: {what} must be an int, got {v!r}")
     return v
@@ -333,7 +337,8 @@ def check_shape(shape, what="block shape"):
     shape = shape if isinstance(shape, (tuple, list)) else (shape,)
     shape = tuple(const_int(s, what) for s in unwrap(shape))
     for s in shape:
-        if s <= 0 or s & (s - 1):
-            raise CompilationError(f"{runtime.location()}: {what} {list(shape)}: every dimension "
-                                   f"must be a power of 2")
+        if s <= 0:
+            raise CompilationError(f"{runtime.location()}: {what} {list(shape)}: every dimension must be a power of 2")
+        if s & (s - 1):
+            runtime.refuse(f"{runtime.location()}: {what} {list(shape)}: every dimension must be a power of 2")
     return shape

@@ -378,7 +378,7 @@ def if_types(where, line, names, before=None, cond=None, branch=None, both=(), o
         if ty is not None and was is not None and (tuple(was[0]), was[1]) != ty:
             theirs = "before the if" if n in before else ("in the " + ("else" if branch == "then" else "then")
                                                            + " branch")
-            raise CompilationError(
+            runtime.refuse(
                 f"{where} line {line}: `{n}` is {_say(ty)} in the {branch} branch and {_say(was)} {theirs}; the "
                 f"condition is computed in the kernel, so Triton's compiler joins the branches into one value of one "
                 f"type (\"Mismatched type for {n} between then block ... and else block ...\"): give `{n}` the "
@@ -412,7 +412,7 @@ def loop_types(where, line, names, before=None):
         if was is not None and shape is not None and was != shape:
             def say(s):
                 return "a scalar" if s == () else f"a block of shape {list(s)}"
-            raise CompilationError(
+            runtime.refuse(
                 f"{where} line {line}: the loop carries `{n}`, which is {say(was)} before the loop and {say(shape)} "
                 f"inside it; Triton's compiler keeps a loop-carried variable's type (\"Loop-carried variable {n} has "
                 f"initial type ... but is re-assigned to ... in loop\"): start it as a block of that shape, "

@@ -52,6 +52,7 @@ class Launch:
         self.lock_ids = {}                     # (storage, element) of a lock word -> a small id
         self.order_dependent = None            # why its result depends on program order, if it does
         self.race = None                       # the first data race found, in race mode "record"
+        self.rule = runtime.take_pending()     # the first compile rule broken, in rule mode "record"
         self.undefined_lanes = None            # the first masked tl.load without other= (its lanes hold NaN)
         self.populated = set()                 # buffers whose pages are mapped for writing (memory.store)
 
@@ -236,8 +237,10 @@ def _normalize_grid(grid, values, name):
     if callable(grid):
         grid = grid(dict(values))
     if not isinstance(grid, (tuple, list)):
-        raise TypeError(f"{name}[{grid!r}]: the grid must be a tuple, such as ({grid!r},) for a 1-D grid; Triton "
-                        f"fails on a GPU with \"TypeError: object of type '{type(grid).__name__}' has no len()\"")
+        message = (f"{name}[{grid!r}]: the grid must be a tuple, such as ({grid!r},) for a 1-D grid; Triton fails on "
+                   f"a GPU with \"TypeError: object of type '{type(grid).__name__}' has no len()\"")
+        runtime.refuse(message, TypeError(message))
+        grid = (grid,)
     grid = tuple(int(g) for g in grid)
     rank = len(grid)
     if not 1 <= rank <= 3:

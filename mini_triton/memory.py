@@ -334,7 +334,7 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     if boundary_check:
         raise NotImplementedError(f"{runtime.location()}: tl.store with boundary_check (block pointers) is not "
                                   f"supported by mini_triton; use a mask, or a tensor descriptor")
-    _store_shape(pointer, value)
+    value = _store_shape(pointer, value)
     ch, acc = _prepare("store", pointer, mask, value)
     acc.check_bounds("store")                       # a rejected store writes nothing
     val = cast(as_block(value), acc.buf.elem)
@@ -361,11 +361,16 @@ def _store_shape(pointer, value):
     higher rank, or wider along an axis, does not compile (a 2-D tile through 1-D pointers, say)."""
     p, v = as_block(pointer).shape, as_block(value).shape
     fits = len(v) <= len(p) and all(a == b or a == 1 for a, b in zip(reversed(v), reversed(p)))
-    if not fits:
-        raise CompilationError(f"{runtime.location()}: tl.store of a value of shape {list(v)} through pointers of "
-                               f"shape {list(p)}: Triton broadcasts the value to the pointers' shape only, so this "
-                               f"does not compile on a GPU (\"Cannot broadcast\"); store through pointers of the "
-                               f"value's shape, or reduce the value first")
+    if fits:
+        return value
+    message = (f"{runtime.location()}: tl.store of a value of shape {list(v)} through pointers of shape {list(p)}: "
+               f"Triton broadcasts the value to the pointers' shape only, so this does not compile on a GPU (\"Cannot "
+               f"broadcast\"); store through pointers of the value's shape, or reduce the value first")
+    if [d for d in v if d != 1] != [d for d in p if d != 1]:
+        raise CompilationError(message)              # no one value per pointer to store
+    runtime.refuse(message)                          # recorded: dims of 1 apart, one value per pointer, in order
+    b = as_block(value)
+    return tensor(b.handle.reshape(b.handle.shape[0], *p), b.dtype, p)
 
 
 def _scatter(ch, acc, vh):

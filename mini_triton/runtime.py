@@ -108,6 +108,42 @@ class Chunk:
         return self._pid_cache[axis]
 
 
+# Triton's compile rules (a loop-carried variable keeps its type, a stored value is never of higher rank than its
+# pointers, a block's dims are powers of 2, a grid is a tuple...). "error", the default: a kernel that breaks one
+# raises as Triton refuses to compile it. "record" (the grader's jobs, as races are recorded): the first rule a launch
+# breaks is noted in its statistics (LaunchStats.rule) and the kernel runs as written, so that the rest of it can
+# still be checked and the broken rule is one mistake, charged once. Rules with no meaning to run on raise in both.
+RULES = os.environ.get("MINI_TRITON_RULES", "error")
+_PENDING: list = []              # rules broken before their launch began (the grid), for it to take
+
+
+def set_rule_mode(mode: str) -> str:
+    """'error' (default) or 'record' (see RULES); returns the previous mode."""
+    global RULES
+    if mode not in ("error", "record"):
+        raise ValueError(f"rule mode must be 'error' or 'record', got {mode!r}")
+    old, RULES = RULES, mode
+    return old
+
+
+def refuse(message: str, error=None):
+    """A compile rule broken: raise ``error`` (a CompilationError of ``message`` by default), or, in rule mode
+    "record", note the message on the running launch (the next launch's, before one runs) and return."""
+    if RULES != "record":
+        raise error if error is not None else CompilationError(message)
+    if CURRENT is None:
+        _PENDING.append(message)
+    elif CURRENT.launch.rule is None:
+        CURRENT.launch.rule = message
+
+
+def take_pending() -> str | None:
+    """The first rule broken before the launch now starting began (its grid), or None."""
+    first = _PENDING[0] if _PENDING else None
+    _PENDING.clear()
+    return first
+
+
 CURRENT: Chunk | None = None
 KERNEL_CODES: set = set()        # the code objects of every @jit function: error messages find their lines
 

@@ -95,7 +95,8 @@ class LaunchStats:
     atomic_add, a lock), or is None: a GPU may give such a launch different last bits each run.
     ``race`` is the first data race found in it, when races are recorded rather than raised
     (``set_race_mode("record")``); ``undefined_lanes`` the line of its first masked ``tl.load``
-    without ``other=`` whose masked-off lanes (NaN in the simulator) were loaded.
+    without ``other=`` whose masked-off lanes (NaN in the simulator) were loaded; ``rule`` the first of
+    Triton's compile rules it broke, when they are recorded rather than raised (``set_rule_mode("record")``).
     """
     kernel: str
     grid: tuple
@@ -104,6 +105,7 @@ class LaunchStats:
     order_dependent: str | None = None
     race: str | None = None
     undefined_lanes: str | None = None
+    rule: str | None = None
 
     @property
     def loaded(self):
@@ -116,7 +118,8 @@ class LaunchStats:
     def as_dict(self):
         return {"kernel": self.kernel, "grid": list(self.grid), "programs": self.programs,
                 "order_dependent": self.order_dependent, "race": self.race,
-                "undefined_lanes": self.undefined_lanes, "args": {k: v.as_dict() for k, v in self.args.items()}}
+                "undefined_lanes": self.undefined_lanes, "rule": self.rule,
+                "args": {k: v.as_dict() for k, v in self.args.items()}}
 
 
 @dataclasses.dataclass
@@ -252,7 +255,7 @@ def commit_launch(launch, records):
             _GLOBAL[k] += getattr(a, k)
     if _RECORDERS:
         ls = LaunchStats(launch.name, launch.grid, launch.programs, args, launch.order_dependent, launch.race,
-                         launch.undefined_lanes)
+                         launch.undefined_lanes, launch.rule)
         for rec in _RECORDERS:
             rec.launches.append(ls)
 

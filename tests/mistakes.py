@@ -24,6 +24,10 @@ Y_STORE = "tl.store(y_rows + cols[None, :], x * r[:, None] * g[None, :], mask=ma
 Y_STORE_CHUNKED = "tl.store(y_rows + c[None, :], x * r[:, None] * g[None, :], mask=mask)"
 R_STORE = "    tl.store(r_ptr + rows, r, mask=row_mask)\n"
 BWD_R = "    r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)\n    x, dy = x.to(tl.float32), dy.to(tl.float32)\n"
+DX_STORE = "    tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dx, mask=mask)"
+SQ_LOOP = ("        for start in range(0, n_cols, BLOCK_N):\n            c = start + cols\n"
+           "            mask = row_mask[:, None] & (c < n_cols)[None, :]\n"
+           "            x = load_tile(x_ptr, rows, x_row_stride, c, mask).to(tl.float32)\n            sq += x * x")
 DOT = "c = tl.sum(dyg * x, axis=1) * (r * r * r) / n_cols"
 SINGLE = "    if SINGLE_PASS:\n        # The whole row fits in registers: read x once, write y once."
 
@@ -235,6 +239,54 @@ EDITS = {
                      "    r = torch.empty((m, 1), dtype=torch.float32, device=x.device)\n")],
     # a Triton 2 name: tl.math.fast_powf is not in Triton 3
     "triton_2_name": [(FWD_R, "r = tl.math.fast_powf(tl.sum(x * x, axis=1) / n_cols + eps, -0.5)")],
+    # a formula no known mistake explains: the feedback can only say "check the formula"
+    "unknown_formula": [(Y_STORE, Y_STORE.replace("x * r[:, None] * g[None, :]", "x * r[:, None] * g[None, :] * 1.5")),
+                        (Y_STORE_CHUNKED, Y_STORE_CHUNKED.replace("x * r[:, None]", "x * r[:, None] * 1.5"))],
+    # -- outside the formula: the autograd Function's contract --------------------------------------------------
+    # the gradients in another order than forward's inputs
+    "backward_returns_dx_for_g": [("        return dx, dg, None\n", "        return dg, dx, None\n")],
+    # a gradient for eps, a Python float
+    "eps_gets_gradient": [("        return dx, dg, None\n", "        return dx, dg, torch.zeros(())\n")],
+    # save_for_backward called twice: the second call replaces the first
+    "save_for_backward_twice": [("        ctx.save_for_backward(x, g, r)\n",
+                                 "        ctx.save_for_backward(x, g)\n        ctx.save_for_backward(r)\n")],
+    # -- layouts and dtypes -------------------------------------------------------------------------------------
+    # a view where the rows' columns are not adjacent: the strides are kept and the kernel steps by 1
+    "view_not_reshape": [("            return t.view(-1, n)\n        except RuntimeError:\n            pass\n"
+                          "    return t.reshape(-1, n).contiguous()",
+                          "            return t.view(-1, n)\n        except RuntimeError:\n            pass\n"
+                          "    return t.view(-1, n)")],
+    "dy_viewed_as_it_is": [("    x2, dy2, g = _rows(x, x.shape[-1]), _rows(dy, x.shape[-1]), g.contiguous()",
+                            "    x2, dy2, g = _rows(x, x.shape[-1]), dy.view(-1, x.shape[-1]), g.contiguous()")],
+    # a copy of every x, a strided view whose columns are adjacent included (the kernel takes its row stride)
+    "strided_x_copied_on_host": [("    x2, g = _rows(x, x.shape[-1]), g.contiguous()",
+                                  "    x2, g = x.reshape(-1, x.shape[-1]).contiguous(), g.contiguous()")],
+    # r allocated in x's dtype; r rounded to 16 bits by the kernel's store; the partial dg buffer in g's dtype
+    "r_in_x_dtype": [("    r = torch.empty(m, dtype=torch.float32, device=x.device)\n",
+                      "    r = torch.empty(m, dtype=x.dtype, device=x.device)\n")],
+    "r_stored_in_16_bits": [(R_STORE, R_STORE.replace("r, mask", "r.to(tl.float16), mask"))],
+    "r_stored_in_x_dtype": [(R_STORE, R_STORE.replace("r, mask", "r.to(x_ptr.dtype.element_ty), mask"))],
+    "partial_dg_in_g_dtype": [("dg_partial = alloc((programs, n), dtype=torch.float32,",
+                               "dg_partial = alloc((programs, n), dtype=g.dtype,")],
+    # -- addresses and loops ------------------------------------------------------------------------------------
+    # every program takes the same rows: program_id of an axis the grid does not have; rows not scaled by BLOCK_M
+    "program_id_axis_1": [(FWD_PID, FWD_PID.replace("tl.program_id(0)", "tl.program_id(1)"))],
+    "rows_not_scaled_by_block": [(FWD_PID, FWD_PID.replace("pid * BLOCK_M +", "pid +"))],
+    # the first pass over a long row stops one chunk early
+    "chunk_loop_stops_a_chunk_early": [(SQ_LOOP, SQ_LOOP.replace("range(0, n_cols, BLOCK_N)",
+                                                                 "range(0, n_cols - BLOCK_N, BLOCK_N)"))],
+    # -- traffic --------------------------------------------------------------------------------------------------
+    "g_loaded_twice": [(FWD_R, f"{FWD_R}\n        g = tl.load(g_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)")],
+    "dx_stored_twice": [(DX_STORE, f"{DX_STORE}\n{DX_STORE}")],
+    # -- Triton's compile rules (the grader runs the kernel as written and charges the rule once) ------------------
+    "int_grid": [("rmsnorm_fwd_kernel[(cdiv(m, block_m),)](", "rmsnorm_fwd_kernel[cdiv(m, block_m)](")],
+    "block_n_not_power_of_2": [("        return triton.next_power_of_2(n_cols), True", "        return n_cols, True")],
+    "loop_carried_scalar": [("        sq = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)\n", "        sq = 0.0\n")],
+    "r_stored_as_column": [(R_STORE, R_STORE.replace("r, mask", "r[:, None], mask"))],
+    "block_not_constexpr": [("BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr):", "BLOCK_P, BLOCK_N: tl.constexpr):")],
+    # correct: dx allocated like the dy that _rows made contiguous
+    "dx_allocated_like_dy2": [("    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)\n",
+                               "    dx = torch.empty_like(dy2)\n")],
 }
 
 

@@ -1,6 +1,7 @@
 """The compile rules the simulator enforces are Triton's: one table of kernels, each refused or run by the
 simulator (on the CPU, always) and by real Triton on a GPU (skipped without CUDA; run on the course GPU machine,
 docs/perf.md records the run)."""
+import re
 import textwrap
 
 import pytest
@@ -56,6 +57,15 @@ KERNELS = {
         else:
             v = 0.0
         tl.store(out_ptr + offs, v)""", False),
+    "arange_not_a_power_of_2": ("""
+        offs = tl.arange(0, 48)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs))""", False),
+    "block_shape_from_a_runtime_value": ("""
+        offs = tl.arange(0, n)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs))""", False),
+    "store_of_a_value_with_an_extra_dim_of_1": ("""
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs)[:, None])""", False),
     "branches_give_two_floats": ("""
         offs = tl.arange(0, BLOCK)
         if n > 3:
@@ -110,6 +120,48 @@ def test_the_simulator_refuses_at_its_line_what_triton_refuses_and_runs_what_it_
     else:
         with pytest.raises(mini_triton.CompilationError, match=r"kernel line \d+: "):
             kernel[(1,)](x, out, 64, BLOCK=32)
+
+
+# The refusals the simulator can run on as written, in rule mode "record" (as the grader runs kernels): the kernel
+# runs, and its launch's statistics name the rule, once.
+RUN_ON = {"loop_carried_scalar_made_a_block", "branches_give_an_int_and_a_float", "arange_not_a_power_of_2",
+          "block_shape_from_a_runtime_value",
+          "store_of_a_value_with_an_extra_dim_of_1"}
+
+
+@pytest.mark.parametrize("name", sorted(RUN_ON))
+def test_in_record_mode_a_refused_kernel_runs_as_written_and_its_launch_names_the_rule(name, tmp_path):
+    import mini_triton
+    body, runs = KERNELS[name]
+    assert not runs
+    kernel = _kernel(name, body, tmp_path, "mini_triton")
+    x, out = torch.randn(64), torch.zeros(64)
+    old = mini_triton.set_rule_mode("record")
+    try:
+        with mini_triton.record() as rec:
+            kernel[(1,)](x, out, 64, BLOCK=32)
+    finally:
+        mini_triton.set_rule_mode(old)
+    assert [L.rule is not None for L in rec.launches] == [True], rec.launches
+    assert re.match(r"kernel line \d+: ", rec.launches[0].rule), rec.launches[0].rule
+    with pytest.raises(mini_triton.CompilationError):           # and the default mode refuses it again
+        kernel[(1,)](x, out, 64, BLOCK=32)
+
+
+def test_in_record_mode_an_int_grid_runs_as_one_program_per_index_and_is_named(tmp_path):
+    import mini_triton
+    kernel = _kernel("int_grid", "tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + tl.arange(0, BLOCK)))",
+                     tmp_path, "mini_triton")
+    x, out = torch.randn(64), torch.zeros(64)
+    old = mini_triton.set_rule_mode("record")
+    try:
+        with mini_triton.record() as rec:
+            kernel[1](x, out, 64, BLOCK=64)
+    finally:
+        mini_triton.set_rule_mode(old)
+    assert torch.equal(out, x) and "the grid must be a tuple" in rec.launches[0].rule
+    with pytest.raises(TypeError, match="the grid must be a tuple"):
+        kernel[1](x, out, 64, BLOCK=64)
 
 
 @needs_cuda

@@ -11,7 +11,10 @@ everything but the sandbox, whose process starts would cost more than the tasks)
 those verdicts, which test_the_hidden_tests_report_the_same_verdicts checks through `make grade`'s path on
 two of them.
 """
+import json
+import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -20,7 +23,7 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
 from grade_in_process import verdicts  # noqa: E402
-from mistakes import EDITS, mistake  # noqa: E402
+from mistakes import EDITS, SOLUTION, mistake  # noqa: E402
 
 CRASH = ["1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "6", "8", "9"]
 # mistake: (the causes the diagnosis names, the parts it costs, words the first of them must say)
@@ -69,7 +72,7 @@ CHARGED = {
     "r_stored_as_rms": (("r_is_rms",), ["1"], "r holds the RMS"),
     "y_without_g": (("y_without_g",), ["1"], "it matches x·r without the scale g"),
     "r_never_stored": (("r_not_stored",), ["1"], "no kernel stored r at all"),
-    "grid_misses_rows": (("rows_not_stored_fwd",), ["1"], "the forward's grid misses some rows"),
+    "grid_misses_rows": (("rows_not_stored_fwd",), ["1"], "the forward's programs miss some rows"),
     "only_2d_inputs": ((), ["4.2"], "ValueError: too many values to unpack"),
     "dg_in_fp32": (("output_dtype",), ["4.6"], "dg from rmsnorm_backward has dtype float32 for x of shape (256, 128) "
                                                "fp16"),
@@ -108,6 +111,42 @@ CHARGED = {
                                                                              "was never written"),
     "r_as_column": (("output_shape", "no_r_saved"), ["4.6"], "(256, 1) fp32"),
     "triton_2_name": ((), ["1", "4.1", "4.2", "4.3", "4.5", "5"], "Triton has no tl.math.fast_powf either"),
+    # a formula no cause explains, the kernels' traffic and launches the reference's: only then "check the formula"
+    # (unnamed, it is charged wherever it shows: nothing ties the wrong y of one part's inputs to another's)
+    "unknown_formula": ((), ["1", "4.1", "4.2", "4.3", "4.4", "4.5"], "Most rows are off, by far: check the formula, "
+                                                                       "y = x·r·g"),
+    # outside the formula: the Function's contract, charged once in 4.6 whatever the inputs
+    "backward_returns_dx_for_g": (("gradient_count",), ["4.6"], "the one at index 0 (the gradient of x) has another "
+                                                                "shape than x"),
+    "eps_gets_gradient": (("gradient_count",), ["4.6"], "eps is a Python float, not a tensor"),
+    "save_for_backward_twice": (("saved_tensors",), ["4.6"], "ctx.save_for_backward keeps the tensors of its last "
+                                                             "call only"),
+    # layouts and dtypes, each in its part
+    "view_not_reshape": (("x_cols_adjacent",), ["4.3"], "this x's columns are 2 elements apart"),
+    "dy_viewed_as_it_is": (("dy_cols_adjacent",), ["4.3"], "this dy's columns are 2 elements apart"),
+    "strided_x_copied_on_host": (("strided_copy",), ["4.3"], "your code copied x on the host"),
+    # r in x's dtype holds r rounded: the dtype is charged (4.6), not the values (4.1)
+    "r_in_x_dtype": (("output_dtype",), ["4.6"], "r from rmsnorm_forward has dtype float16"),
+    "r_stored_in_16_bits": (("r_rounded",), ["1"], "it matches the right r rounded to fp16"),
+    # r rounded to x's dtype shows only on 16-bit inputs: 4.1's
+    "r_stored_in_x_dtype": (("r_rounded", "r_rounded_bf16"), ["4.1"], "it matches the right r rounded to fp16"),
+    "partial_dg_in_g_dtype": (("partial_dtype",), ["4.6"], "your partial dg buffer (dg_partial_ptr of "
+                                                           "rmsnorm_bwd_kernel"),
+    # addresses: programs that share rows race and leave others unstored, one fault, item 1's (not item 5's or 8's)
+    "program_id_axis_1": (("rows_not_stored_fwd",), ["1"], "programs that store the same rows"),
+    "rows_not_scaled_by_block": (("rows_not_stored_fwd",), ["1"], "programs that store the same rows"),
+    "chunk_loop_stops_a_chunk_early": (("sum_stops_early",), ["4.4"], "all but the row's last 4096 columns"),
+    # traffic
+    "g_loaded_twice": ((), ["5"], "your forward loaded g 1024 times (512 allowed"),
+    "dx_stored_twice": ((), ["6", "9"], "your backward stored dx 2.0 times per element"),
+    # Triton's compile rules: run as written, charged once in the first part whose outputs the kernel made
+    "int_grid": (("compile_rule",), ["1"], "the grid must be a tuple"),
+    "block_n_not_power_of_2": (("compile_rule",), ["1"], "the number of elements must be a power of 2"),
+    "loop_carried_scalar": (("compile_rule",), ["4.4"], "the loop carries `sq`, which is a scalar before the loop"),
+    "r_stored_as_column": (("compile_rule",), ["1"], "tl.store of a value of shape [64, 1] through pointers of "
+                                                     "shape [64]"),
+    "block_not_constexpr": (("compile_rule",), ["2", "9"], "dg_sum_kernel line 281: block shape must be a "
+                                                           "compile-time constant"),
 }
 # The hanging ones cost every part their job's time-out reaches; tests/test_autograder_corpus.py grades that.
 NOT_GRADED_HERE = {"endless_loop", "endless_chunk_loop"}
@@ -115,7 +154,7 @@ CPU_PARTS = [p.number for i in rubric.ITEMS if not i.gpu_only for p in i.graded(
 NOT_DIAGNOSED = {"r_from_forward",           # the diagnosis replaces it with the cause of the wrong r
                  "masked_nan"}               # replaced by what the output is with those lanes read as 0.0
 # correct code: nothing charged, nothing noted
-HARMLESS = {"mask_without_other_kept_out"}
+HARMLESS = {"mask_without_other_kept_out", "dx_allocated_like_dy2"}
 
 
 def test_every_mistake_has_its_expected_charge():
@@ -124,7 +163,8 @@ def test_every_mistake_has_its_expected_charge():
 
 def test_every_cause_the_rubric_owns_is_made_by_a_mistake():
     made = {c for causes, _, _ in CHARGED.values() for c in causes}
-    assert set(rubric.CAUSE_OWNERS) - NOT_DIAGNOSED == made, set(rubric.CAUSE_OWNERS) ^ made
+    assert set(rubric.CAUSE_OWNERS) - NOT_DIAGNOSED == made - rubric.FIRST_FINDER, set(rubric.CAUSE_OWNERS) ^ made
+    assert rubric.FIRST_FINDER <= made and not rubric.FIRST_FINDER & set(rubric.CAUSE_OWNERS)
 
 
 @pytest.fixture(scope="module")
@@ -149,9 +189,49 @@ def test_a_mistake_costs_points_in_the_part_that_owns_its_cause(graded, name):
     seen = {c for cs in got["causes"].values() for c in cs}
     assert set(causes) <= seen, seen
     for cause in causes:
-        owner = rubric.CAUSE_OWNERS[cause]
+        owner = parts[0] if cause in rubric.FIRST_FINDER else rubric.CAUSE_OWNERS[cause]
         if owner in parts:                      # charged where the rubric says; the others keep their points
             assert cause in got["causes"][owner]
+
+
+LAUNCHES = textwrap.dedent("""
+    import importlib.util, json, sys
+    import torch
+    import mini_triton
+    spec = importlib.util.spec_from_file_location("submission", sys.argv[1])
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    torch.manual_seed(0)
+    x, g, dy = torch.randn(256, 128), torch.randn(128), torch.randn(256, 128)
+    with mini_triton.record() as rec:
+        y, r = m.rmsnorm_forward(x, g)
+        m.rmsnorm_backward(dy, x, g, r.float())
+    roles = {t.data_ptr(): k for k, t in dict(x=x, g=g, dy=dy, y=y, r=r).items()}
+    print(json.dumps([[L.kernel, list(L.grid), sorted([roles.get(a.data_ptr, "other"), a.loaded, a.stored]
+                                                      for a in L.args.values())] for L in rec.launches]))
+""")
+
+
+def launches(path) -> list:
+    """Each launch of rmsnorm_forward and rmsnorm_backward on (256, 128) fp32: its kernel, grid, and what it
+    loaded and stored through each argument, by role."""
+    out = subprocess.run([sys.executable, "-c", LAUNCHES, str(path)], capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "MINI_TRITON": "1"}, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_check_the_formula_is_said_only_when_the_launches_and_the_traffic_are_the_references(graded, tmp_path):
+    """A wrong address, grid, loop or launch is named for what it is: a mistake whose feedback ends in "check the
+    formula" launched the reference's kernels on the reference's grid, and each moved what the reference's did."""
+    said = sorted(n for n, v in graded.items() if any("check the formula" in m for m in v["failed"].values()))
+    assert "unknown_formula" in said, said
+    want = launches(SOLUTION)
+    for name in said:
+        path = tmp_path / name / "rmsnorm.py"
+        path.parent.mkdir()
+        path.write_text(mistake(name))
+        assert launches(path) == want, name
 
 
 @pytest.mark.parametrize("name", sorted(HARMLESS))

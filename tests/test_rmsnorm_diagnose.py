@@ -33,7 +33,7 @@ def test_a_forward_computed_a_known_wrong_way_is_named(key):
     found = [D.diagnose(n, got.float(), want, X, alternatives=C.pick(FORWARD, i), fmt={"eps": 0.1})
              for n, got, want, i in (("r", r, ref_r, 1), ("y", y, ref_y, 0))]
     found = [f for f in found if f is not None]
-    assert found and {f.cause for f in found} == {key}, [(f.cause, f.message[:100]) for f in found]
+    assert found and {f.cause for f in found} == {key.partition("@")[0]}, [(f.cause, f.message[:100]) for f in found]
     assert all(f.checked for f in found)
 
 
@@ -44,7 +44,7 @@ def test_a_backward_computed_a_known_wrong_way_is_named(key):
                         fmt={"eps": 0.1})
              for n, got, want, i in (("dx", dx, DX_EPS, 0), ("dg", dg, DG_EPS, 1))]
     found = [f for f in found if f is not None]
-    assert found and {f.cause for f in found} == {key}, [(f.cause, f.message[:100]) for f in found]
+    assert found and {f.cause for f in found} == {key.partition("@")[0]}, [(f.cause, f.message[:100]) for f in found]
 
 
 def test_the_right_output_has_no_finding():

@@ -154,7 +154,8 @@ class Launcher:
             views, fresh = {}, set()
             pos = [self._arg(a, fds, views, fresh) for a in request.get("args", [])]
             kw = {str(k): self._arg(v, fds, views, fresh) for k, v in (request.get("kwargs") or {}).items()}
-            grid = tuple(int(g) for g in request.get("grid", []))
+            raw = request.get("grid", [])
+            grid = int(raw) if isinstance(raw, int) else tuple(int(g) for g in raw)   # an int: a rule broken
             args = list(views.values())
             stored = self.execute(kernel, pos, kw, grid, views)
             return {"stored": [stored.get(key, 0) for key in views]}
@@ -209,6 +210,7 @@ class Launcher:
         """Note what the launch read and stored, by the simulator's records of each argument; returns the distinct
         elements it stored through each tensor argument ({id of its view: count})."""
         bound = kernel.bind(pos, kw)
+        grid = grid if isinstance(grid, tuple) else (grid,)
         scalars = [*grid, *(v.value if isinstance(v, constexpr) else v for k, v in bound.items() if id(v) not in views)]
         signature = (kernel.fn.__name__, repr(scalars), tuple(repr(views[id(v)][1:5]) for k, v in bound.items()
                                                              if id(v) in views))

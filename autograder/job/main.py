@@ -32,8 +32,10 @@ def setup_backend(root: Path, backend: str):
     if backend == "mini_triton":
         os.environ["MINI_TRITON"] = "1"
         os.environ["MINI_TRITON_RACES"] = "record"   # a race is noted for item 8, and the outputs still come back
+        os.environ["MINI_TRITON_RULES"] = "record"   # a compile rule broken is noted, charged once, the rest checked
         simulator = __import__("mini_triton")
         simulator.set_race_mode("record")            # (the judge's modules imported it before the variable was set)
+        simulator.set_rule_mode("record")
         return simulator
     os.environ.pop("MINI_TRITON", None)
     return None

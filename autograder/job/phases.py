@@ -116,4 +116,5 @@ def launch_records(launches, roles: dict, copy_of: dict | None = None) -> list:
                "distinct": a.distinct(), "distinct_loaded": a.distinct_loaded, "storage": a.storage}
         return out if copy_of is None else {**out, "copy_of": copy_of.get(a.storage)}
     return [{"kernel": L.kernel, "programs": L.programs, "order_dependent": L.order_dependent, "race": L.race,
-             "undefined_lanes": L.undefined_lanes, "args": {k: arg(a) for k, a in L.args.items()}} for L in launches]
+             "undefined_lanes": L.undefined_lanes, "rule": L.rule, "args": {k: arg(a) for k, a in L.args.items()}}
+            for L in launches]

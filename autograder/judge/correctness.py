@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import torch
 
-from ..check import compare, ctx_tensors_message, reference
+from ..check import compare, ctx_tensors_message, partial_dtype_problem, reference, strided_copy_problem
 from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of, robust_parts, task_name
 from ..job.shared import text
 from .charge import Finding, Ledger
-from .counts import order_dependence
+from .counts import IO_ROLES, order_dependence, others
 from .outputs import (backward_failure, backward_outputs, failed, forward_outputs, given, got, no_dg, no_r_saved,
                       not_made)
 
@@ -59,7 +59,18 @@ def robust_part(part, inputs, outcome, gpu=None) -> Ledger:
             L.add(late)
         else:
             backward_outputs(L, L, out, task, x, g, dy, c.eps, story)
+        copied = _strided_copy(out, task, {"x": x, "dy": dy}, story)
+        if copied:                                     # (a case with no strided view checks nothing here)
+            L.add(copied)
     return L
+
+
+def _strided_copy(outcome, task, given_tensors, story) -> Finding | None:
+    """A host-side copy of an input whose rows are strided but whose columns are adjacent (strided_copy_problem)."""
+    ops = [op for phase in ("fwd", "bwd") for op in outcome.info.get(task, {}).get(phase, {}).get("host_ops", [])]
+    problem = strided_copy_problem(ops, given_tensors, story)
+    return Finding(next(r for r in given_tensors if f"copied {r} " in problem), problem, "strided_copy") \
+        if problem else None
 
 
 def _properties(outcome, task, x, story) -> Finding | None:
@@ -87,7 +98,16 @@ def _properties(outcome, task, x, story) -> Finding | None:
         want = tuple(x.shape) if name != "dg" else (x.shape[-1],)
         if shape != want:
             return Finding(name, f"{name} has shape {shape} for {story}; expected {want}", "output_shape")
-    return None
+    return _partial_dtype(outcome, task, story)
+
+
+def _partial_dtype(outcome, task, story) -> Finding | None:
+    """A partial dg buffer in 16 bits (partial_dtype_problem)."""
+    launches = outcome.info.get(task, {}).get("bwd", {}).get("launches", [])
+    scratch = [(k, n, a["dtype"], a["stored"], a["loaded"], a["numel"], a["storage"])
+               for k, n, a in others(launches, IO_ROLES)]
+    problem = partial_dtype_problem(scratch, story)
+    return Finding("dg", problem, "partial_dtype") if problem else None
 
 
 def part_4_6(inputs, outcome) -> Ledger:

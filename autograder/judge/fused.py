@@ -47,9 +47,10 @@ def item_5(inputs, outcome) -> Ledger:
     x_distinct = min(io(launches, "x", "loaded")[1], M * N)
     read = traffic(outcome, FWD_D, "fwd", inputs["d"]["x"])      # a tensor read for another: an address, not fusion
     because, read_cause = (f", because {read[1]}", read[0]) if read else ("", None)
+    # rows read by several programs while others go unstored: one address fault (the grid, the row index), its owner's
     L.add(None if x_loads == x_distinct == M * N else
           Finding("x", f"your forward loaded x {x_loads / max(1, x_distinct):.1f} times per element; a fused kernel "
-                       f"reads it once{because}", read_cause) if x_loads > x_distinct else
+                       f"reads it once{because}", rows_missed or read_cause) if x_loads > x_distinct else
           Finding("x", f"your forward loaded only {x_distinct} of the {M * N} elements of x"
                        f"{'' if rows_missed else because}", rows_missed or read_cause))     # rows missed: the grid's
     if y_stores == M * N:
@@ -172,15 +173,33 @@ def item_7(inputs, outcome) -> Ledger:
     return L
 
 
+def _overlap_cause(outcome, task, phase, race) -> str | None:
+    """The cause of a race on an output some of whose rows no program stored, in the same task: programs whose
+    shares overlap where others are missing (a row index that ignores the program, say) make both, one address
+    fault, charged once where rows never stored are; None for any other race."""
+    for Lc in outcome.info[task][phase]["launches"]:
+        for name, a in Lc["args"].items():
+            if f"both write {name}[" in race and a.get("role") in ("y", "r", "dx"):
+                return coverage_cause(outcome, task, a["role"])
+    return None
+
+
 def item_8(inputs, outcome) -> Ledger:
     L = Ledger()
+    overlap = None                                     # a race that an address fault made, charged where it is
     for task in sorted(outcome.info):
         for phase in ("fwd", "bwd"):
             race = next((Lc["race"] for Lc in outcome.info[task].get(phase, {}).get("launches", []) if Lc.get("race")),
                         None) if isinstance(outcome.info[task], dict) else None
-            if race:
+            cause = race and _overlap_cause(outcome, task, phase, race)
+            if race and not cause:
                 L.add(Finding("race", race, "race"))
                 return L
+            overlap = overlap or (race and Finding("race", race, cause))
+    if overlap:
+        L.add(overlap)
+        L.right()                                      # and no race of its own anywhere else
+        return L
     kernel_made = [v for task in (FWD_D, BWD_D) for v in (outcome.info.get(task, {}).get("kernel_made") or {}).values()]
     err = task_error(outcome, BWD_D)
     if err:

@@ -38,7 +38,23 @@ def task_error(outcome, task) -> Finding | None:
     error in several parts is charged in the first of them, and the others keep their points only if
     something else of theirs could be checked."""
     err = outcome.task_error(task)
-    return Finding("task", err, f"error: {err}") if err else None
+    if not err:
+        return None
+    # a kernel Triton's compiler refuses (the GPU's, or a rule the simulator cannot run on as written), or a grid it
+    # cannot launch (an int: "object of type 'int' has no len()"), is one mistake
+    refused = err.startswith("CompilationError") or err.startswith("TypeError: object of type 'int' has no len()")
+    return Finding("task", err, "compile_rule" if refused else f"error: {err}")
+
+
+def rule_broken(outcome, task, phase) -> Finding | None:
+    """The first of Triton's compile rules a launch of the phase broke, recorded by the simulator, which ran the
+    kernel as written (mini_triton's rule mode "record"): one mistake, charged once, in the first part (in the
+    rubric's order) whose outputs it made; the rest of what those kernels did is checked as usual."""
+    for launch in outcome.info.get(task, {}).get(phase, {}).get("launches", []):
+        if launch.get("rule"):
+            return Finding("task", f"{launch['rule']} (the grader ran the kernel as written to check the rest; Triton "
+                                   f"refuses to compile it, so it fails on any GPU)", "compile_rule")
+    return None
 
 
 def failed(ledger, outcome, task) -> bool:
@@ -136,11 +152,16 @@ def no_dg(outcome, task) -> tuple:
     return "no_dg", ": g.grad is None after backward; return dg for g from your backward"
 
 
-def traffic(outcome, task, phase, x) -> tuple | None:
+def traffic(outcome, task, phase, x, dy=None) -> tuple | None:
     """What the phase's launches read instead of what they need (diagnosis.traffic_cause), or None."""
     args = launch_args(outcome, task, phase)
     N = x.shape[-1] if x.dim() else 1
-    return D.traffic_cause(phase, args, x.numel() // max(1, N), N) if args else None
+    # the strides of the tensors as given, for the roles whose own memory the kernels got (not a host copy)
+    launches = outcome.info.get(task, {}).get(phase, {}).get("launches", [])
+    copied = {a["copy_of"] for L in launches for a in L["args"].values() if a.get("copy_of") and not roles_of(a)}
+    strides = {role: t.stride() for role, t in (("x", x), ("dy", dy))
+               if t is not None and t.dim() == 2 and role not in copied}
+    return D.traffic_cause(phase, args, x.numel() // max(1, N), N, strides) if args else None
 
 
 def launch_args(outcome, task, phase) -> list:
@@ -176,6 +197,13 @@ def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(),
                    traffic=read[:2] if read else None)
     if f is not None and rewrite and f.cause in rewrite:
         f = dataclasses.replace(f, cause=rewrite[f.cause].cause, checked=f.checked and rewrite[f.cause].checked)
+    rule = rule_broken(outcome, task, MADE_IN[name])
+    if rule is not None:
+        ledger.add(rule)
+    if f is not None and name == "r" and returned.dtype != torch.float32:
+        # r in another dtype holds r rounded to it: the dtype is the mistake (4.6's), not what the values say
+        f = dataclasses.replace(f, message=f"{f.message}; r has dtype {text.dtype_name(returned.dtype)}, and it must "
+                                           f"be fp32 (allocate r with dtype=torch.float32)", cause="output_dtype")
     ledger.add(f)
     return f
 
@@ -190,7 +218,8 @@ def given(inputs, k, case):
 
 def fmt_of(x, dy, eps):
     return {"eps": eps, "stride": x.stride(0) if x.dim() > 1 else 1,
-            "dy_stride": dy.stride(0) if dy is not None and dy.dim() > 1 else 1}
+            "dy_stride": dy.stride(0) if dy is not None and dy.dim() > 1 else 1,
+            "dy_col_stride": dy.stride(-1) if dy is not None and dy.dim() else 1}
 
 
 def forward_outputs(ledger, outcome, task, x, g, eps, story, names=("r", "y")):
@@ -255,7 +284,7 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
     # the backward through r); else old memory, for dg
     nan_cause = "masked_nan" if undefined_lanes(outcome, task, "bwd") or undefined_lanes(outcome, task, "fwd") \
         else None
-    read = traffic(outcome, task, "bwd", x)
+    read = traffic(outcome, task, "bwd", x, dy)
     for key, grads, says in D.read_instead(read, x, g, dy, r_used):   # from the tensors the kernels read instead
         extra = {n: [*extra.get(n, []), (key, grads[i], says)] for i, n in enumerate(("dx", "dg"))}
     for ledger, name, want, i in ((ledger_dx, "dx", dx_ref, 0), (ledger_dg, "dg", dg_ref, 1)):
@@ -323,6 +352,11 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
         return None
     if text.autograd_hint(err):                     # the Function's own fault, wherever it shows: 4.6's
         return Finding("dx", f"your backward failed for {story}: {err}", "gradient_count")
+    saved = outcome.info.get(task, {}).get("saved")
+    too_few = D.saved_too_few(None if saved is None else [(tuple(s), text.dtype_name(d)) for s, d in saved], err,
+                              story)
+    if too_few:                                     # what the Function saved: 4.6's too
+        return Finding("dx", too_few, "saved_tensors")
     swap = D.launch_swap("bwd", launch_args(outcome, task_name("bwd", "d"), "bwd"))
     if swap:                                        # the launch's arguments out of order: a crash where shapes differ
         return Finding("dx", f"your backward failed for {story}: {err}. The cause: {swap[1]}", swap[0])

@@ -48,9 +48,11 @@ def arange(start, end):
     end = const_int(end, "tl.arange end")
     n = end - start
     if n <= 0 or n & (n - 1):
-        raise CompilationError(f"{runtime.location()}: tl.arange({start}, {end}) has {n} elements; "
-                               f"the number of elements must be a power of 2. Round up with "
-                               f"triton.next_power_of_2 and mask the extra lanes.")
+        message = (f"{runtime.location()}: tl.arange({start}, {end}) has {n} elements; the number of elements must "
+                   f"be a power of 2. Round up with triton.next_power_of_2 and mask the extra lanes.")
+        if n <= 0:
+            raise CompilationError(message)
+        runtime.refuse(message)                    # recorded: the lanes are what the code says
     runtime.current().max_numel = builtins.max(runtime.current().max_numel, n)
     return make_int(D.int32, (n,), Affine(torch.tensor([start], dtype=torch.int64), (1,)))
 

@@ -32,8 +32,10 @@ CAUSES = {c.key: c for c in (
     # -- elements never written ------------------------------------------------------------------------------
     Cause("r_not_stored", "no kernel stored r at all",
           "store each row's r = 1/sqrt(mean(x²) + eps) into r_ptr (the backward uses it)"),
-    Cause("rows_not_stored_fwd", "whole rows were never written: the forward's grid misses some rows",
-          "launch cdiv(M, BLOCK_M) programs, each storing its BLOCK_M rows (rows = pid·BLOCK_M + arange)"),
+    Cause("rows_not_stored_fwd", "whole rows were never written: the forward's programs miss some rows (too "
+          "few programs, or programs that store the same rows)",
+          "launch cdiv(M, BLOCK_M) programs, each storing its own BLOCK_M rows (rows = tl.program_id(0)·BLOCK_M + "
+          "tl.arange(0, BLOCK_M))"),
     Cause("rows_not_stored_bwd", "whole rows were never written: the backward's grid misses some rows",
           "make the programs cover every row: each program's rows, and the number of programs times the rows "
           "per program, must reach M"),
@@ -67,6 +69,21 @@ CAUSES = {c.key: c for c in (
     Cause("dy_rows_by_n", "it matches dy read with its rows N = {N} elements apart, but this dy's rows are "
           "{dy_stride} apart", "step from row to row of dy by dy's own row stride (dy.stride(0)), not by n_cols "
           "or by x's stride"),
+    *(Cause(key, f"it matches the right r rounded to {name}: r was computed in fp32 and rounded to {name} on its "
+                 f"way to memory", "store r as computed, in fp32 (no .to(tl.float16) or .to(x.dtype) on it): the "
+                 "backward multiplies by r³, and an r with 2-3 significant digits costs dx its accuracy")
+      for key, name in (("r_rounded", "fp16"), ("r_rounded_bf16", "bf16"))),
+    Cause("sum_stops_early", "it matches r with the sum of squares over all but the row's last {variant} columns: "
+          "the loop over the row's chunks stops one chunk early", "let the loop reach the end of the row, "
+          "range(0, n_cols, BLOCK_N), and mask the last chunk's lanes past n_cols"),
+    Cause("x_cols_adjacent", "it matches x read with its columns next to each other, but this x's columns are "
+          "{col_stride} elements apart (x.stride(-1) = {col_stride}), and the kernel steps by 1 from column to column",
+          "give the kernel rows whose columns are adjacent: x.view keeps x's strides, x.reshape(-1, N).contiguous() "
+          "makes such rows (or pass the column stride to the kernel as well)"),
+    Cause("dy_cols_adjacent", "it matches dy read with its columns next to each other, but this dy's columns are "
+          "{dy_col_stride} elements apart (dy.stride(-1) = {dy_col_stride}), and the kernel steps by 1 from column to "
+          "column", "give the kernel rows of dy whose columns are adjacent: dy.view keeps dy's strides, "
+          "dy.reshape(-1, N).contiguous() makes such rows (or pass the column stride to the kernel as well)"),
     Cause("sum_in_16_bits", "r is off by a little: a sum of squares kept in {dtype} rounds at every step",
           "convert x to fp32 before squaring (tl.load(...).to(tl.float32)); tl.sum adds 16-bit values in 16 bits"),
     # -- the backward's formula ----------------------------------------------------------------------------
@@ -168,16 +185,25 @@ def forward_alternatives(x, g, eps=DEFAULT_EPS, block_n=None) -> dict:
         return (x64 * r_alt[:, None] * g64).reshape(x.shape), r_alt
     alts = {"eps_forgotten": out(torch.rsqrt(ms)), "eps_outside_sqrt": out(1 / (ms.sqrt() + eps)),
             "r_is_rms": (out(r)[0], 1 / r), "y_without_g": ((x64 * r[:, None]).reshape(x.shape), r),
-            "y_times_rms": ((x64 / r[:, None] * g64).reshape(x.shape), r)}
+            "y_times_rms": ((x64 / r[:, None] * g64).reshape(x.shape), r),
+            # y made from the fp32 r, which was then rounded when it was stored (x's dtype, say)
+            "r_rounded": (out(r)[0], r.half().double()), "r_rounded_bf16": (out(r)[0], r.bfloat16().double())}
     if n > 1:
         alts["sum_not_mean"] = out(torch.rsqrt(ms * n + eps))
     if eps != DEFAULT_EPS:
         alts["eps_ignored"] = out(torch.rsqrt(ms + DEFAULT_EPS))
     for b in block_widths(n, block_n):
         alts["mean_over_block"] = out(torch.rsqrt(ms * n / b + eps))
+    for c in (1 << k for k in range(4, 16)):           # a chunk loop that stops one chunk of c columns early
+        if c < n:
+            kept = x64[:, :(n - 1) // c * c].pow(2).sum(-1) / n
+            alts[f"sum_stops_early@{n - (n - 1) // c * c}"] = out(torch.rsqrt(kept + eps))
     x_n = rows_n_apart(x)
     if x_n is not None:
         alts["x_rows_by_n"] = forward_alternatives_plain(x_n, g, eps)
+    x_c = cols_adjacent(x)
+    if x_c is not None:
+        alts["x_cols_adjacent"] = forward_alternatives_plain(x_c, g, eps)
     return alts
 
 
@@ -198,6 +224,18 @@ def rows_n_apart(t):
     if t.storage_offset() + m * n > t.untyped_storage().nbytes() // t.element_size():
         return None
     return t.as_strided((m, n), (n, 1), t.storage_offset())
+
+
+def cols_adjacent(t):
+    """``t`` as a kernel that steps by 1 from column to column reads it, when t's columns are further apart (a
+    strided view passed as it is): the same memory, t's row stride kept, columns adjacent. None when t's columns
+    are adjacent, or that would read past t's memory."""
+    if t.dim() != 2 or t.stride(-1) == 1 or t.shape[-1] < 2:
+        return None
+    m, n = t.shape
+    if t.storage_offset() + (m - 1) * t.stride(0) + n > t.untyped_storage().nbytes() // t.element_size():
+        return None
+    return t.as_strided((m, n), (t.stride(0), 1), t.storage_offset())
 
 
 def rows_k_apart(t, k):
@@ -247,8 +285,9 @@ def backward_alternatives(x, g, dy, r, eps=DEFAULT_EPS, block_n=None) -> dict:
         alts["r_recomputed"] = grads(torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + DEFAULT_EPS))
     for b in block_widths(n, block_n):
         alts["dot_over_block"] = (dx_of(dyg * r64, x64 * r64 ** 3 * dot / b), dg)
-    for key, t in (("x_rows_by_n", "x"), ("dy_rows_by_n", "dy")):
-        moved = rows_n_apart(x if t == "x" else dy)
+    for key, t, read in (("x_rows_by_n", "x", rows_n_apart), ("dy_rows_by_n", "dy", rows_n_apart),
+                         ("x_cols_adjacent", "x", cols_adjacent), ("dy_cols_adjacent", "dy", cols_adjacent)):
+        moved = read(x if t == "x" else dy)
         if moved is not None:
             alts[key] = backward_plain(moved if t == "x" else x, g, moved if t == "dy" else dy, r)
     return alts

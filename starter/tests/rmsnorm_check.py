@@ -385,6 +385,44 @@ def host_work_problem(host_ops, M, N, where, file=None):
     return None
 
 
+# The host ops that copy a tensor as it is (x.contiguous(), x.clone(), x.reshape(...) of a view it cannot view)
+COPY_OPS = frozenset({"clone", "contiguous", "copy_", "_to_copy", "reshape", "_unsafe_view"})
+
+
+def strided_copy_problem(host_ops, tensors, story):
+    """Why the host copied an input whose rows are strided and whose columns are adjacent, or None: the kernels
+    take a row stride, so such a view needs no copy, and a copy is an extra pass over memory. ``host_ops`` as for
+    host_work_problem, ``tensors`` the inputs as given ({"x": x, "dy": dy}). A view whose columns are not adjacent
+    may be copied."""
+    for role, t in tensors.items():
+        if t is None or t.is_contiguous() or t.dim() < 2 or t.stride(-1) != 1:
+            continue
+        for op in host_ops:
+            same = op.get("dtype") in ("", None, str(t.dtype).removeprefix("torch."))   # a copy, not a cast
+            if role in op["roles"] and op["reads"] >= t.numel() and op["op"] in COPY_OPS and same:
+                where = f" ({op['where']})" if op.get("where") else ""
+                return (f"your code copied {role} on the host for {story}: a host-side `{host_op_name(op)}` read all "
+                        f"{t.numel()} elements of {role}{where}. Its rows are strided but its columns are adjacent, "
+                        f"so pass {role}.stride(0) to the kernel and let it read the view as it is: a copy is an "
+                        f"extra pass over memory")
+    return None
+
+
+def partial_dtype_problem(scratch, story):
+    """Why a backward's partial dg buffer is wrong in kind, or None: ``scratch`` lists (kernel, parameter, dtype
+    as the simulator names it, elements stored, elements loaded, numel, storage) of each argument of the
+    backward's launches that is none of its inputs and outputs. A buffer the kernels both store and load (a
+    partial buffer another kernel sums, or one a kernel adds into) stored in 16 bits rounds each partial sum of
+    many rows to 3 significant digits, and dg with it: the handout asks for an fp32 buffer."""
+    loaded = {s for *_, n_loaded, _, s in scratch if n_loaded}
+    for kernel, name, dtype, stored, _, numel, storage in scratch:
+        if stored and storage in loaded and dtype in ("tl.float16", "tl.bfloat16"):
+            return (f"your partial dg buffer ({name} of {kernel}, {numel} elements) is {dtype.removeprefix('tl.')} "
+                    f"for {story}: each partial sum of many rows is then rounded to 16 bits, and dg with it. "
+                    f"Allocate it with dtype=torch.float32 and let the final sum store dg in g's dtype")
+    return None
+
+
 def host_ops_of(rec, tensors):
     """The host ops of a mini_triton ``record(host_ops=True)`` that read data, as host_work_problem
     takes them; ``tensors`` names the activations ({"x": x, "dy": dy, ...}) by their storage."""

@@ -23,7 +23,7 @@ import dataclasses
 import torch
 
 from rmsnorm_causes import (CAUSES, DEFAULT_EPS, FORMULA, backward_plain, forward_alternatives,
-                            forward_alternatives_plain, next_pow2, pick, rows_k_apart)
+                            cols_adjacent, forward_alternatives_plain, next_pow2, pick, rows_k_apart)
 from rmsnorm_check import DTYPE_NAMES, compare, describe, saved_for_backward, tolerance
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +122,8 @@ def _words(x, dtype=None, fmt=None) -> dict:
     n = x.shape[-1]
     dtype = dtype or x.dtype
     return {"N": n, "B": next_pow2(n), "eps": DEFAULT_EPS, "stride": x.stride(0) if x.dim() > 1 else n,
-            "dy_stride": "N", "loads": "", "first": 0, "rows": "some rows", "race": "a data race",
+            "dy_stride": "N", "col_stride": x.stride(-1) if x.dim() else 1, "dy_col_stride": 1, "loads": "",
+            "first": 0, "rows": "some rows", "race": "a data race",
             "dtype": DTYPE_NAMES.get(dtype, str(dtype)), **(fmt or {})}
 
 
@@ -143,8 +144,10 @@ def saved_r_finding(saved, want, x, g, eps=DEFAULT_EPS, *, story=None, stored=No
     key = closest_cause(saved, want, choices)
     if key is None:
         return None
+    key, _, variant = key.partition("@")
+    words = _words(x, fmt={"eps": eps, "variant": variant, **(fmt or {})})
     return Finding("r", f"r (saved by your TritonRMSNorm.forward) for {story} is within its tolerance, but "
-                        f"{CAUSES[key].says.format(**_words(x, fmt={'eps': eps, **(fmt or {})}))}", key, True)
+                        f"{CAUSES[key].says.format(**words)}", key, True)
 
 
 def unstored_cause(name, stored) -> str | None:
@@ -193,8 +196,9 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
     atol, rtol, _ = tolerance(name, dtype, want, rows)
 
     def said(key, evidence=True, says=None, **extra):
+        key, _, variant = key.partition("@")           # "sum_stops_early@4096": the cause and its number
         cause = CAUSES[key]
-        values = {**fmt, **extra}
+        values = {**fmt, "variant": variant, **extra}
         says = says or cause.says.format(**values)
         text = f"{what} differs for {story}: {says}. {_sentence(cause.fix.format(**values))}"
         return text + (f" ({_evidence(first, story)})" if evidence else "")
@@ -228,7 +232,7 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
         key, _, says = min(fits, key=lambda f: f[1])
         if says:
             return Finding(name, f"{what} differs for {story}: {says} ({_evidence(first, story)})", key, True)
-        return Finding(name, said(key), key, True)
+        return Finding(name, said(key), key.partition("@")[0], True)
     if name == "dg":
         subset = _subset_rows(g64, x, alternatives, atol, rtol)
         if subset:
@@ -284,7 +288,7 @@ def launch_swap(phase: str, args) -> tuple | None:
     return None
 
 
-def traffic_cause(phase: str, args, M: int, N: int) -> tuple | None:
+def traffic_cause(phase: str, args, M: int, N: int, strides: dict | None = None) -> tuple | None:
     """(cause key, what it says, {role: the role whose tensor stood in for it}) when a phase's kernels read
     another tensor than the one they need, else None. Only a simulator knows this: which tensor each
     argument of each launch was, and how much was loaded through it. ``phase``: "fwd" or "bwd"; ``args``:
@@ -296,7 +300,8 @@ def traffic_cause(phase: str, args, M: int, N: int) -> tuple | None:
     has (a row stride or offsets that miss part of each row), although every element enters every result of
     its row. Nothing is said of the last two when an argument with the role "copy" was read: the caller's
     word for a tensor that may be a copy the host made of the missing one (x.contiguous()), which only the
-    grader can tell apart."""
+    grader can tell apart. ``strides`` ({role: the tensor's strides}, where known) tells a row stride passed
+    wrong from columns that are not adjacent, which the kernels read as if they were."""
     key, which = f"wrong_tensor_{phase}", "backward" if phase == "bwd" else "forward"
     swap = launch_swap(phase, args)
     if swap:
@@ -317,10 +322,10 @@ def traffic_cause(phase: str, args, M: int, N: int) -> tuple | None:
                              f"{loaded[other] / max(1, M * N):.1f} times per element: a tl.load reads "
                              f"{other}'s pointer where {role}'s is meant", {role: other})
             return key, f"your {which}'s kernels never load {role}", {}
-    return _unread(phase, loaded, distinct, M, N)
+    return _unread(phase, loaded, distinct, M, N, strides or {})
 
 
-def _unread(phase, loaded, distinct, M, N) -> tuple | None:
+def _unread(phase, loaded, distinct, M, N, strides) -> tuple | None:
     """traffic_cause's third kind: fewer distinct elements of a needed tensor loaded than it has (the sum over
     launches bounds the elements loaded at all from above, so this is proof)."""
     which = "backward" if phase == "bwd" else "forward"
@@ -330,6 +335,9 @@ def _unread(phase, loaded, distinct, M, N) -> tuple | None:
         seen = distinct[role]
         step = (seen - N) // (M - 1) if M > 1 and (seen - N) % (M - 1) == 0 else None
         stepped = loaded[role] == size and role != "g" and step is not None and 0 <= step < N
+        row_stride, col_stride = (tuple(strides.get(role) or ()) + (None, None))[:2]
+        if stepped and col_stride not in (None, 1) and step == row_stride:
+            return _cols_adjacent(phase, role, seen, size, col_stride)
         how = ("the loads stop before the end of each row, or skip parts of it" if loaded[role] < size or role == "g"
                else f"each of them {loaded[role] / seen:.1f} times on average: the rows your loads read overlap"
                + (f", {step} element{'s' if step != 1 else ''} apart ({role}.stride(1) passed as the row stride, "
@@ -337,6 +345,16 @@ def _unread(phase, loaded, distinct, M, N) -> tuple | None:
         return (f"unread_{phase}", f"your {which}'s kernels load only {seen} of the {size} elements of {role}, "
                                    f"{how}", {role: ("rows", step)} if stepped else {})
     return None
+
+
+def _cols_adjacent(phase, role, seen, size, col_stride) -> tuple:
+    """traffic_cause's finding for a tensor whose columns are ``col_stride`` apart, read as if adjacent."""
+    which = "backward" if phase == "bwd" else "forward"
+    return (f"{role}_cols_adjacent", f"your {which}'s kernels load only {seen} of the {size} elements of {role}: "
+                                     f"{role}'s columns are {col_stride} elements apart ({role}.stride(-1) = "
+                                     f"{col_stride}), and your kernels step by 1 from column to column. "
+            + CAUSES[f"{role}_cols_adjacent"].fix[0].upper() + CAUSES[f"{role}_cols_adjacent"].fix[1:],
+            {role: ("cols",)})
 
 
 def read_instead(read, x, g, dy, r) -> list:
@@ -362,7 +380,9 @@ def _read(read, given: dict) -> dict | None:
     for role, instead in read[2].items():
         if role not in given:
             return None
-        if isinstance(instead, tuple):
+        if instead == ("cols",):
+            sub[role] = cols_adjacent(given[role])
+        elif isinstance(instead, tuple):
             sub[role] = rows_k_apart(given[role], instead[1])
         elif instead in given:
             sub[role] = given[instead]
@@ -547,7 +567,8 @@ class KernelLog:
         args = [(L.kernel, name, roles.get(a.storage) or copy(a), a.loaded, a.distinct_loaded)
                 for L in self.rec.launches for name, a in L.args.items()]
         N = x.shape[-1] if x.dim() else 1
-        return traffic_cause(phase, args, x.numel() // max(1, N), N) if args else None
+        strides = {role: t.stride() for role, t in tensors.items() if isinstance(t, torch.Tensor) and t.dim() == 2}
+        return traffic_cause(phase, args, x.numel() // max(1, N), N, strides) if args else None
 
     def nan_source(self) -> tuple:
         """(nan_cause, fmt) for diagnose: NaN from masked tl.loads without other=, and the first such load's line,
@@ -572,6 +593,17 @@ def saved_r(y, rows):
     if tensors is None:
         return None, None
     return r, [(tuple(t.shape), DTYPE_NAMES.get(t.dtype, str(t.dtype))) for t in tensors]
+
+
+def saved_too_few(kinds, error: str, story) -> str:
+    """The message for a backward that unpacks more saved tensors than the Function saved ('' when ``error`` is
+    no such unpacking): ctx.save_for_backward called twice keeps only the second call's tensors."""
+    if kinds is None or "values to unpack" not in error or len(kinds) >= 3:
+        return ""
+    shapes = ", ".join(f"{s} {d}" for s, d in kinds) or "nothing"
+    return (f"your TritonRMSNorm.forward saved only {shapes} for {story} ({len(kinds)} of the 3 tensors x, g, r), "
+            f"and the backward unpacks more ({error}): ctx.save_for_backward keeps the tensors of its last call "
+            f"only, so save them all in one call, ctx.save_for_backward(x, g, r)")
 
 
 def no_r_saved(kinds, rows, story) -> str:

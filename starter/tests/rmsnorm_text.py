@@ -37,10 +37,21 @@ def error_line(e: BaseException) -> str:
 
 def autograd_hint(message: str) -> str:
     """What to do about an error PyTorch's autograd raised about the Function itself ('' for any other): a
-    backward that returns fewer or more gradients than forward has inputs."""
+    backward that returns fewer or more gradients than forward has inputs, returns them out of order (a
+    gradient of the wrong shape), or returns a gradient for eps, which is no tensor."""
+    order = "return dx, dg, None (None for eps, which needs none)"
     said = "returned an incorrect number of gradients (expected "
-    if said not in message:
-        return ""
-    expected = message.split(said, 1)[1].split(",", 1)[0]
-    return (f": TritonRMSNorm.backward must return one gradient for each input of forward(ctx, x, g, eps), "
-            f"{expected} in all, in that order: return dx, dg, None (None for eps, which needs none)")
+    if said in message:
+        expected = message.split(said, 1)[1].split(",", 1)[0]
+        return (f": TritonRMSNorm.backward must return one gradient for each input of forward(ctx, x, g, eps), "
+                f"{expected} in all, in that order: {order}")
+    said = "returned an invalid gradient at index "
+    if said in message:
+        index = message.split(said, 1)[1].split(" ", 1)[0]
+        name = {"0": "x", "1": "g"}.get(index, "eps")
+        return (f": TritonRMSNorm.backward returns the gradients in the order of forward(ctx, x, g, eps)'s inputs, "
+                f"and the one at index {index} (the gradient of {name}) has another shape than {name}: {order}")
+    if "returned a gradient different than None at position" in message and "not a Variable" in message:
+        return (f": eps is a Python float, not a tensor, so TritonRMSNorm.backward must return None as its "
+                f"gradient: {order}")
+    return ""

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from rmsnorm_check import (DTYPE_NAMES, assert_untouched, ctx_tensors, ctx_tensors_message, describe, host_ops_of,
-                           host_work_problem, kernel_stored, leave_garbage, random_inputs, reference, strided_inputs,
-                           transposed_inputs)
+                           host_work_problem, kernel_stored, leave_garbage, partial_dtype_problem, random_inputs,
+                           reference, strided_copy_problem, strided_inputs, transposed_inputs)
 from rmsnorm_causes import backward_alternatives, backward_plain, dg_rows, forward_alternatives, pick
 from rmsnorm_diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, read_instead, read_instead_fwd,
-                              saved_r, saved_r_finding, simulated)
+                              saved_r, saved_r_finding, saved_too_few, simulated)
 from rmsnorm_text import autograd_hint
 
 SHAPES = [(37, 100), (4, 16, 64), (2, 3, 513)]
@@ -28,6 +28,12 @@ def forward(impl, x, g, story=None, source=" from rmsnorm_forward"):
     alts = forward_alternatives(x, g)
     with KernelLog(impl) as log:
         y, r = _called(lambda: impl.rmsnorm_forward(x, g), x, "rmsnorm_forward")
+    if isinstance(r, torch.Tensor) and r.dtype != torch.float32:       # the dtype, before the values it rounded
+        raise AssertionError(f"r{source} has dtype {r.dtype} for {story}: it must be torch.float32 (one reciprocal "
+                             f"RMS per row, kept in fp32 for the backward): allocate it with dtype=torch.float32")
+    copied = log.rec and strided_copy_problem(host_ops_of(log.rec, {"x": x}), {"x": x}, story)
+    if copied:                                                                # an extra pass, before the values
+        raise AssertionError(copied)
     nan, fmt = log.nan_source()
     read = log.traffic("fwd", {"x": x, "g": g, "y": y, "r": r}, x)            # what the kernels read, first
     instead = read_instead_fwd(read, x, g)                                    # the outputs from what they read
@@ -81,6 +87,7 @@ class Step:
         y = forward_first(impl, xg, gg, self.story)
         rows = x.numel() // max(1, x.shape[-1])
         self.r_saved, kinds = saved_r(y, rows)
+        r_storage = self.r_saved.untyped_storage().data_ptr() if self.r_saved is not None else None
         if self.r_saved is not None:
             self.r_saved = self.r_saved.detach().clone()
         if garbage and not simulated(impl):
@@ -93,12 +100,18 @@ class Step:
                 if kinds is not None and self.r_saved is None:
                     raise AssertionError(no_r_saved(kinds, rows, self.story) + f". Your backward then raised "
                                                                               f"{type(e).__name__}: {e}") from e
+                too_few = saved_too_few(kinds, str(e), self.story)
+                if too_few:
+                    raise AssertionError(too_few) from e
                 hint = autograd_hint(str(e))
                 if hint:
                     raise AssertionError(f"y.backward(dy) failed for {self.story}: {e}{hint}") from e
                 raise
         assert_untouched("dy", dy, before, "your backward (y.backward(dy) through rmsnorm)")
         self.dx, self.dg, self.kinds, self.rows, self.impl = xg.grad, gg.grad, kinds, rows, impl
+        known = {t.untyped_storage().data_ptr() for t in (xg, gg, dy, self.dx, self.dg) if t is not None} | {r_storage}
+        self.scratch = [(L.kernel, name, a.dtype, a.stored, a.loaded, a.numel, a.storage) for L in self.log.rec.launches
+                        for name, a in L.args.items() if a.storage not in known] if self.log.rec else []
         self.read = self.log.traffic("bwd", {"x": xg, "dy": dy, "g": gg, "dx": self.dx}, x)
 
     def _backward_returns_no_dg(self, r) -> bool:
@@ -117,7 +130,8 @@ class Step:
         extra = self._wrong_r(r) + read_instead(self.read, x, g, dy, r)
         nan, loads = self.log.nan_source()
         fmt = {"old_memory": self.log.adds_into_scratch([self.dx, self.dg]), "stride": x.stride(0) if x.dim() > 1
-               else x.shape[-1], "dy_stride": dy.stride(0) if dy.dim() > 1 else dy.shape[-1], **loads}
+               else x.shape[-1], "dy_stride": dy.stride(0) if dy.dim() > 1 else dy.shape[-1],
+               "dy_col_stride": dy.stride(-1) if dy.dim() else 1, **loads}
         if self.dg is None and "dg" in names:
             if self._backward_returns_no_dg(r):
                 raise AssertionError(f"g.grad is None after y.backward(dy) for {self.story}, since rmsnorm_backward "
@@ -257,7 +271,11 @@ def test_half_precision(impl, dtype):
     if r.dtype != torch.float32:
         raise AssertionError(f"r from rmsnorm_forward has dtype {r.dtype} for {describe(x)}: it must be "
                              f"torch.float32 (one reciprocal RMS per row, kept in fp32 for the backward)")
-    Step(impl, x, g, dy).grads()
+    step = Step(impl, x, g, dy)
+    problem = partial_dtype_problem(step.scratch, describe(x))
+    if problem:
+        raise AssertionError(problem)
+    step.grads()
 
 
 def test_transposed_x_and_dy(impl):
@@ -290,6 +308,12 @@ def test_forward_reads_x_once_and_writes_y_once(sim_impl):
         raise AssertionError(f"your forward loaded x {per_elem:.1f} times per element; a fused kernel reads it once")
     if stored > M * N + M:
         raise AssertionError(f"your forward stored {stored:,} elements; y and r need only {M * N + M:,} (M·N + M)")
+    loaded_g = sum(a.loaded for L in rec.launches for a in L.args.values() if a.data_ptr == g.data_ptr())
+    programs = sum(L.programs for L in rec.launches)
+    if loaded_g > programs * N:
+        raise AssertionError(f"your forward loaded g {loaded_g} times ({programs * N} allowed: once per program, "
+                             f"{programs} programs of N = {N}): load g once, before it is used, and keep it in "
+                             f"registers for all of the program's rows")
 
 
 def test_backward_reads_x_and_dy_once_and_writes_dx_once(sim_impl):

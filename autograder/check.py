@@ -20,7 +20,6 @@ ctx_tensors_message = rmsnorm_check.ctx_tensors_message
 describe = rmsnorm_check.describe
 eager = rmsnorm_check.eager
 host_work_problem = rmsnorm_check.host_work_problem
-strided_copy_problem = rmsnorm_check.strided_copy_problem
 partial_dtype_problem = rmsnorm_check.partial_dtype_problem
 reference = rmsnorm_check.reference
 SLOW_HINT = rmsnorm_check.SLOW_HINT

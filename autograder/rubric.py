@@ -99,8 +99,7 @@ CAUSE_OWNERS = {
     **dict.fromkeys(("dg_without_r", "dg_with_g", "dg_some_rows", "dg_not_from_kernels", "old_memory_nan",
                      "no_dg_backward"), "3"),
     "sum_in_16_bits": "4.1",                        # 16-bit inputs: a sum of squares kept in 16 bits
-    **dict.fromkeys(("x_rows_by_n", "dy_rows_by_n", "x_cols_adjacent", "dy_cols_adjacent", "strided_copy"),
-                    "4.3"),          # strides
+    **dict.fromkeys(("x_rows_by_n", "dy_rows_by_n", "x_cols_adjacent", "dy_cols_adjacent"), "4.3"),          # strides
     **dict.fromkeys(("columns_not_stored", "sum_stops_early"), "4.4"),       # rows longer than one block
     **dict.fromkeys(("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3", "padding_nan",
                      "r_recomputed_without_eps", "r_recomputed", "lanes_undefined"), "4.5"),

@@ -258,7 +258,7 @@ EDITS = {
                           "    return t.view(-1, n)")],
     "dy_viewed_as_it_is": [("    x2, dy2, g = _rows(x, x.shape[-1]), _rows(dy, x.shape[-1]), g.contiguous()",
                             "    x2, dy2, g = _rows(x, x.shape[-1]), dy.view(-1, x.shape[-1]), g.contiguous()")],
-    # a copy of every x, a strided view whose columns are adjacent included (the kernel takes its row stride)
+    # correct: a copy of every x, a strided view whose columns are adjacent included (moving data is allowed)
     "strided_x_copied_on_host": [("    x2, g = _rows(x, x.shape[-1]), g.contiguous()",
                                   "    x2, g = x.reshape(-1, x.shape[-1]).contiguous(), g.contiguous()")],
     # r allocated in x's dtype; r rounded to 16 bits by the kernel's store; the partial dg buffer in g's dtype

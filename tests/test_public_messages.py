@@ -195,8 +195,7 @@ EXPECTED = {
                          ["x's columns are 24 elements apart", "x.reshape(-1, N).contiguous()"]),
     "dy_viewed_as_it_is": ("test_part_c.py::test_transposed_x_and_dy",
                            ["this dy's columns are 24 elements apart", "dy.reshape(-1, N).contiguous()"]),
-    "strided_x_copied_on_host": ("test_part_c.py::test_forward_strided_rows",
-                                 ["your code copied x on the host", "pass x.stride(0) to the kernel"]),
+    "strided_x_copied_on_host": (None, ["passed in"]),              # correct: moving data is allowed
     "r_in_x_dtype": ("test_part_c.py::test_half_precision[fp16]",
                      ["r from rmsnorm_forward has dtype torch.float16", "allocate it with dtype=torch.float32"]),
     "r_stored_in_16_bits": ("test_part_a.py::test_one_row_per_program", ["it matches the right r rounded to fp16"]),

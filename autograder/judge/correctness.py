@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ..check import compare, ctx_tensors_message, partial_dtype_problem, reference, strided_copy_problem
+from ..check import compare, ctx_tensors_message, partial_dtype_problem, reference
 from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of, robust_parts, task_name
 from ..job.shared import text
 from .charge import Finding, Ledger
@@ -59,18 +59,7 @@ def robust_part(part, inputs, outcome, gpu=None) -> Ledger:
             L.add(late)
         else:
             backward_outputs(L, L, out, task, x, g, dy, c.eps, story)
-        copied = _strided_copy(out, task, {"x": x, "dy": dy}, story)
-        if copied:                                     # (a case with no strided view checks nothing here)
-            L.add(copied)
     return L
-
-
-def _strided_copy(outcome, task, given_tensors, story) -> Finding | None:
-    """A host-side copy of an input whose rows are strided but whose columns are adjacent (strided_copy_problem)."""
-    ops = [op for phase in ("fwd", "bwd") for op in outcome.info.get(task, {}).get(phase, {}).get("host_ops", [])]
-    problem = strided_copy_problem(ops, given_tensors, story)
-    return Finding(next(r for r in given_tensors if f"copied {r} " in problem), problem, "strided_copy") \
-        if problem else None
 
 
 def _properties(outcome, task, x, story) -> Finding | None:

@@ -385,29 +385,6 @@ def host_work_problem(host_ops, M, N, where, file=None):
     return None
 
 
-# The host ops that copy a tensor as it is (x.contiguous(), x.clone(), x.reshape(...) of a view it cannot view)
-COPY_OPS = frozenset({"clone", "contiguous", "copy_", "_to_copy", "reshape", "_unsafe_view"})
-
-
-def strided_copy_problem(host_ops, tensors, story):
-    """Why the host copied an input whose rows are strided and whose columns are adjacent, or None: the kernels
-    take a row stride, so such a view needs no copy, and a copy is an extra pass over memory. ``host_ops`` as for
-    host_work_problem, ``tensors`` the inputs as given ({"x": x, "dy": dy}). A view whose columns are not adjacent
-    may be copied."""
-    for role, t in tensors.items():
-        if t is None or t.is_contiguous() or t.dim() < 2 or t.stride(-1) != 1:
-            continue
-        for op in host_ops:
-            same = op.get("dtype") in ("", None, str(t.dtype).removeprefix("torch."))   # a copy, not a cast
-            if role in op["roles"] and op["reads"] >= t.numel() and op["op"] in COPY_OPS and same:
-                where = f" ({op['where']})" if op.get("where") else ""
-                return (f"your code copied {role} on the host for {story}: a host-side `{host_op_name(op)}` read all "
-                        f"{t.numel()} elements of {role}{where}. Its rows are strided but its columns are adjacent, "
-                        f"so pass {role}.stride(0) to the kernel and let it read the view as it is: a copy is an "
-                        f"extra pass over memory")
-    return None
-
-
 def partial_dtype_problem(scratch, story):
     """Why a backward's partial dg buffer is wrong in kind, or None: ``scratch`` lists (kernel, parameter, dtype
     as the simulator names it, elements stored, elements loaded, numel, storage) of each argument of the

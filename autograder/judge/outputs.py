@@ -52,8 +52,8 @@ def rule_broken(outcome, task, phase) -> Finding | None:
     rubric's order) whose outputs it made; the rest of what those kernels did is checked as usual."""
     for launch in outcome.info.get(task, {}).get(phase, {}).get("launches", []):
         if launch.get("rule"):
-            return Finding("task", f"{launch['rule']} (the grader ran the kernel as written to check the rest; Triton "
-                                   f"refuses to compile it, so it fails on any GPU)", "compile_rule")
+            return Finding("task", f"{launch['rule']} (Triton refuses this kernel or its launch, so it fails on any "
+                                   f"GPU; the grader ran it as written to check the rest)", "compile_rule")
     return None
 
 

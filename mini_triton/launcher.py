@@ -152,6 +152,7 @@ class JITFunction:
                 raise e.with_traceback(student_traceback(e.__traceback__))
 
     def _run(self, args, kwargs, grid):
+        runtime.take_pending()                   # a rule noted for a launch that then never began is not this one's
         values = self.bind(args, kwargs)
         grid, rank = _normalize_grid(grid, values, self.__name__)
         buffers, kargs = [], []

@@ -164,6 +164,22 @@ def test_in_record_mode_an_int_grid_runs_as_one_program_per_index_and_is_named(t
         kernel[1](x, out, 64, BLOCK=64)
 
 
+def test_in_record_mode_a_rule_noted_for_a_launch_that_never_began_is_not_the_next_ones(tmp_path):
+    import mini_triton
+    kernel = _kernel("int_grid", "tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + tl.arange(0, BLOCK)))",
+                     tmp_path, "mini_triton")
+    x, out = torch.randn(64), torch.zeros(64)
+    old = mini_triton.set_rule_mode("record")
+    try:
+        with pytest.raises(TypeError, match="unsupported type"):
+            kernel[1](x, out, "64", BLOCK=64)             # the int grid noted, then an argument refused
+        with mini_triton.record() as rec:
+            kernel[(1,)](x, out, 64, BLOCK=64)
+    finally:
+        mini_triton.set_rule_mode(old)
+    assert rec.launches[0].rule is None
+
+
 @needs_cuda
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_triton_refuses_what_the_simulator_refuses_and_runs_what_it_runs(name, tmp_path):

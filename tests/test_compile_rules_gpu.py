@@ -1,6 +1,7 @@
 """The compile rules the simulator enforces are Triton's: one table of kernels, each refused or run by the
 simulator (on the CPU, always) and by real Triton on a GPU (skipped without CUDA; run on the course GPU machine,
 docs/perf.md records the run)."""
+import contextlib
 import re
 import textwrap
 
@@ -129,6 +130,20 @@ RUN_ON = {"loop_carried_scalar_made_a_block", "branches_give_an_int_and_a_float"
           "store_of_a_value_with_an_extra_dim_of_1"}
 
 
+COPY = "tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + tl.arange(0, BLOCK)))"
+
+
+@contextlib.contextmanager
+def rules_recorded():
+    """mini_triton's rule mode "record", as the grader runs kernels, for the block; the mode before it after."""
+    import mini_triton
+    old = mini_triton.set_rule_mode("record")
+    try:
+        yield
+    finally:
+        mini_triton.set_rule_mode(old)
+
+
 @pytest.mark.parametrize("name", sorted(RUN_ON))
 def test_in_record_mode_a_refused_kernel_runs_as_written_and_its_launch_names_the_rule(name, tmp_path):
     import mini_triton
@@ -136,12 +151,8 @@ def test_in_record_mode_a_refused_kernel_runs_as_written_and_its_launch_names_th
     assert not runs
     kernel = _kernel(name, body, tmp_path, "mini_triton")
     x, out = torch.randn(64), torch.zeros(64)
-    old = mini_triton.set_rule_mode("record")
-    try:
-        with mini_triton.record() as rec:
-            kernel[(1,)](x, out, 64, BLOCK=32)
-    finally:
-        mini_triton.set_rule_mode(old)
+    with rules_recorded(), mini_triton.record() as rec:
+        kernel[(1,)](x, out, 64, BLOCK=32)
     assert [L.rule is not None for L in rec.launches] == [True], rec.launches
     assert re.match(r"kernel line \d+: ", rec.launches[0].rule), rec.launches[0].rule
     with pytest.raises(mini_triton.CompilationError):           # and the default mode refuses it again
@@ -150,15 +161,10 @@ def test_in_record_mode_a_refused_kernel_runs_as_written_and_its_launch_names_th
 
 def test_in_record_mode_an_int_grid_runs_as_one_program_per_index_and_is_named(tmp_path):
     import mini_triton
-    kernel = _kernel("int_grid", "tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + tl.arange(0, BLOCK)))",
-                     tmp_path, "mini_triton")
+    kernel = _kernel("int_grid", COPY, tmp_path, "mini_triton")
     x, out = torch.randn(64), torch.zeros(64)
-    old = mini_triton.set_rule_mode("record")
-    try:
-        with mini_triton.record() as rec:
-            kernel[1](x, out, 64, BLOCK=64)
-    finally:
-        mini_triton.set_rule_mode(old)
+    with rules_recorded(), mini_triton.record() as rec:
+        kernel[1](x, out, 64, BLOCK=64)
     assert torch.equal(out, x) and "the grid must be a tuple" in rec.launches[0].rule
     with pytest.raises(TypeError, match="the grid must be a tuple"):
         kernel[1](x, out, 64, BLOCK=64)
@@ -166,17 +172,13 @@ def test_in_record_mode_an_int_grid_runs_as_one_program_per_index_and_is_named(t
 
 def test_in_record_mode_a_rule_noted_for_a_launch_that_never_began_is_not_the_next_ones(tmp_path):
     import mini_triton
-    kernel = _kernel("int_grid", "tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + tl.arange(0, BLOCK)))",
-                     tmp_path, "mini_triton")
+    kernel = _kernel("int_grid", COPY, tmp_path, "mini_triton")
     x, out = torch.randn(64), torch.zeros(64)
-    old = mini_triton.set_rule_mode("record")
-    try:
+    with rules_recorded():
         with pytest.raises(TypeError, match="unsupported type"):
             kernel[1](x, out, "64", BLOCK=64)             # the int grid noted, then an argument refused
         with mini_triton.record() as rec:
             kernel[(1,)](x, out, 64, BLOCK=64)
-    finally:
-        mini_triton.set_rule_mode(old)
     assert rec.launches[0].rule is None
 
 
@@ -197,8 +199,7 @@ def test_triton_refuses_what_the_simulator_refuses_and_runs_what_it_runs(name, t
 
 @needs_cuda
 def test_an_int_grid_fails_on_a_gpu(tmp_path):
-    kernel = _kernel("int_grid", "tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + tl.arange(0, BLOCK)))",
-                     tmp_path)
+    kernel = _kernel("int_grid", COPY, tmp_path)
     x, out = torch.randn(64, device="cuda"), torch.zeros(64, device="cuda")
     with pytest.raises(TypeError):
         kernel[2](x, out, 64, BLOCK=32)

@@ -353,7 +353,7 @@ def _cols_adjacent(phase, role, seen, size, col_stride) -> tuple:
     return (f"{role}_cols_adjacent", f"your {which}'s kernels load only {seen} of the {size} elements of {role}: "
                                      f"{role}'s columns are {col_stride} elements apart ({role}.stride(-1) = "
                                      f"{col_stride}), and your kernels step by 1 from column to column. "
-            + CAUSES[f"{role}_cols_adjacent"].fix[0].upper() + CAUSES[f"{role}_cols_adjacent"].fix[1:],
+            + _sentence(CAUSES[f"{role}_cols_adjacent"].fix),
             {role: ("cols",)})
 
 

@@ -1,7 +1,7 @@
 """Grade one submission: ``python -m autograder.grade SUBMISSION [RESULTS]`` (``make grade``).
 
 Writes a fallback results.json first (so a crash still leaves a valid file),
-runs the hidden tests in a pytest process that never imports the submission while
+runs the hidden tests in a pytest process that never imports the submission (warm.py) while
 checking that the grader itself can work (preflight.py; a failed check makes the
 tests' results no grade), then prints a table per rubric item. A grading that the
 grader could not carry out raises GraderError: the results.json then says
@@ -11,12 +11,11 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from . import config, isolation, runtime
+from . import config, isolation, runtime, warm
 from .config import RESULTS_VAR, RUNTIME_VAR, SUBMISSION_VAR
 from .errors import STUDENT_MESSAGE, GraderError
 from .job.shared import text
@@ -77,18 +76,17 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
                                                       RESULTS_VAR: str(Path(results).resolve())})
     log = Path(results).with_suffix(".log")           # pytest's own output: for the staff, never for students
     try:
-        with _runtime(env) as env, open_private(log, "wb") as out:
+        with _runtime(env) as env:
+            open_private(log, "wb").close()
             # no per-test timeout (the project's own tests have one): each job has its limits, and the GPU jobs'
             # compile allowance alone may exceed any fixed one; the whole run has config.grading_s()
-            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "autograder.plugin", "-p",
-                            "no:cacheprovider", "-p", "no:timeout", str(HERE / "hidden"),
-                            *(["-k", select] if select else [])],
-                           env=env, cwd=HERE.parent, stdout=out, stderr=subprocess.STDOUT, check=False,
-                           timeout=config.grading_s())
-    except subprocess.TimeoutExpired:
-        write_results(results, FALLBACK)
-        raise GraderError(f"the hidden tests ran past {config.grading_s():.0f} s, longer than every job's limits "
-                          f"together: the grader is stuck (see {log})") from None
+            code = warm.pytest(["-q", "-p", "autograder.plugin", "-p", "no:cacheprovider", "-p", "no:timeout",
+                                str(HERE / "hidden"), *(["-k", select] if select else [])],
+                               env=env, cwd=HERE.parent, out=log, timeout=config.grading_s())
+        if code is None:
+            write_results(results, FALLBACK)
+            raise GraderError(f"the hidden tests ran past {config.grading_s():.0f} s, longer than every job's "
+                              f"limits together: the grader is stuck (see {log})")
     finally:
         try:
             check_preflight(checking)
@@ -166,23 +164,27 @@ def preflight() -> None:
 
 def start_preflight():
     """Start the preflight (preflight.py) in a child process, unless this process has passed it already:
-    what check_preflight judges. The probe imports torch; in a child process, the grader's own process
-    stays small while the submission's jobs run, and the grading does not wait for it to start."""
+    what check_preflight judges. The probe imports torch; forked from the warm server (warm.py) that the
+    hidden tests are forked from, it shares their one import of torch, the grader's own process stays small
+    while the submission's jobs run, and the grading does not wait for it to start."""
     key = (sys.executable, os.environ.get(RUNTIME_VAR), os.geteuid(), config.ACCOUNT_PREFIX)
     if key in _PREFLIGHT_PASSED:
         return None
-    return key, subprocess.Popen([sys.executable, "-m", "autograder.preflight"], cwd=config.ROOT,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = tempfile.NamedTemporaryFile("r", prefix="rmsnorm-preflight-", suffix=".out", encoding="utf-8",
+                                      errors="replace")
+    return key, warm.start("autograder.preflight", [], env=dict(os.environ), cwd=config.ROOT, out=out.name), out
 
 
 def check_preflight(started) -> None:
     """Wait for a preflight that start_preflight started; raise GraderError (cause and fix) if it failed."""
     if started is None:
         return
-    key, p = started
-    _, err = p.communicate()
-    if p.returncode:
-        text = err.strip().removeprefix("preflight failed: ") or f"exit code {p.returncode}"
+    key, run, out = started
+    with out:
+        code = run.wait()
+        said = out.read()
+    if code:
+        text = said.strip().rpartition("preflight failed: ")[2] or f"exit code {code}"
         cause, _, fix = text.partition("\nFix: ")
         raise GraderError(cause, fix)
     _PREFLIGHT_PASSED.add(key)

@@ -160,12 +160,17 @@ def test_the_jobs_tasks_run_as_on_a_gpu_where_nothing_is_recorded(monkeypatch):
 def test_a_failed_preflight_makes_the_grading_an_autograder_error_not_a_grade(tmp_path, monkeypatch):
     """The preflight runs while the hidden tests start: when it fails, whatever the tests wrote is replaced by
     the fallback (an autograder error), and the cause and fix of the preflight are raised."""
-    import subprocess
-    import sys
-    say = "import sys; sys.stderr.write('preflight failed: the probe said no\\nFix: make it say yes'); sys.exit(1)"
-    monkeypatch.setattr(grade, "start_preflight",
-                        lambda: ("key", subprocess.Popen([sys.executable, "-c", say], stdout=subprocess.PIPE,
-                                                         stderr=subprocess.PIPE, text=True)))
+    import os
+    import tempfile
+    from autograder import warm
+    (tmp_path / "says_no.py").write_text(
+        "import sys\nprint('a warning on the way')\n"
+        "sys.stderr.write('preflight failed: the probe said no\\nFix: make it say yes')\nsys.exit(1)\n")
+
+    def start():
+        out = tempfile.NamedTemporaryFile("r", dir=tmp_path, suffix=".out")
+        return "key", warm.start("says_no", [], env=dict(os.environ), cwd=tmp_path, out=out.name), out
+    monkeypatch.setattr(grade, "start_preflight", start)
     results = tmp_path / "results.json"
     with pytest.raises(grade.GraderError, match="the probe said no") as e:         # part 0 alone: the scan
         grade.grade(ROOT / "starter" / "rmsnorm.py", results, select="static_checks")

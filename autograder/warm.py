@@ -1,0 +1,108 @@
+"""Pytest in a warm interpreter: torch imported once per grader process, each run a fresh fork.
+
+A run of ``python -m pytest`` spends about 2 s of CPU importing torch before its first test: more than the
+simulator spends grading a whole submission. So a grader process keeps one server process that has imported
+torch and pytest (multiprocessing's fork server, started on first use), and runs each pytest in a child forked
+from it: a process of its own, with the environment, working folder, output and exit code that
+``python -m pytest ARGS`` would have. A process that grades many submissions (``make grade-all``, the project's
+tests) pays for the import once; a single grading pays what it paid before.
+
+Nothing of a grading lives in the server: it has imported the modules of ``PRELOAD`` and nothing else, each
+child reads its grading's files and environment itself, and it ends with its run.
+
+    start(module, args, env=..., cwd=..., out=path) -> Run: ``python -m MODULE ARGS``; Run.wait(timeout) -> exit code
+    pytest(args, env=..., cwd=..., out=path, timeout=seconds) -> exit code, or None when it ran past ``timeout``
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import runpy
+import subprocess
+import sys
+import traceback
+
+# torch, what autograd imports on its first backward(gradient) (torch.fx's symbolic shapes and sympy: about
+# 0.5 s, which the public tests' runs pay), and pytest
+PRELOAD = ["torch", "torch.fx.experimental.symbolic_shapes", "pytest"]
+_CONTEXT = None
+
+
+def available() -> bool:
+    """Whether this platform has a fork server (not Windows): without one, each run is a fresh interpreter."""
+    return "forkserver" in multiprocessing.get_all_start_methods()
+
+
+def _context():
+    global _CONTEXT
+    if _CONTEXT is None:
+        _CONTEXT = multiprocessing.get_context("forkserver")
+        _CONTEXT.set_forkserver_preload(PRELOAD)
+    return _CONTEXT
+
+
+def _child(module, args, env, cwd, out):
+    """In the forked child: what ``python -m MODULE ARGS`` does in ``cwd`` with ``env``, its output appended to
+    ``out``."""
+    fd = os.open(out, os.O_WRONLY | os.O_APPEND)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    sys.path.insert(0, cwd)                          # what `python -m` puts first
+    sys.argv = [module, *args]
+    code = 0
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+        code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    except BaseException:                            # noqa: BLE001 -- as the interpreter would: a traceback, 1
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+class Run:
+    """A started ``python -m MODULE``: ``wait(timeout)`` gives its exit code, or None (killed) past ``timeout``."""
+
+    def __init__(self, process):
+        self.process = process
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if isinstance(self.process, subprocess.Popen):
+            try:
+                return self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+                return None
+        self.process.join(timeout)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+            return None
+        return self.process.exitcode
+
+
+def start(module: str, args, *, env: dict, cwd, out) -> Run:
+    """Start ``python -m MODULE ARGS`` with ``env`` in ``cwd``, its output appended to the file ``out`` (which must
+    exist): forked from the warm server where there is one, else a fresh interpreter."""
+    if not available():
+        with open(out, "ab") as f:
+            return Run(subprocess.Popen([sys.executable, "-m", module, *map(str, args)], env=env, cwd=cwd,
+                                        stdout=f, stderr=subprocess.STDOUT))
+    p = _context().Process(target=_child, args=(module, [str(a) for a in args], dict(env), str(cwd), str(out)))
+    p.start()
+    return Run(p)
+
+
+def pytest(args, *, env: dict, cwd, out, timeout: float | None) -> int | None:
+    """The exit code of ``python -m pytest ARGS`` (``start``), or None if it ran past ``timeout`` seconds and was
+    killed."""
+    return start("pytest", args, env=env, cwd=cwd, out=out).wait(timeout)

@@ -1,0 +1,65 @@
+"""The warm interpreter (autograder/warm.py): each pytest run forked from one server that imported torch once is
+what ``python -m pytest`` would be: its own environment, folder, modules, output and exit code."""
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from autograder import warm
+
+pytestmark = pytest.mark.skipif(not warm.available(), reason="no fork server on this platform")
+
+TEST = textwrap.dedent("""
+    import os, sys
+
+    def test_sees_its_own_run():
+        print("run", os.environ["WARM_RUN"], "in", os.getcwd())
+        assert os.environ.get("WARM_OTHER") is None
+        assert "torch" in sys.modules                       # imported by the server, before the fork
+        assert "warm_probe" not in sys.modules              # what an earlier run imported is gone
+        import warm_probe  # noqa: F401
+        assert os.environ["WARM_RUN"] != "fail"
+""")
+
+
+def run(tmp_path, name, **env):
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "test_probe.py").write_text(TEST)
+    (folder / "warm_probe.py").write_text("")
+    out = tmp_path / f"{name}.out"
+    out.write_text("")
+    code = warm.pytest(["-q", "-s", "-p", "no:cacheprovider", "test_probe.py"], env={"PATH": "/usr/bin:/bin", **env},
+                       cwd=folder, out=out, timeout=120)
+    return code, out.read_text(), folder
+
+
+def test_each_run_has_its_own_environment_folder_modules_and_output(tmp_path):
+    for name in ("first", "second"):
+        code, out, folder = run(tmp_path, name, WARM_RUN=name)
+        assert code == 0, out
+        assert f"run {name} in {folder}" in out and "1 passed" in out
+
+
+def test_a_failing_run_gives_pytests_exit_code(tmp_path):
+    code, out, _ = run(tmp_path, "fails", WARM_RUN="fail")
+    assert code == 1 and "1 failed" in out, out
+
+
+def test_a_run_past_its_time_limit_is_killed(tmp_path):
+    (tmp_path / "test_sleeps.py").write_text("import time\n\ndef test_sleeps():\n    time.sleep(60)\n")
+    out = tmp_path / "out"
+    out.write_text("")
+    start = time.monotonic()
+    code = warm.pytest(["-q", "-p", "no:cacheprovider", "test_sleeps.py"], env={"PATH": "/usr/bin:/bin"},
+                       cwd=tmp_path, out=out, timeout=3)
+    assert code is None and time.monotonic() - start < 30
+
+
+def test_the_grader_process_itself_never_imports_torch():
+    """torch lives in the server and its children: the grader's own process stays small while jobs run."""
+    probe = "import autograder.grade, sys; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stdout

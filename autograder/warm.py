@@ -16,6 +16,7 @@ child reads its grading's files and environment itself, and it ends with its run
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import runpy
 import subprocess
@@ -100,6 +101,17 @@ def start(module: str, args, *, env: dict, cwd, out) -> Run:
     p = _context().Process(target=_child, args=(module, [str(a) for a in args], dict(env), str(cwd), str(out)))
     p.start()
     return Run(p)
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user and system) of the runs that have ended, with the children each of them waited for (a
+    grading's jobs): what the server's /proc entry counts of the children it reaped; 0.0 before any run."""
+    server = getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None)
+    if _CONTEXT is None or server is None:
+        return 0.0
+    with open(f"/proc/{server}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")     # cutime, cstime
 
 
 def pytest(args, *, env: dict, cwd, out, timeout: float | None) -> int | None:

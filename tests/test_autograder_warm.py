@@ -63,3 +63,22 @@ def test_the_grader_process_itself_never_imports_torch():
     probe = "import autograder.grade, sys; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stdout
+
+
+def test_the_cpu_time_of_ended_runs_is_counted_with_their_children(tmp_path):
+    """What resource.RUSAGE_CHILDREN counts of a fresh interpreter: a run's CPU time, a child it waited for
+    included (a grading's jobs), once it has ended."""
+    (tmp_path / "test_spins.py").write_text(textwrap.dedent("""
+        import subprocess, sys
+
+        def test_spins():
+            subprocess.run([sys.executable, "-c", "import time\\nt = time.process_time()\\n"
+                                                  "while time.process_time() - t < 1.5: pass"], check=True)
+    """))
+    out = tmp_path / "out"
+    out.write_text("")
+    before = warm.cpu_seconds()
+    code = warm.pytest(["-q", "-p", "no:cacheprovider", "test_spins.py"], env={"PATH": "/usr/bin:/bin"},
+                       cwd=tmp_path, out=out, timeout=120)
+    assert code == 0, out.read_text()
+    assert 1.5 <= warm.cpu_seconds() - before < 20

@@ -75,6 +75,9 @@ class Kind(enum.Enum):
         return self is not Kind.LOAD
 
 
+FEW = 512                   # programs' ranges up to which an analysis merges them in Python (program_ranges)
+
+
 class Access:
     """One load, store or atomic executed by the programs of a chunk.
 
@@ -166,6 +169,17 @@ class Access:
         locks = self.locks if self.locks is not None else torch.full((P,), -1, dtype=torch.int64)
         held = locks.view(P, *([1] * len(self.shape))).expand(P, *self.shape)
         return held.reshape(-1) if self.mask_h is None else held[self.mask_h.expand(P, *self.shape)]
+
+    def programs(self) -> int:
+        """How many programs the record holds."""
+        return int(self.pids.numel())
+
+    def program_ranges(self) -> list:
+        """[(lo, hi, program id)] of each program with active lanes, as Python numbers: where there are few
+        (``FEW``), the analyses that merge ranges do it in Python, faster than torch's fixed cost per op."""
+        cnt, lo, hi = self.count.reshape(-1).tolist(), self.lo.reshape(-1).tolist(), self.hi.reshape(-1).tolist()
+        at = lambda xs, i: xs[0] if len(xs) == 1 else xs[i]      # noqa: E731 -- one entry shared by all
+        return [(at(lo, i), at(hi, i), pid) for i, pid in enumerate(self.pids.tolist()) if at(cnt, i) > 0]
 
     def total(self) -> int:
         """Active lanes summed over the chunk's programs."""

@@ -28,7 +28,7 @@ import torch
 
 from . import observers
 from .errors import DataRaceError, DataRaceWarning, raised_at
-from .memory import Kind
+from .memory import FEW, Kind
 
 _MODE = os.environ.get("MINI_TRITON_RACES", "error")
 
@@ -66,6 +66,10 @@ def _intervals(recs):
 
 
 def _may_race(recs) -> bool:
+    """Do two programs' byte ranges overlap where one of them stores? (A cheap sieve: _exact then checks the
+    elements.)"""
+    if sum(r.programs() for r in recs) <= FEW:
+        return _may_race_few(recs)
     lo, hi, pid, st = _intervals(recs)
     if lo.numel() < 2:
         return False
@@ -80,6 +84,23 @@ def _may_race(recs) -> bool:
     pmax = torch.full((n,), -1, dtype=torch.int64).scatter_reduce(0, cid, pid, "amax")
     has_store = torch.zeros(n, dtype=torch.bool).scatter_reduce(0, cid, st, "amax")
     return bool(((pmin != pmax) & has_store).any())
+
+
+def _may_race_few(recs) -> bool:
+    """_may_race over few programs' ranges, in Python: clusters of overlapping byte ranges, in order."""
+    spans = []
+    for r in recs:
+        off, size, store = r.buf.storage_offset, r.buf.tensor_element_size, r.kind is Kind.STORE
+        spans += [((lo + off) * size, (hi + off + 1) * size - 1, pid, store) for lo, hi, pid in r.program_ranges()]
+    reach, first, other, stores = None, None, False, False
+    for lo, hi, pid, store in sorted(spans, key=lambda s: s[0]):
+        if reach is None or lo > reach:                  # a new cluster: did the last one race?
+            if other and stores:
+                return True
+            reach, first, other, stores = hi, pid, False, store
+        else:
+            reach, other, stores = max(reach, hi), other or pid != first, stores or store
+    return other and stores
 
 
 def check(launch, records):

@@ -28,7 +28,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import observers, runtime, viz
-from .memory import Kind
+from .memory import FEW, Kind
 
 _KEYS = ("loaded", "stored", "loaded_bytes", "stored_bytes", "atomics", "launches", "programs")
 _GLOBAL = dict.fromkeys(_KEYS, 0)
@@ -67,6 +67,10 @@ class ArgStats:
     def distinct(self, kind: str = "any") -> int:
         """Distinct elements touched: kind is 'load', 'store' or 'any'."""
         if kind not in self._distinct:
+            if kind == "any" and all(r.kind.reads() for r in self.records):
+                return self.distinct("load")            # the same records: counted once
+            if kind == "any" and all(r.kind.writes() for r in self.records):
+                return self.distinct("store")
             recs = [r for r in self.records if kind == "any" or (r.kind.reads() if kind == "load"
                                                                   else r.kind.writes())]
             self._distinct[kind] = count_distinct(recs)
@@ -265,30 +269,49 @@ observers.register(commit_launch, order=20)
 
 def count_distinct(recs) -> int:
     """Distinct elements addressed by the records (exact)."""
-    recs = [r for r in recs if int(r.count.sum()) > 0]
-    if not recs:
-        return 0
+    if not all(r.dense for r in recs):
+        recs = [r for r in recs if int(r.count.sum()) > 0]     # a record with no active lane reads nothing
     if all(r.dense for r in recs):
-        lo, hi = [], []
-        for r in recs:
-            P = r.pids.numel()
-            cnt = r.count.expand(P) if r.count.numel() == 1 else r.count
-            keep = cnt > 0
-            lo.append((r.lo.expand(P) if r.lo.numel() == 1 else r.lo)[keep])
-            hi.append((r.hi.expand(P) if r.hi.numel() == 1 else r.hi)[keep])
-        lo, hi = torch.cat(lo), torch.cat(hi)
-        order = torch.argsort(lo)
-        lo, hi = lo[order], hi[order]
-        # merge overlapping ranges: a range adds what it covers beyond the reach so far
-        reach = torch.cummax(hi, 0).values
-        prev = torch.cat([lo[:1] - 1, reach[:-1]])
-        start = torch.maximum(lo, prev + 1)
-        return int(torch.clamp(hi - start + 1, min=0).sum())
+        if sum(r.programs() for r in recs) <= FEW:
+            return _merged_length([(lo, hi) for r in recs for lo, hi, _ in r.program_ranges()])
+        return _merged_length_torch(recs)
     span = recs[0].buf.span
     seen = torch.zeros(span, dtype=torch.bool)
     for r in recs:
         seen[r.active_offsets()[0]] = True
     return int(seen.sum())
+
+
+def _merged_length(ranges: list) -> int:
+    """Elements covered by the union of inclusive (lo, hi) ranges."""
+    total, reach = 0, None
+    for lo, hi in sorted(ranges):
+        start = lo if reach is None else max(lo, reach + 1)
+        if hi >= start:
+            total += hi - start + 1
+        reach = hi if reach is None else max(reach, hi)
+    return total
+
+
+def _merged_length_torch(recs) -> int:
+    """_merged_length of many programs' ranges, in torch."""
+    lo, hi = [], []
+    for r in recs:
+        P = r.pids.numel()
+        cnt = r.count.expand(P) if r.count.numel() == 1 else r.count
+        keep = cnt > 0
+        lo.append((r.lo.expand(P) if r.lo.numel() == 1 else r.lo)[keep])
+        hi.append((r.hi.expand(P) if r.hi.numel() == 1 else r.hi)[keep])
+    if not recs:
+        return 0
+    lo, hi = torch.cat(lo), torch.cat(hi)
+    order = torch.argsort(lo)
+    lo, hi = lo[order], hi[order]
+    # merge overlapping ranges: a range adds what it covers beyond the reach so far
+    reach = torch.cummax(hi, 0).values
+    prev = torch.cat([lo[:1] - 1, reach[:-1]])
+    start = torch.maximum(lo, prev + 1)
+    return int(torch.clamp(hi - start + 1, min=0).sum())
 
 
 def _storage(t) -> int:

@@ -207,6 +207,22 @@ def test_views_of_another_dtype_that_touch_other_bytes_do_not_race():
     store_then_read_another_programs_row[(2,)](buf, halves, BLOCK=16)
 
 
+@pytest.mark.parametrize("sieve", ["python", "torch"])
+def test_the_race_sieve_finds_the_same_races_over_few_programs_in_python_and_over_many_in_torch(sieve, monkeypatch):
+    """Few programs' byte ranges are clustered in Python, many in torch (races.FEW): the same races either way."""
+    from mini_triton import races
+    if sieve == "torch":
+        monkeypatch.setattr(races, "FEW", 0)
+    with pytest.raises(triton.DataRaceError, match=r"programs 0 and 1"):
+        racy_column_sum[(4,)](torch.randn(4, 10), torch.zeros(10), 10, BLOCK=16)
+    buf = torch.zeros(2, 16)
+    with pytest.raises(triton.DataRaceError, match=r"program 1 reads half_ptr\[0, 0\]"):
+        store_then_read_another_programs_row[(2,)](buf, buf.view(torch.float16), BLOCK=16)
+    store_then_read_another_programs_row[(2,)](buf, buf.view(torch.float16)[1], BLOCK=16)
+    K.row_rmsnorm_fwd[(600,)](torch.randn(600, 8), torch.randn(8), torch.empty(600, 8), torch.empty(600), 8, 8,
+                              1e-5, BLOCK=8)                     # adjacent rows, 600 programs: no race
+
+
 def test_atomics_are_exempt_from_race_checks():
     x, out = torch.randint(0, 9, (1000,), dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
     K.atomic_sum_kernel[(8,)](x, out, 1000, BLOCK=128)

@@ -78,6 +78,31 @@ def test_distinct_counts_gathered_and_overlapping_accesses_exactly():
     assert a.distinct_loaded == len({3, 5, 7} | set(range(8)))
 
 
+@pytest.mark.parametrize("M,N,stride", [(37, 100, 100), (600, 64, 64), (40, 64, 128), (3, 513, 1000)])
+def test_distinct_counts_merge_program_ranges_the_same_in_python_and_in_torch(M, N, stride, monkeypatch):
+    """Few programs' ranges are merged in Python (torch's fixed cost per op is larger), many in torch: the counts
+    agree, for rows adjacent and apart, and for ranges every program shares (g)."""
+    from mini_triton import stats
+    x, y = (torch.randn(M * stride).as_strided((M, N), (stride, 1)) for _ in range(2))
+    counts = {}
+    for small in (stats.FEW, 0):
+        monkeypatch.setattr(stats, "FEW", small)
+        with triton.record() as rec:
+            K.row_rmsnorm_fwd[(M,)](x, torch.randn(N), y, torch.empty(M), N, stride, 1e-5,
+                                    BLOCK=triton.next_power_of_2(N))
+        counts[small] = {k: (a.distinct("load"), a.distinct("store"), a.distinct())
+                         for k, a in rec.launches[0].args.items()}
+    assert counts[stats.FEW] == counts[0]
+    assert counts[0]["x_ptr"] == (M * N, 0, M * N) and counts[0]["y_ptr"] == (0, M * N, M * N)
+    assert counts[0]["g_ptr"] == (N, 0, N) and counts[0]["r_ptr"] == (0, M, M)
+
+
+def test_merged_ranges_count_each_element_once():
+    from mini_triton.stats import _merged_length
+    assert _merged_length([(8, 9), (0, 4), (2, 6), (10, 10), (3, 3)]) == 7 + 3
+    assert _merged_length([]) == 0 and _merged_length([(5, 5), (5, 5)]) == 1
+
+
 @pytest.mark.filterwarnings("ignore::mini_triton.OrderDependenceWarning")
 def test_atomics_count_as_load_and_store():
     x, out = torch.ones(256), torch.zeros(1)

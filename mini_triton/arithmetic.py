@@ -153,13 +153,13 @@ def _affine_arith(a, b, op, ty, shape):
     fa, fb = broadcast_affine(fa, a.shape, shape), broadcast_affine(fb, b.shape, shape)
     if op in ("add", "sub"):
         sign = 1 if op == "add" else -1
-        base = fa.base + sign * fb.base
+        base = fa.base + fb.base if op == "add" else fa.base - fb.base
         strides = tuple(x + sign * y for x, y in zip(fa.strides, fb.strides))
         return make_int(ty, shape, Affine(base, strides))
     # mul: affine times a scalar shared by all programs stays affine
     for f, g in ((fa, fb), (fb, fa)):
         if not any(g.strides) and g.base.numel() == 1:
-            c = int(g.base[0])
+            c = int(g.base)
             return make_int(ty, shape, Affine(f.base * c, tuple(s * c for s in f.strides)))
     if not any(fa.strides) and not any(fb.strides):
         return make_int(ty, shape, Affine(fa.base * fb.base, fa.strides))

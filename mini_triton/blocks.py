@@ -193,8 +193,9 @@ def check_int_range(blk: tensor):
     lo_ok, hi_ok = D.int_range(blk.dtype)
     if blk.aff is not None and blk._h is None:
         llo, lhi = blk.aff.lane_range(blk.shape)
-        lo = int(blk.aff.base.min()) + llo
-        hi = int(blk.aff.base.max()) + lhi
+        base = blk.aff.base
+        lo, hi = (int(base), int(base)) if base.numel() == 1 else (int(base.min()), int(base.max()))
+        lo, hi = lo + llo, hi + lhi
     else:
         h = blk.handle
         if h.numel() == 0:

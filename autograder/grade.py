@@ -80,8 +80,9 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
             open_private(log, "wb").close()
             # no per-test timeout (the project's own tests have one): each job has its limits, and the GPU jobs'
             # compile allowance alone may exceed any fixed one; the whole run has config.grading_s()
-            code = warm.pytest(["-q", "-p", "autograder.plugin", "-p", "no:cacheprovider", "-p", "no:timeout",
-                                str(HERE / "hidden"), *(["-k", select] if select else [])],
+            # (nor pytest's hunt for unraisable exceptions, two full garbage collections of torch's heap at exit)
+            code = warm.pytest(["-q", "-p", "autograder.plugin", "-p", "no:cacheprovider", "-p", "no:timeout", "-p",
+                                "no:unraisableexception", str(HERE / "hidden"), *(["-k", select] if select else [])],
                                env=env, cwd=HERE.parent, out=log, timeout=config.grading_s())
         if code is None:
             write_results(results, FALLBACK)

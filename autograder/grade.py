@@ -66,6 +66,11 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
     """
     submission = resolve(submission)
     write_results(results, FALLBACK)
+    try:
+        config.group_cpu_s(env)
+    except ValueError as e:
+        raise GraderError(str(e), f"unset {config.GROUP_CPU_VAR} (each group then gets "
+                                  f"{config.SIM_LIMITS.group_cpu_s:.0f} s), or give it a number of seconds") from None
     checking = start_preflight()                     # it runs while the hidden tests start up
     said = isolation.note()
     if said:

@@ -14,7 +14,6 @@ import time
 import pytest
 
 from autograder import grade, isolation, scan, warm
-from autograder.config import SIM_LIMITS
 from conftest import ROOT
 
 pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
@@ -81,7 +80,8 @@ LOOP_FOREVER_FORWARD = '''def rmsnorm_forward(x, g, eps=1e-5):
 
 
 def _unused_forward(x, g, eps=1e-5):'''
-TIMED_OUT = "timed out after 30 s of CPU time while running "
+SHORT_BUDGET = 8       # seconds of CPU a group of an endless loop gets here (RMSNORM_GROUP_CPU_S; 30 by default)
+TIMED_OUT = f"timed out after {SHORT_BUDGET} s of CPU time while running "
 HOST_DX = '''    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)'''
 HOST_DX_NEW = '''    xf, dyf = x2.float(), dy2.float() * g.float()
     dot = (dyf * xf).sum(-1, keepdim=True)
@@ -272,7 +272,8 @@ def graded(tmp_path_factory):
         sub.parent.mkdir()
         sub.write_text(source)
         off = name in EVADES_SCAN or name in RESULT_ATTACKS
-        res = grade.grade(sub, results, env=dict(env, RMSNORM_SCAN="off") if off else env)
+        budget = {"RMSNORM_GROUP_CPU_S": str(SHORT_BUDGET)} if name.startswith("loop_forever") else {}
+        res = grade.grade(sub, results, env=dict(env, **budget, **({"RMSNORM_SCAN": "off"} if off else {})))
         return name, res
 
     slow_first = sorted(jobs.items(), key=lambda kv: not kv[0].startswith("loop_forever"))
@@ -307,18 +308,19 @@ ENDLESS_FORWARD = mutate(("def rmsnorm_forward(x, g, eps=1e-5):", LOOP_FOREVER_F
 
 def test_an_endless_loop_in_the_forward_costs_one_groups_budget_not_one_per_part(tmp_path):
     """A forward that never returns hangs the two groups of tasks that call it (the kernel-level one and the
-    one through TritonRMSNorm), 30 s of CPU time each, and every part is charged with what hung. The time is
-    counted in CPU seconds of the grading's processes, which a busy machine does not stretch: one budget per
-    part would be 15 of them."""
+    one through TritonRMSNorm), a budget of CPU time each (SHORT_BUDGET here, 30 s by default), and
+    every part is charged with what hung. The time is counted in CPU seconds of the grading's processes, which a
+    busy machine does not stretch: one budget per part would be 15 of them."""
     sub = tmp_path / "rmsnorm.py"
     sub.write_text(ENDLESS_FORWARD)
+
     def used():                         # this process's children, and those of the warm server (its pytest runs)
         u = resource.getrusage(resource.RUSAGE_CHILDREN)
         return u.ru_utime + u.ru_stime + warm.cpu_seconds()
     before = used()
-    res = grade.grade(sub, tmp_path / "results.json")
+    res = grade.grade(sub, tmp_path / "results.json", env=dict(os.environ, RMSNORM_GROUP_CPU_S=str(SHORT_BUDGET)))
     cpu = used() - before
-    assert 2 * SIM_LIMITS.group_cpu_s <= cpu <= 3 * SIM_LIMITS.group_cpu_s + 30, cpu
+    assert 2 * SHORT_BUDGET <= cpu <= 3 * SHORT_BUDGET + 15, cpu
     by_part = {t["number"]: t["output"] for t in res["tests"] if t["status"] == "failed"}
     assert sorted(by_part) == sorted(ALL_CPU + ["9"]), sorted(by_part)
     for part, output in by_part.items():
@@ -326,6 +328,16 @@ def test_an_endless_loop_in_the_forward_costs_one_groups_budget_not_one_per_part
         shape = ("rmsnorm (the forward through TritonRMSNorm) on x of shape (256, 128)" if through_module
                  else "rmsnorm_forward on x of shape (37, 100) fp32")
         assert TIMED_OUT + shape in output, (part, output)
+
+
+def test_a_group_budget_that_is_not_a_number_of_seconds_is_an_autograder_error(tmp_path):
+    from autograder import config
+    assert config.group_cpu_s({}) == config.SIM_LIMITS.group_cpu_s == 30
+    assert config.group_cpu_s({"RMSNORM_GROUP_CPU_S": "60"}) == 60
+    with pytest.raises(grade.GraderError, match="RMSNORM_GROUP_CPU_S='-5' is not a number of seconds") as e:
+        grade.grade(CORPUS / "simple.py", tmp_path / "results.json", env=dict(os.environ, RMSNORM_GROUP_CPU_S="-5"))
+    assert "unset RMSNORM_GROUP_CPU_S" in e.value.fix
+    assert json.loads((tmp_path / "results.json").read_text())["extra_data"] == {"autograder_error": True}
 
 
 @pytest.mark.parametrize("name", sorted(EVADES_SCAN))

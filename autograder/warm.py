@@ -52,6 +52,7 @@ def _child(module, args, env, cwd, out):
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
+    _forget_the_graders_modules()
     sys.path.insert(0, cwd)                          # what `python -m` puts first
     sys.argv = [module, *args]
     code = 0
@@ -67,6 +68,19 @@ def _child(module, args, env, cwd, out):
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _forget_the_graders_modules():
+    """Before the run: drop the modules of the grader's own folder that this child imported before it got here
+    (multiprocessing imports the grader's main module in it, ``python -m autograder.grade`` say, and this module),
+    so that the run imports them afresh, as a fresh interpreter would, and they read the run's environment, not the
+    one the server started with (config reads some at import)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    venv = os.path.abspath(sys.prefix) + os.sep
+    for name, mod in list(sys.modules.items()):
+        path = os.path.abspath(getattr(mod, "__file__", None) or os.sep)
+        if name == "__mp_main__" or (path.startswith(root) and not path.startswith(venv)):
+            del sys.modules[name]
 
 
 class Run:

@@ -1,5 +1,6 @@
 """The warm interpreter (autograder/warm.py): each pytest run forked from one server that imported torch once is
 what ``python -m pytest`` would be: its own environment, folder, modules, output and exit code."""
+import os
 import subprocess
 import sys
 import textwrap
@@ -8,6 +9,7 @@ import time
 import pytest
 
 from autograder import warm
+from conftest import ROOT
 
 pytestmark = pytest.mark.skipif(not warm.available(), reason="no fork server on this platform")
 
@@ -82,3 +84,35 @@ def test_the_cpu_time_of_ended_runs_is_counted_with_their_children(tmp_path):
                        cwd=tmp_path, out=out, timeout=120)
     assert code == 0, out.read_text()
     assert 1.5 <= warm.cpu_seconds() - before < 20
+
+
+def test_a_run_reads_the_graders_modules_afresh_with_its_own_environment(tmp_path):
+    """multiprocessing imports the grader's main module in each child (``python -m autograder.grade``): a run must
+    not see it, nor the settings it read from the server's environment; it imports them again, from its own."""
+    (tmp_path / "grader_main.py").write_text(textwrap.dedent(f"""
+        import os, sys
+        from autograder import config, warm
+        assert config.ACCOUNT_PREFIX == "from-the-server"
+
+        if __name__ == "__main__":
+            out = os.path.join({str(tmp_path)!r}, "out")
+            open(out, "w").close()
+            env = dict(os.environ, RMSNORM_SANDBOX_ACCOUNTS="from-the-run")
+            code = warm.pytest(["-q", "-p", "no:cacheprovider", "test_fresh.py"], env=env, cwd={str(tmp_path)!r},
+                               out=out, timeout=120)
+            print(open(out).read())
+            sys.exit(code)
+    """))
+    (tmp_path / "test_fresh.py").write_text(textwrap.dedent("""
+        import sys
+
+        def test_the_graders_modules_are_the_runs_own():
+            assert "__mp_main__" not in sys.modules
+            from autograder import config
+            assert config.ACCOUNT_PREFIX == "from-the-run"
+    """))
+    env = dict(os.environ, RMSNORM_SANDBOX_ACCOUNTS="from-the-server",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]))
+    out = subprocess.run([sys.executable, "-m", "grader_main"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout + out.stderr

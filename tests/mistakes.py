@@ -42,6 +42,10 @@ EDITS = {
     # the wrapper passes dy where the backward kernel takes x, and x where it takes dy
     "x_and_dy_swapped_at_launch": [("        x2, g, dy2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(0),",
                                     "        dy2, g, x2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(0),")],
+    # the wrapper passes dx where the backward kernel takes dy, and dy where it takes dx: it reads dx's empty memory
+    # as dy and writes dx into dy
+    "dx_and_dy_swapped_at_launch": [("        x2, g, dy2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(0),",
+                                     "        x2, g, dx, r, dy2, dg_partial, n, x2.stride(0), dy2.stride(0),")],
     # the forward's launch passes x's column stride (1) as its row stride: each row reads a window of row 0's memory
     "column_stride_as_row_stride": [("            x2, g, y, r, m, n, x2.stride(0), y.stride(0), float(eps),",
                                      "            x2, g, y, r, m, n, x2.stride(1), y.stride(0), float(eps),")],

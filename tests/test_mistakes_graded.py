@@ -30,12 +30,14 @@ CRASH = ["1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "6", "8", "9"]
 CHARGED = {
     # addresses: named from what the kernels read, before any formula, and charged once, in item 2
     "dy_loaded_from_x_ptr": (("wrong_tensor_bwd",), ["2", "9"], "never load dy and load x 2.0 times per element"),
-    "x_and_dy_swapped_at_launch": (("wrong_tensor_bwd",), ["2"], "passes dy as rmsnorm_bwd_kernel's x_ptr, and x as "
-                                                                 "dy_ptr"),
-    # the forward then reads y's empty memory as x: its outputs are garbage, nothing of them can be verified, and
-    # like a crash it costs the parts it reaches (the backward's, given the reference r, keep their points)
-    "x_and_y_swapped_at_launch": (("wrong_tensor_fwd",), ["1", "4.1", "4.2", "4.3", "4.4", "4.5", "5", "7"],
-                                  "passes y as rmsnorm_fwd_kernel's x_ptr, and x as y_ptr"),
+    # two tensors passed the other way round: the grader runs the launch with them exchanged, so that the rest is
+    # checked (job.launches.Launcher.exchange); a backward run so does not earn item 9's extra credit
+    "x_and_dy_swapped_at_launch": (("wrong_tensor_bwd",), ["2", "9"], "passes dy as rmsnorm_bwd_kernel's x_ptr, and x "
+                                                                      "as dy_ptr"),
+    "dx_and_dy_swapped_at_launch": (("wrong_tensor_bwd",), ["2", "9"], "passes dx as rmsnorm_bwd_kernel's dy_ptr, and "
+                                                                       "dy as dx_ptr"),
+    "x_and_y_swapped_at_launch": (("wrong_tensor_fwd",), ["1"], "passes y as rmsnorm_fwd_kernel's x_ptr, and x as "
+                                                                "y_ptr"),
     # a row stride that makes the rows overlap: named from the distinct elements loaded, and checked from the
     # outputs of the memory it read (item 9 needs a right dg, so it is not earned either)
     "column_stride_as_row_stride": (("unread_fwd",), ["1"], "1 element apart (x.stride(1) passed as the row stride"),

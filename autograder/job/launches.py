@@ -26,6 +26,7 @@ from mini_triton.launcher import JITFunction
 
 from .client import LANGUAGE, NAMESPACES
 from .provenance import TAINTED, Memory, Refused
+from .shared import text
 
 REPLAY_S = (2.0, 4.0)          # a replay's CPU time: at most this many seconds, plus this many times the launch's
 
@@ -138,6 +139,8 @@ class Launcher:
         self.stored = None                 # the buffers the launch stored into ({id: Buffer}); None: unknown
         self.replay_until = None           # while a replay runs: the CPU time (process_time) it must end by
         self.replay_spent = False          # its time ran out (the watchdog asked: over_replay)
+        self.inputs = {}                   # {storage: role} of the task's inputs (x, g, dy, r)
+        self.exchanged = []                # this phase's launches run with two arguments exchanged (:meth:`exchange`)
 
     def over_replay(self) -> bool:
         """Has a running replay used its time? (The watchdog asks, beside the group's budget.)"""
@@ -154,6 +157,7 @@ class Launcher:
             views, fresh = {}, set()
             pos = [self._arg(a, fds, views, fresh) for a in request.get("args", [])]
             kw = {str(k): self._arg(v, fds, views, fresh) for k, v in (request.get("kwargs") or {}).items()}
+            pos, kw = self.exchange(kernel, pos, kw)
             raw = request.get("grid", [])
             grid = int(raw) if isinstance(raw, int) else tuple(int(g) for g in raw)   # an int: a rule broken
             args = list(views.values())
@@ -168,6 +172,29 @@ class Launcher:
                 if self.stored is None or id(b) in self.stored:
                     b.write_back()
             self.stored = None
+
+    def exchange(self, kernel, pos: list, kw: dict) -> tuple:
+        """(pos, kw), with the arguments of two parameters exchanged when the launch passes them the other way
+        round: a parameter named for one role (``x_ptr``; text.param_role) given another role's input (dy, say),
+        while the parameter named for that role is given anything but it (x, or a tensor the phase returns, as
+        y or dx). The kernel then runs with each tensor where its name says, so that one mistake in the order of
+        a launch's arguments is charged once, as what it is (self.exchanged, the phase's info "exchanged"), and
+        everything else the kernels do is checked as usual."""
+        bound = kernel.bind(pos, kw)
+        role = {name: self.inputs.get(v.untyped_storage().data_ptr()) if isinstance(v, torch.Tensor) else None
+                for name, v in bound.items()}
+        by_role = {}
+        for name in bound:
+            by_role.setdefault(text.param_role(name), name)
+        for p, value in bound.items():
+            named, given = text.param_role(p), role[p]
+            q = by_role.get(given) if named and given and given != named else None
+            if q is None or q == p or role[q] == given or not isinstance(bound[q], torch.Tensor):
+                continue
+            swap = {id(bound[p]): bound[q], id(bound[q]): bound[p]}
+            self.exchanged.append({"kernel": kernel.fn.__name__, "params": [p, q]})
+            return ([swap.get(id(a), a) for a in pos], {k: swap.get(id(v), v) for k, v in kw.items()})
+        return pos, kw
 
     def execute(self, kernel, pos, kw, grid, views) -> dict:
         """Run the launch on the judge's memory and note what it did (:meth:`_ran`). ``views``: {id of each tensor

@@ -72,6 +72,7 @@ class Judge:
     def phase(self):
         """The launches of one phase, recorded here; what the kernels write is counted from zero."""
         self.memory.new_phase()
+        self.launcher.exchanged = []
         with self.triton.record() as rec:
             self.launcher.record = rec
             try:
@@ -113,6 +114,7 @@ class Task:
         self.info, self.tensors, self.roles = {}, {}, {}
         for k, (buf, _) in self.given.items():
             self.roles.setdefault(k, buf.mirror.untyped_storage().data_ptr())
+        judge.launcher.inputs = {storage: role for role, storage in self.roles.items()}
 
     def close(self):
         close(self.fds)
@@ -138,6 +140,7 @@ class Task:
                                       self.judge.memory.copies)
             self.info[name]["host_ops"] += self.copies_seen(name)
             self.info[name]["host_loaded"] = self.judge.memory.host_loaded
+            self.info[name]["exchanged"] = list(self.judge.launcher.exchanged)
         if "error" in answer:
             raise Failed(str(answer["error"])[:text.MESSAGE_CHARS])
         return answer

@@ -57,6 +57,25 @@ def rule_broken(outcome, task, phase) -> Finding | None:
     return None
 
 
+def exchanged(outcome, task, phase) -> Finding | None:
+    """The first launch of the phase that passed two tensors the other way round (x as ``y_ptr`` and y as ``x_ptr``,
+    say), which the judge ran with the two exchanged (job.launches.Launcher.exchange): one mistake, charged once, in
+    the part that owns the phase's wrong tensors; the rest of what the kernels did is checked as usual."""
+    info = outcome.info.get(task, {}).get(phase, {})
+    for e in info.get("exchanged") or []:
+        kernel, params = e.get("kernel"), list(e.get("params") or [])
+        launch = next((L for L in info.get("launches", []) if L["kernel"] == kernel), {"args": {}})
+        order = list(launch["args"])
+        first, second = sorted(params, key=lambda n: order.index(n) if n in order else len(order))
+        now = {n: "/".join(roles_of(launch["args"].get(n, {}))) or "another tensor" for n in params}
+        which = "backward" if phase == "bwd" else "forward"
+        return Finding("task", f"your {which} passes {now[second]} as {kernel}'s {first}, and {now[first]} as "
+                               f"{second}: the launch's arguments are not in the order of the kernel's parameters. "
+                               f"Pass the tensors in the order of {kernel}'s parameters (the grader ran this launch "
+                               f"with the two exchanged, to check the rest)", f"wrong_tensor_{phase}")
+    return None
+
+
 def failed(ledger, outcome, task) -> bool:
     f = task_error(outcome, task)
     if f:
@@ -197,9 +216,9 @@ def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(),
                    traffic=read[:2] if read else None)
     if f is not None and rewrite and f.cause in rewrite:
         f = dataclasses.replace(f, cause=rewrite[f.cause].cause, checked=f.checked and rewrite[f.cause].checked)
-    rule = rule_broken(outcome, task, MADE_IN[name])
-    if rule is not None:
-        ledger.add(rule)
+    for also in (rule_broken(outcome, task, MADE_IN[name]), exchanged(outcome, task, MADE_IN[name])):
+        if also is not None:
+            ledger.add(also)
     if f is not None and name == "r" and returned.dtype != torch.float32:
         # r in another dtype holds r rounded to it: the dtype is the mistake (4.6's), not what the values say
         f = dataclasses.replace(f, message=f"{f.message}; r has dtype {text.dtype_name(returned.dtype)}, and it must "

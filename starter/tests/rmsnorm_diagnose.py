@@ -25,6 +25,7 @@ import torch
 from rmsnorm_causes import (CAUSES, DEFAULT_EPS, FORMULA, backward_plain, forward_alternatives,
                             cols_adjacent, forward_alternatives_plain, next_pow2, pick, rows_k_apart)
 from rmsnorm_check import DTYPE_NAMES, compare, describe, saved_for_backward, tolerance
+from rmsnorm_text import PARAM_ROLES, param_role  # noqa: F401 -- the launch check's words, re-exported
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
@@ -255,22 +256,6 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
     if name == "r" and dtype != torch.float32 and float(((g64 - w64).abs() / w64.abs().clamp_min(1e-30)).max()) < 0.2:
         return Finding(name, said("sum_in_16_bits"), "sum_in_16_bits")
     return Finding(name, first + _story_note(name, g64, w64, atol, rtol))
-
-
-# What a kernel parameter's name says it takes (lower case, without "_ptr"): the roles a launch check knows.
-PARAM_ROLES = {"x": "x", "input": "x", "inp": "x", "dy": "dy", "do": "dy", "dout": "dy", "grad_out": "dy",
-               "grad_output": "dy", "output_grad": "dy", "dx": "dx", "grad_in": "dx", "grad_input": "dx",
-               "input_grad": "dx", "y": "y", "out": "y", "output": "y"}
-
-
-def param_role(name: str) -> str | None:
-    """The role a kernel parameter's name gives it ("dY_ptr" -> "dy"), or None."""
-    n = name.lower()
-    for suffix in ("_pointer", "_ptr", "ptr"):
-        if n.endswith(suffix) and len(n) > len(suffix):
-            n = n[:-len(suffix)]
-            break
-    return PARAM_ROLES.get(n.rstrip("_"))
 
 
 def launch_swap(phase: str, args) -> tuple | None:

@@ -1,4 +1,5 @@
-"""How the messages of the tests, the grader and `make bench` name dtypes, and how long they may grow.
+"""How the messages of the tests, the grader and `make bench` name dtypes, how long they may grow, and what a
+kernel parameter's name says it takes.
 
 Shared by the public tests (through rmsnorm_check), `make bench`, the grader and its sandboxed job. It
 imports nothing, not even torch, so that the grader's own process (which stays small while the
@@ -13,6 +14,22 @@ def dtype_name(dtype) -> str:
     Another dtype goes by torch's name for it ("float64")."""
     name = str(dtype).removeprefix("torch.")
     return DTYPE_SHORT.get(name, name)
+
+
+# What a kernel parameter's name says it takes (lower case, without "_ptr"): the roles a launch check knows.
+PARAM_ROLES = {"x": "x", "input": "x", "inp": "x", "dy": "dy", "do": "dy", "dout": "dy", "grad_out": "dy",
+               "grad_output": "dy", "output_grad": "dy", "dx": "dx", "grad_in": "dx", "grad_input": "dx",
+               "input_grad": "dx", "y": "y", "out": "y", "output": "y"}
+
+
+def param_role(name: str) -> str | None:
+    """The role a kernel parameter's name gives it ("dY_ptr" -> "dy"), or None."""
+    n = name.lower()
+    for suffix in ("_pointer", "_ptr", "ptr"):
+        if n.endswith(suffix) and len(n) > len(suffix):
+            n = n[:-len(suffix)]
+            break
+    return PARAM_ROLES.get(n.rstrip("_"))
 
 
 # How much of a long text a message keeps, in characters.

@@ -114,12 +114,16 @@ class Step:
                 if hint:
                     raise AssertionError(f"y.backward(dy) failed for {self.story}: {e}{hint}") from e
                 raise
-        assert_untouched("dy", dy, before, "your backward (y.backward(dy) through rmsnorm)")
         self.dx, self.dg, self.kinds, self.rows, self.impl = xg.grad, gg.grad, kinds, rows, impl
+        self.read = self.log.traffic("bwd", {"x": xg, "dy": dy, "g": gg, "dx": self.dx}, x)
+        if self.read and self.read[0] == "wrong_tensor_bwd" and not torch.equal(dy, before):
+            # a launch that passes dx and dy the other way round writes into dy: the launch is the cause
+            raise AssertionError(f"your backward (y.backward(dy) through rmsnorm) wrote into dy for {self.story}: "
+                                 f"{self.read[1]}. Pass the tensors in the order of the kernel's parameters")
+        assert_untouched("dy", dy, before, "your backward (y.backward(dy) through rmsnorm)")
         known = {t.untyped_storage().data_ptr() for t in (xg, gg, dy, self.dx, self.dg) if t is not None} | {r_storage}
         self.scratch = [(L.kernel, name, a.dtype, a.stored, a.loaded, a.numel, a.storage) for L in self.log.rec.launches
                         for name, a in L.args.items() if a.storage not in known] if self.log.rec else []
-        self.read = self.log.traffic("bwd", {"x": xg, "dy": dy, "g": gg, "dx": self.dx}, x)
 
     def _backward_returns_no_dg(self, r) -> bool:
         """Does rmsnorm_backward itself, called directly, return None for dg?"""

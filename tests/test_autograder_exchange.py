@@ -1,0 +1,85 @@
+"""A launch that passes two tensors the other way round (job/launches.Launcher.exchange): the judge runs it with
+the two exchanged and notes it, so that one mistake in a launch's argument order is charged once and the rest of
+the kernels' work is checked; a launch whose arguments fit its parameters' names, or whose names say nothing,
+runs as passed."""
+import pytest
+import torch
+
+import mini_triton as triton
+from autograder.job.launches import Launcher
+
+tl = triton.language
+
+
+@triton.jit
+def fwd(x_ptr, g_ptr, y_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(y_ptr + i, tl.load(x_ptr + i) * tl.load(g_ptr + i))
+
+
+@triton.jit
+def bwd(x_ptr, dy_ptr, dx_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(dx_ptr + i, tl.load(x_ptr + i) * tl.load(dy_ptr + i))
+
+
+@triton.jit
+def generic(a_ptr, b_ptr, out_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(out_ptr + i, tl.load(a_ptr + i) + tl.load(b_ptr + i))
+
+
+@triton.jit
+def scale(x_ptr, y_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(y_ptr + i, tl.load(x_ptr + i) * 2)
+
+
+def launcher(**inputs) -> Launcher:
+    L = Launcher(None, None)
+    L.inputs = {t.untyped_storage().data_ptr(): role for role, t in inputs.items()}
+    return L
+
+
+def tensors():
+    return {k: torch.randn(8) for k in ("x", "g", "dy", "out")}
+
+
+# kernel, the roles passed in order ("out": a tensor the phase returns, no input), the parameters exchanged or None
+CASES = {
+    "x_and_y_swapped": (fwd, ["out", "g", "x"], ["y_ptr", "x_ptr"]),
+    "x_and_dy_swapped": (bwd, ["dy", "x", "out"], ["x_ptr", "dy_ptr"]),
+    "dx_and_dy_swapped": (bwd, ["x", "out", "dy"], ["dx_ptr", "dy_ptr"]),
+    "in_order": (bwd, ["x", "dy", "out"], None),
+    "forward_in_order": (fwd, ["x", "g", "out"], None),
+    "names_that_say_nothing": (generic, ["dy", "x", "out"], None),
+    "x_named_kernel_given_dy_with_no_dy_parameter": (scale, ["dy", "out"], None),
+    "in_place_y_into_x": (scale, ["x", "x"], None),
+    "dx_written_into_dy": (bwd, ["x", "dy", "dy"], None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_launch_is_run_with_two_tensors_exchanged_only_when_they_were_passed_the_other_way_round(name):
+    kernel, passed, want = CASES[name]
+    t = tensors()
+    L = launcher(x=t["x"], g=t["g"], dy=t["dy"])
+    pos = [t[k] for k in passed]
+    new_pos, kw = L.exchange(kernel, pos, {"N": 8})
+    if want is None:
+        assert L.exchanged == [] and all(a is b for a, b in zip(new_pos, pos))
+        return
+    assert L.exchanged == [{"kernel": kernel.fn.__name__, "params": want}]
+    bound = kernel.bind(new_pos, kw)
+    for param in want:                                   # each tensor now where its parameter's name says
+        role = {"x_ptr": "x", "dy_ptr": "dy"}.get(param)
+        if role:
+            assert bound[param] is t[role], param
+    assert kw == {"N": 8}
+
+
+def test_an_exchange_given_by_keyword_is_made_in_the_keywords():
+    t = tensors()
+    L = launcher(x=t["x"], g=t["g"], dy=t["dy"])
+    pos, kw = L.exchange(bwd, [], {"x_ptr": t["dy"], "dy_ptr": t["x"], "dx_ptr": t["out"], "N": 8})
+    assert pos == [] and kw["x_ptr"] is t["x"] and kw["dy_ptr"] is t["dy"] and kw["dx_ptr"] is t["out"]

@@ -33,6 +33,16 @@ SOURCES = {"fwd": {"y": " from rmsnorm_forward", "r": " from rmsnorm_forward"},
 SOURCES["speed"] = SOURCES["ag"]
 
 
+def crash_site(err: str) -> str:
+    """The cause of an error: where it happened, without what differs from input to input, so that one crash met in
+    several parts is one mistake (charged in the first of them; the others keep their points only if something else
+    of theirs could be checked). A simulator error's site is its kind and the kernel's line ("OutOfBoundsError:
+    out-of-bounds load in load_tile line 58", whatever program, offsets or dtype); another error's, its type and
+    what it says before its details ("RuntimeError: Mismatch in shape")."""
+    head = err.split(", program ", 1)[0] if ", program " in err else ":".join(err.split(":", 2)[:2])
+    return f"error: {head.strip()}"
+
+
 def task_error(outcome, task) -> Finding | None:
     """The exception (or time-out, or crash) that stopped a task. Its cause is the error itself: the same
     error in several parts is charged in the first of them, and the others keep their points only if
@@ -43,7 +53,7 @@ def task_error(outcome, task) -> Finding | None:
     # a kernel Triton's compiler refuses (the GPU's, or a rule the simulator cannot run on as written), or a grid it
     # cannot launch (an int: "object of type 'int' has no len()"), is one mistake
     refused = err.startswith("CompilationError") or err.startswith("TypeError: object of type 'int' has no len()")
-    return Finding("task", err, "compile_rule" if refused else f"error: {err}")
+    return Finding("task", err, "compile_rule" if refused else crash_site(err))
 
 
 def rule_broken(outcome, task, phase) -> Finding | None:
@@ -380,5 +390,5 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
     if swap:                                        # the launch's arguments out of order: a crash where shapes differ
         return Finding("dx", f"your backward failed for {story}: {err}. The cause: {swap[1]}", swap[0])
     if outcome.task_error(task_name("ag", "d")) is None:
-        return Finding("dx", f"your backward failed for {story}: {err}", f"error: {err}")
-    return no_r_saved(outcome, task, x, story, err) or Finding("dx", err, f"error: {err}")
+        return Finding("dx", f"your backward failed for {story}: {err}", crash_site(err))
+    return no_r_saved(outcome, task, x, story, err) or Finding("dx", err, crash_site(err))

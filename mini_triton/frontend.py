@@ -197,7 +197,26 @@ def bind(where: str, name: str, value, kernels: tuple):
     module = getattr(value, "__module__", None) or ""
     if module.startswith("mini_triton.language") and callable(value):
         return value                                   # from triton.language.extra.libdevice import rsqrt
-    raise CompilationError(f"{where}: {_refusal(name, value)}")
+    message = f"{where}: {_refusal(name, value)}"
+    runs = _as_written(value, kernels)
+    if runs is not None and runtime.RULES == "record":
+        runtime.refuse(message)                        # rule mode "record": noted, and the function runs as written
+        _BOUND_RULES.append(message)
+        return runs
+    raise CompilationError(message)
+
+
+_BOUND_RULES: list = []          # the rules broken by the names bound in the compile now under way (compile_kernel)
+
+
+def _as_written(value, kernels: tuple):
+    """What runs in place of a plain Python function a kernel calls, where that has a meaning (rule mode "record"):
+    the function itself, compiled as if it were a @jit helper; None for anything else."""
+    if isinstance(value, Foreign):
+        return value.stand_in
+    if inspect.isfunction(value) and not isinstance(value, kernels):
+        return kernels[0](value)
+    return None
 
 
 class Foreign:
@@ -205,9 +224,10 @@ class Foreign:
     grader's judge compiles a kernel whose module lives in another process): refused as the object would be."""
     NONE = object()
 
-    def __init__(self, type_name: str, is_module: bool, is_function: bool, plain=NONE, name=""):
+    def __init__(self, type_name: str, is_module: bool, is_function: bool, plain=NONE, name="", stand_in=None):
         self.type_name, self.is_module, self.is_function, self.plain, self.name = (type_name, is_module, is_function,
                                                                                    plain, name)
+        self.stand_in = stand_in          # a plain function's def, compiled where it is bound: what runs in its place
 
 
 def _refusal(name, value) -> str:
@@ -513,6 +533,7 @@ def compile_kernel(fn, kernels: tuple):
     ast.fix_missing_locations(module)
     code = next(c for c in compile(module, fn.__code__.co_filename, "exec").co_consts
                 if isinstance(c, types.CodeType) and c.co_name == fn.__name__)
+    _BOUND_RULES.clear()
     namespace = {"__builtins__": BUILTINS, ATTRIBUTE: attribute, LOOP_TYPES: loop_types, IF_TYPES: if_types,
                  boolops.HELPER: boolops.BoolOp, "NotImplementedError": NotImplementedError}  # (the starter's TODOs)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
@@ -530,6 +551,8 @@ def compile_kernel(fn, kernels: tuple):
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__qualname__, new.__module__, new.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
     new.__annotations__ = dict(fn.__annotations__)
+    new.__rules__ = list(_BOUND_RULES)                 # noted again at each launch that runs it (JITFunction.body)
+    _BOUND_RULES.clear()
     return new
 
 

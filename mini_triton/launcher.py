@@ -107,6 +107,8 @@ class JITFunction:
         if self._body is None:
             self._body = frontend.compile_kernel(self.fn, (JITFunction,))
             runtime.KERNEL_CODES.add(self._body.__code__)
+        elif self._body.__rules__ and runtime.CURRENT is not None:
+            runtime.refuse(self._body.__rules__[0])    # a rule its bound names broke: every launch that runs it
         return self._body
 
     def __repr__(self):

@@ -44,6 +44,8 @@ EDITS = {
                                     "        dy2, g, x2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(0),")],
     # the wrapper passes dx where the backward kernel takes dy, and dy where it takes dx: it reads dx's empty memory
     # as dy and writes dx into dy
+    # a helper the backward calls, without @triton.jit: Triton refuses to call a plain Python function from a kernel
+    "helper_without_jit": [("@triton.jit\ndef bwd_tile(", "def bwd_tile(")],
     "dx_and_dy_swapped_at_launch": [("        x2, g, dy2, r, dx, dg_partial, n, x2.stride(0), dy2.stride(0),",
                                      "        x2, g, dx, r, dy2, dg_partial, n, x2.stride(0), dy2.stride(0),")],
     # the forward's launch passes x's column stride (1) as its row stride: each row reads a window of row 0's memory

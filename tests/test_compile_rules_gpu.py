@@ -126,6 +126,7 @@ def test_the_simulator_refuses_at_its_line_what_triton_refuses_and_runs_what_it_
 # The refusals the simulator can run on as written, in rule mode "record" (as the grader runs kernels): the kernel
 # runs, and its launch's statistics name the rule, once.
 RUN_ON = {"loop_carried_scalar_made_a_block", "branches_give_an_int_and_a_float", "arange_not_a_power_of_2",
+          "plain_python_function_called",
           "block_shape_from_a_runtime_value",
           "store_of_a_value_with_an_extra_dim_of_1"}
 
@@ -157,6 +158,21 @@ def test_in_record_mode_a_refused_kernel_runs_as_written_and_its_launch_names_th
     assert re.match(r"kernel line \d+: ", rec.launches[0].rule), rec.launches[0].rule
     with pytest.raises(mini_triton.CompilationError):           # and the default mode refuses it again
         kernel[(1,)](x, out, 64, BLOCK=32)
+
+
+def test_in_record_mode_a_plain_function_runs_as_written_and_every_launch_names_it(tmp_path):
+    """The rule is broken where the kernel's names are bound, once per compile: each later launch names it too."""
+    import mini_triton
+    body, _ = KERNELS["plain_python_function_called"]
+    kernel = _kernel("plain_python_function_called", body, tmp_path, "mini_triton")
+    x = torch.randn(64)
+    with rules_recorded():
+        for _ in range(2):
+            out = torch.zeros(64)
+            with mini_triton.record() as rec:
+                kernel[(1,)](x, out, 64, BLOCK=64)
+            assert torch.equal(out, x * 2)
+            assert "helper is a Python function" in (rec.launches[0].rule or ""), rec.launches[0].rule
 
 
 def test_in_record_mode_an_int_grid_runs_as_one_program_per_index_and_is_named(tmp_path):

@@ -151,6 +151,8 @@ CHARGED = {
     "loop_carried_scalar": (("compile_rule",), ["4.4"], "the loop carries `sq`, which is a scalar before the loop"),
     "r_stored_as_column": (("compile_rule",), ["1"], "tl.store of a value of shape [64, 1] through pointers of "
                                                      "shape [64]"),
+    "helper_without_jit": (("compile_rule",), ["2", "9"], "bwd_tile is a Python function, which Triton cannot "
+                                                          "compile"),
     "block_not_constexpr": (("compile_rule",), ["2", "9"], "dg_sum_kernel line 281: block shape must be a "
                                                            "compile-time constant"),
 }

@@ -110,9 +110,15 @@ def describe(value, seen: dict) -> dict:
         found = next((n for n in names if getattr(module, n, None) is value), None) if callable(value) else None
         if found:
             return {"kind": "op", "space": space, "name": found}
-    return {"kind": "foreign", "type": type(value).__name__, "module": isinstance(value, types.ModuleType),
-            "function": inspect.isfunction(value) or inspect.isbuiltin(value) or inspect.ismethod(value),
-            "name": getattr(value, "__name__", ""), **({"plain": plain(value)} if plain(value) else {})}
+    out = {"kind": "foreign", "type": type(value).__name__, "module": isinstance(value, types.ModuleType),
+           "function": inspect.isfunction(value) or inspect.isbuiltin(value) or inspect.ismethod(value),
+           "name": getattr(value, "__name__", ""), **({"plain": plain(value)} if plain(value) else {})}
+    if inspect.isfunction(value):          # a plain function: where its def is, should the judge run it as written
+        out["as_written"] = _PLAIN.setdefault(value, RemoteKernel(value)).identity(seen)
+    return out
+
+
+_PLAIN: dict = {}                          # {plain function a kernel reads: its RemoteKernel, for its identity}
 
 
 class RemoteKernel:

@@ -127,7 +127,19 @@ class Kernels:
             return getattr(NAMESPACES[d["space"]], d["name"])
         return frontend.Foreign(str(d.get("type", "object"))[:60], bool(d.get("module")), bool(d.get("function")),
                                 plain(d["plain"]) if isinstance(d.get("plain"), dict) else frontend.Foreign.NONE,
-                                str(d.get("name", ""))[:60])
+                                str(d.get("name", ""))[:60], self._as_written(d, seen))
+
+    def _as_written(self, d: dict, seen: dict):
+        """A plain function's def in rmsnorm.py, compiled as a @jit helper: what the simulator runs in its place
+        when it records the rule Triton enforces (rule mode "record"); None for anything else."""
+        ident = d.get("as_written") if d.get("function") else None
+        if not isinstance(ident, dict) or ("ref" not in ident and (str(ident.get("name")), ident.get("line"))
+                                           not in self.defs):
+            return None
+        try:
+            return self.kernel(ident, seen)
+        except Refused:
+            return None
 
 
 class Launcher:

@@ -28,6 +28,8 @@ EXPECTED = {
     "x_and_dy_swapped_at_launch": ("test_part_c.py::test_backward_dx[(37, 100)]",
                                    ["passes dy as rmsnorm_bwd_kernel's x_ptr, and x as dy_ptr",
                                     "not in the order of the kernel's parameters"]),
+    "r_with_batch_shape": ("test_part_c.py::test_forward[(4, 16, 64)]",
+                           ["r from rmsnorm_forward has shape (4, 16)", "it must be (64,), one value per row"]),
     "helper_without_jit": (B, ["CompilationError: rmsnorm_bwd_kernel line", "bwd_tile is a Python function",
                                "decorate it with @triton.jit"]),
     "dx_and_dy_swapped_at_launch": ("test_part_c.py::test_backward_dx[(37, 100)]",

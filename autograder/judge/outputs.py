@@ -372,6 +372,19 @@ def no_r_saved(outcome, task, x, story, error="") -> Finding | None:
                          f"ctx.save_for_backward(x, g, r).{then}", "no_r_saved")
 
 
+def _r_saved_shaped(saved, x) -> tuple | None:
+    """The shape of an fp32 tensor the Function saved that holds one value per row in another shape than (M,)
+    (x's leading dimensions, say), or None."""
+    rows = x.numel() // max(1, x.shape[-1]) if x.dim() else 0
+    for shape, dtype in saved or []:
+        numel = 1
+        for s in shape:
+            numel *= int(s)
+        if dtype == "float32" and numel == rows and tuple(shape) != (rows,) and len(shape) != x.dim():
+            return tuple(shape)
+    return None
+
+
 def backward_failure(outcome, task, x, story) -> Finding | None:
     """The error of an autograd task whose forward ran and whose backward raised: named no_r_saved when
     the forward saved no r and the backward fails on the core input too (the likely cause), else as it is,
@@ -386,6 +399,11 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
                               story)
     if too_few:                                     # what the Function saved: 4.6's too
         return Finding("dx", too_few, "saved_tensors")
+    shaped = _r_saved_shaped(saved, x)
+    if shaped:                                      # r of another shape than (M,): 4.6's, whatever refused it
+        return Finding("dx", f"your backward failed for {story}: {err}. The cause: the r your forward saved has shape "
+                             f"{shaped}; r has one fp32 value per row, shape ({x.numel() // max(1, x.shape[-1])},) "
+                             f"whatever x's leading dimensions", "output_shape")
     swap = D.launch_swap("bwd", launch_args(outcome, task_name("bwd", "d"), "bwd"))
     if swap:                                        # the launch's arguments out of order: a crash where shapes differ
         return Finding("dx", f"your backward failed for {story}: {err}. The cause: {swap[1]}", swap[0])

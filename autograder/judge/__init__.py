@@ -32,6 +32,7 @@ from ..hidden.cases import robust_parts, task_name
 from .charge import charge
 from .correctness import item_1, items_2_3, part_4_6, part_4_7, robust_part
 from .fused import item_5, item_6, item_7, item_8, item_9
+from .outputs import exchanged
 
 
 def ledgers(sim, gpu=None) -> dict:
@@ -51,14 +52,18 @@ def ledgers(sim, gpu=None) -> dict:
 
 class GpuView:
     """The GPU job's outcome, also answering for the simulator's direct backward task: whether rmsnorm_backward
-    called on its own returns no dg decides which part owns a dg missing on the GPU (outputs.no_dg), so that one
-    mistake has one owner on both machines."""
+    called on its own returns no dg decides which part owns a dg missing on the GPU (outputs.no_dg), and a launch
+    the simulator ran with two tensors exchanged names the cause of the GPU's wrong outputs of that phase, so that
+    one mistake has one owner on both machines."""
 
     DIRECT = task_name("bwd", "d")
 
     def __init__(self, gpu, sim):
         self.tensors, self.task_error = gpu.tensors, gpu.task_error
         self.info = {self.DIRECT: sim.info.get(self.DIRECT, {}), **gpu.info}
+        # a launch that passed two tensors the other way round, seen on the simulator (which ran it with them
+        # exchanged): the cause of what that phase's kernels got wrong on the GPU, where they ran as written
+        self.exchanged = {phase: exchanged(sim, task_name(phase, "d"), phase) for phase in ("fwd", "bwd")}
 
 
 def judge(sim, gpu=None) -> dict:

@@ -224,6 +224,10 @@ def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(),
                    race=race_of(outcome, task, MADE_IN[name]), story=story, source=SOURCES[kind_of(task)].get(name, ""),
                    n_rows=n_rows, fmt=fmt, nan_cause=nan_cause, if_zero=got(outcome, task, name, "if_zero"),
                    traffic=read[:2] if read else None)
+    swap = (getattr(outcome, "exchanged", None) or {}).get(MADE_IN[name])
+    if f is not None and f.cause is None and swap is not None:         # the GPU's run of an exchanged launch
+        f = dataclasses.replace(f, message=f"{f.message}. The cause, seen on the simulator: {swap.message}",
+                                cause=swap.cause)
     if f is not None and rewrite and f.cause in rewrite:
         f = dataclasses.replace(f, cause=rewrite[f.cause].cause, checked=f.checked and rewrite[f.cause].checked)
     for also in (rule_broken(outcome, task, MADE_IN[name]), exchanged(outcome, task, MADE_IN[name])):

@@ -95,5 +95,7 @@ def _moved_to_libdevice(name, space):
     kernel that uses the old name means, run as written when the compile rule is recorded, not raised."""
     if space == "libdevice" or name not in names.LIBDEVICE:
         return None
-    from .extra import libdevice                # (libdevice imports this module)
-    return libdevice.__dict__.get(name)
+    return LIBDEVICE.get(name)
+
+
+LIBDEVICE: dict = {}            # {name: the simulator's libdevice function}, filled by extra/libdevice.py as it loads

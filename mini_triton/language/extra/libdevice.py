@@ -8,6 +8,7 @@ table (elementwise.py) whose names libdevice has. Integer-bit tricks (``clz``, `
 """
 from .. import elementwise as _elementwise
 from .. import names as _names
+from .. import unsupported as _unsupported
 from ..unsupported import missing_name as _missing_name
 
 _BUILD = {**dict.fromkeys(_elementwise.UNARY, _elementwise.unary_function),
@@ -19,3 +20,4 @@ fma = fma_rn = _elementwise.fma
 
 __all__ = sorted([*(n for n in _BUILD if n in _names.LIBDEVICE), "abs", "fma", "fma_rn"])
 __getattr__ = _missing_name("libdevice", offered=[*_elementwise.UNARY, *_elementwise.BINARY])
+_unsupported.LIBDEVICE.update({name: globals()[name] for name in __all__})   # what a Triton 2 name stands for

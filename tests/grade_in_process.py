@@ -10,7 +10,9 @@ their own.
                                                            "causes": {part: [cause, ...]}}}
 
 With ``gpu_cases=True`` the GPU jobs' robustness cases (cases.gpu_jobs(), all but "speed") run too, on the
-simulator, and are judged as the GPU job's: what the GPU grading's judge makes of them, without a GPU.
+simulator, and are judged as the GPU job's: what the GPU grading's judge makes of them, without a GPU;
+``gpu_cases="as_written"`` runs them with every launch as the submission passed it, as a GPU does (no arguments
+exchanged: job.launches.Launcher.exchange).
 """
 import concurrent.futures
 import multiprocessing
@@ -28,7 +30,7 @@ def _start():
     sys.path.insert(0, str(ROOT))
 
 
-def _grade(path: str, gpu_cases: bool = False) -> dict:
+def _grade(path: str, gpu_cases: bool | str = False) -> dict:
     from autograder.check import reference
     from autograder.job.main import setup_backend
     from autograder.hidden.cases import GPU_ROBUST, flat, gpu_jobs, make_inputs, sim_inputs, sim_jobs
@@ -44,7 +46,12 @@ def _grade(path: str, gpu_cases: bool = False) -> dict:
         robust = {name: {k: v for k, v in task.items() if k != "device"}
                   for job, tasks in gpu_jobs().items() if job != "speed" for name, task in tasks.items()}
         gpu_inputs = make_inputs(GPU_ROBUST)
-        gpu = (gpu_inputs, _run(triton, submission, {"robust": robust}, flat(gpu_inputs)))
+        from autograder.job.launches import Launcher
+        Launcher.exchanges = gpu_cases != "as_written"    # a GPU runs every launch as written
+        try:
+            gpu = (gpu_inputs, _run(triton, submission, {"robust": robust}, flat(gpu_inputs)))
+        finally:
+            Launcher.exchanges = True
     found = ledgers((inputs, outcome), gpu)
     verdicts = charge(found)
     return {"failed": {p: v.failure for p, v in verdicts.items() if v.failure},
@@ -63,7 +70,7 @@ def _run(triton, submission: Path, groups: dict, inputs: dict):
     return runner.Outcome(tensors, results, f"importing rmsnorm.py failed: {error}" if error else None, None)
 
 
-def verdicts(paths: dict, workers: int = 2, gpu_cases: bool = False) -> dict:
+def verdicts(paths: dict, workers: int = 2, gpu_cases: bool | str = False) -> dict:
     """{name: verdicts} of each submission (a path to its rmsnorm.py)."""
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start) as pool:

@@ -1,7 +1,7 @@
 """A launch that passes two tensors the other way round (job/launches.Launcher.exchange): the judge runs it with
 the two exchanged and notes it, so that one mistake in a launch's argument order is charged once and the rest of
 the kernels' work is checked; a launch whose arguments fit its parameters' names, or whose names say nothing,
-runs as passed."""
+runs as passed. Below: what an error is charged as (judge/outputs.task_error)."""
 import pytest
 import torch
 
@@ -83,3 +83,42 @@ def test_an_exchange_given_by_keyword_is_made_in_the_keywords():
     L = launcher(x=t["x"], g=t["g"], dy=t["dy"])
     pos, kw = L.exchange(bwd, [], {"x_ptr": t["dy"], "dy_ptr": t["x"], "dx_ptr": t["out"], "N": 8})
     assert pos == [] and kw["x_ptr"] is t["x"] and kw["dy_ptr"] is t["dy"] and kw["dx_ptr"] is t["out"]
+
+
+# -- what an error is charged as (judge/outputs.task_error): one refused kernel, or one crash site ----------------
+ERRORS = {
+    # Triton's own words for a kernel it refuses, on a GPU: a compile rule, one mistake wherever it shows
+    "CompilationError: at 46:22: ...": "compile_rule",
+    "RuntimeError: Unsupported function referenced: <function bwd_tile at 0x7f8461c68e00>": "compile_rule",
+    "TypeError: object of type 'int' has no len()": "compile_rule",
+    # a crash: its site, whatever the program, offsets and dtype
+    "OutOfBoundsError: out-of-bounds load in load_tile line 58, program 7: x_ptr[256:264, 0:128] are past the end":
+        "error: OutOfBoundsError: out-of-bounds load in load_tile line 58",
+    "RuntimeError: Mismatch in shape: grad_output[0] has a shape of torch.Size([5, 7, 96])":
+        "error: RuntimeError: Mismatch in shape",
+    "ValueError: too many values to unpack (expected 2) (rmsnorm.py line 412)":
+        "error: ValueError: too many values to unpack (expected 2) (rmsnorm.py line 412)",
+}
+
+
+class _Outcome:
+    def __init__(self, err):
+        self.err = err
+
+    def task_error(self, task):
+        return self.err
+
+
+@pytest.mark.parametrize("err", sorted(ERRORS))
+def test_an_error_is_charged_as_a_refused_kernel_or_as_its_crash_site(err):
+    from autograder.judge.outputs import task_error
+    assert task_error(_Outcome(err), "fwd_d").cause == ERRORS[err]
+
+
+def test_one_crash_met_on_two_inputs_is_one_cause():
+    from autograder.judge.outputs import crash_site
+    a = crash_site("OutOfBoundsError: out-of-bounds load in bwd_tile line 135, program 4: offsets 128–135 are past the "
+                   "end of g_ptr (tl.float32, 128 elements)")
+    b = crash_site("OutOfBoundsError: out-of-bounds load in bwd_tile line 135, program 0: offsets 1–7 are past the "
+                   "end of g_ptr (tl.float16, 1 elements)")
+    assert a == b and a != crash_site("OutOfBoundsError: out-of-bounds load in bwd_tile line 136, program 0: x")

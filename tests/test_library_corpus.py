@@ -14,6 +14,7 @@ import pytest
 from autograder import scan
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grade_in_process import most_masks_per_launch, verdicts  # noqa: E402
+from mistakes import mistake  # noqa: E402
 
 STYLES = Path(__file__).resolve().parent / "library_styles"
 # file: {part it fails: words its message must say}
@@ -70,3 +71,16 @@ def test_a_row_loop_costs_the_judge_one_mask_per_buffer_not_one_per_iteration():
     provenance merges a launch's records per buffer: one mask per record made a (4096, 1024) rerun take 15 GB
     and 120 s in the judge's process (2.4 s run directly)."""
     assert most_masks_per_launch(STYLES / "liger.py", (512, 256)) <= 8
+
+
+@pytest.mark.parametrize("name", ["x_and_y_swapped_at_launch", "dx_and_dy_swapped_at_launch"])
+def test_a_launch_run_as_written_on_the_gpu_is_charged_where_the_simulator_charged_it(name, tmp_path):
+    """Two tensors passed the other way round: the simulator runs the launch with them exchanged and charges the
+    order once, in item 1 or 2; the GPU runs it as written, and its cases of 4.4 and 4.7 (wrong values, a second
+    run that differs from the first) take that cause, so they keep their points."""
+    path = tmp_path / "rmsnorm.py"
+    path.write_text(mistake(name))
+    got = verdicts({name: path}, workers=1, gpu_cases="as_written")[name]
+    owner = "1" if "_y_" in name else "2"
+    assert not {"4.4", "4.7"} & set(got["failed"]), {p: m[:300] for p, m in got["failed"].items()}
+    assert owner in got["failed"] and "The cause, seen on the simulator" in " ".join(got["notes"].get("4.4", [])), got

@@ -144,6 +144,9 @@ class Kernels:
 
 class Launcher:
     """Runs each launch request against the judge's memory, in the current phase's record."""
+    exchanges = True                       # run a launch that passed two tensors the other way round with them
+                                           # exchanged (:meth:`exchange`); the project's tests turn it off to judge
+                                           # the GPU's cases, which run as written, on the simulator
 
     def __init__(self, memory: Memory, kernels: Kernels):
         self.memory, self.kernels = memory, kernels
@@ -192,6 +195,8 @@ class Launcher:
         y or dx). The kernel then runs with each tensor where its name says, so that one mistake in the order of
         a launch's arguments is charged once, as what it is (self.exchanged, the phase's info "exchanged"), and
         everything else the kernels do is checked as usual."""
+        if not self.exchanges:
+            return pos, kw
         bound = kernel.bind(pos, kw)
         role = {name: self.inputs.get(v.untyped_storage().data_ptr()) if isinstance(v, torch.Tensor) else None
                 for name, v in bound.items()}

@@ -13,8 +13,8 @@ from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of,
 from ..job.shared import text
 from .charge import Finding, Ledger
 from .counts import IO_ROLES, order_dependence, others
-from .outputs import (backward_failure, backward_outputs, failed, forward_outputs, given, got, no_dg, no_r_saved,
-                      not_made)
+from .outputs import (backward_failure, backward_outputs, exchanged_on_the_gpu, failed, forward_outputs, given, got,
+                      no_dg, no_r_saved, not_made)
 
 
 def item_1(inputs, outcome) -> Ledger:
@@ -178,9 +178,10 @@ def part_4_7(outcome, gpu=None) -> Ledger:
                                 f"Results must be deterministic: give each program its own row of a partial "
                                 f"buffer and sum the rows in a fixed order", "order_dependent"))
         elif differ:
-            L.add(Finding(differ[0], f"running the same step twice on {story} gave different "
-                                     f"{differ[0]} {where}: results must be deterministic (no atomics whose order "
-                                     f"changes a sum)"))
+            L.add(exchanged_on_the_gpu(out, Finding(differ[0], f"running the same step twice on {story} gave "
+                                                               f"different {differ[0]} {where}: results must be "
+                                                               f"deterministic (no atomics whose order changes a "
+                                                               f"sum)")))
         else:
             L.right()
     return L

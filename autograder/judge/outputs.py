@@ -43,6 +43,12 @@ def crash_site(err: str) -> str:
     return f"error: {head.strip()}"
 
 
+# How the errors of a kernel Triton refuses begin (a GPU's, or the simulator's of a rule it cannot run on): its
+# compiler's, a grid given as an int, and a call of a plain Python function (Triton 3.6 says so at the call).
+REFUSALS = ("CompilationError", "TypeError: object of type 'int' has no len()",
+            "RuntimeError: Unsupported function referenced")
+
+
 def task_error(outcome, task) -> Finding | None:
     """The exception (or time-out, or crash) that stopped a task. Its cause is the error itself: the same
     error in several parts is charged in the first of them, and the others keep their points only if
@@ -52,7 +58,7 @@ def task_error(outcome, task) -> Finding | None:
         return None
     # a kernel Triton's compiler refuses (the GPU's, or a rule the simulator cannot run on as written), or a grid it
     # cannot launch (an int: "object of type 'int' has no len()"), is one mistake
-    refused = err.startswith("CompilationError") or err.startswith("TypeError: object of type 'int' has no len()")
+    refused = err.startswith(REFUSALS)
     return Finding("task", err, "compile_rule" if refused else crash_site(err))
 
 
@@ -84,6 +90,19 @@ def exchanged(outcome, task, phase) -> Finding | None:
                                f"Pass the tensors in the order of {kernel}'s parameters (the grader ran this launch "
                                f"with the two exchanged, to check the rest)", f"wrong_tensor_{phase}")
     return None
+
+
+def exchanged_on_the_gpu(outcome, f: Finding | None) -> Finding | None:
+    """``f``, a GPU case's wrong output, with the cause the simulator saw: a launch that passed two tensors the other
+    way round (judge.GpuView.exchanged). On the GPU that launch ran as written, so what any later phase computes is
+    suspect too (a forward that stores y into x leaves the backward a wrong x, and the second of two runs another
+    x than the first)."""
+    swaps = getattr(outcome, "exchanged", None) or {}
+    swap = swaps.get("fwd") or swaps.get("bwd")
+    if f is None or swap is None:
+        return f
+    return dataclasses.replace(f, message=f"{f.message}. The cause, seen on the simulator: {swap.message}",
+                               cause=swap.cause, checked=False)
 
 
 def failed(ledger, outcome, task) -> bool:
@@ -224,10 +243,7 @@ def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(),
                    race=race_of(outcome, task, MADE_IN[name]), story=story, source=SOURCES[kind_of(task)].get(name, ""),
                    n_rows=n_rows, fmt=fmt, nan_cause=nan_cause, if_zero=got(outcome, task, name, "if_zero"),
                    traffic=read[:2] if read else None)
-    swap = (getattr(outcome, "exchanged", None) or {}).get(MADE_IN[name])
-    if f is not None and f.cause is None and swap is not None:         # the GPU's run of an exchanged launch
-        f = dataclasses.replace(f, message=f"{f.message}. The cause, seen on the simulator: {swap.message}",
-                                cause=swap.cause)
+    f = exchanged_on_the_gpu(outcome, f)
     if f is not None and rewrite and f.cause in rewrite:
         f = dataclasses.replace(f, cause=rewrite[f.cause].cause, checked=f.checked and rewrite[f.cause].checked)
     for also in (rule_broken(outcome, task, MADE_IN[name]), exchanged(outcome, task, MADE_IN[name])):

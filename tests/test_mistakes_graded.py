@@ -46,9 +46,8 @@ CHARGED = {
                                                                     "stride"),
     "x_stride_from_y": (("x_rows_by_n",), ["4.3"], "it matches x read with its rows N = 80 elements apart"),
     # r read through g: named where M <= N; where M > N the load runs past g's end, one crash (its site: the kernel's
-    # line), charged in item 2 beside it, and in the parts where nothing else could be checked (item 6's and 8's one
-    # case is (256, 128))
-    "r_loaded_from_g_ptr": (("r_read_from_g",), ["2", "6", "8", "9"],
+    # line), charged in item 2 beside it; items 6 and 8 read the traffic of a core case that ran instead of (256, 128)
+    "r_loaded_from_g_ptr": (("r_read_from_g",), ["2", "9"],
                             "r read from g (r of row i = g[i]): a tl.load reads g's pointer where r's is meant"),
     # one crash site (load_tile's line): the parts that checked something else keep their points (4.4's rows whose N
     # fills the blocks, 4.6's properties of the runs that did not crash)

@@ -1,4 +1,5 @@
-"""Items 5-9: the fused kernels, read from the simulator's counts of the core case "d".
+"""Items 5-9: the fused kernels, read from the simulator's counts of the core case "d" (items 5 and 6: of another
+core case when d's task failed, whose error is charged once where it first shows; item 8: of every task that ran).
 
 Item 5 (the forward) and 6 (the backward) read each element of their inputs once and write each
 output once; 7 finds torch doing on the host what the kernels should; 8 is the race detector's
@@ -21,18 +22,30 @@ from .outputs import (backward_failure, backward_outputs, coverage_cause, failed
 FWD_D, BWD_D = task_name("fwd", "d"), task_name("bwd", "d")      # the core case the traffic items read
 
 
+def traffic_case(L: Ledger, outcome, phase: str) -> str | None:
+    """The core case whose traffic an item reads: "d"; or, when d's task failed, the first other core case whose
+    task ran, d's error in the ledger. A crash is charged once, where it first shows (item 1 or 2 meet it on their
+    own inputs too), and the item still checks the traffic of kernels that ran; None when none ran."""
+    if not failed(L, outcome, task_name(phase, "d")):
+        return "d"
+    return next((k for k in CORE if k != "d" and not outcome.task_error(task_name(phase, k))), None)
+
+
 def item_5(inputs, outcome) -> Ledger:
-    """The fused forward on "d": each of its checks is a finding or a check passed."""
+    """The fused forward on "d" (or the core case traffic_case picks): each of its checks is a finding or a check
+    passed."""
     L = Ledger()
-    if failed(L, outcome, FWD_D):
+    k = traffic_case(L, outcome, "fwd")
+    if k is None:
         return L
-    info = outcome.info[FWD_D]
-    M, N = CORE["d"].shape
+    task = task_name("fwd", k)                # the case read: "d", unless d's task failed
+    info = outcome.info[task]
+    M, N = CORE[k].shape
     launches = info["fwd"]["launches"]
     if not launches:
         L.add(Finding("y", "your forward launched no kernel"))
         return L
-    taint = laundered(outcome, FWD_D, ("y", "r"), "a fused forward computes y and r from x and g")
+    taint = laundered(outcome, task, ("y", "r"), "a fused forward computes y and r from x and g")
     if taint:
         L.add(taint)
         return L
@@ -43,9 +56,9 @@ def item_5(inputs, outcome) -> Ledger:
     g_max = sum(Lc["programs"] for Lc in launches) * N
     scratch = others(launches, ("x", "y", "r", "g"))
     extra = sum(a["loaded"] + a["stored"] for _, _, a in scratch)     # every buffer but x, g, y and r, together
-    rows_missed = coverage_cause(outcome, FWD_D, "y") or coverage_cause(outcome, FWD_D, "r")
+    rows_missed = coverage_cause(outcome, task, "y") or coverage_cause(outcome, task, "r")
     x_distinct = min(io(launches, "x", "loaded")[1], M * N)
-    read = traffic(outcome, FWD_D, "fwd", inputs["d"]["x"])      # a tensor read for another: an address, not fusion
+    read = traffic(outcome, task, "fwd", inputs[k]["x"])        # a tensor read for another: an address, not fusion
     because, read_cause = (f", because {read[1]}", read[0]) if read else ("", None)
     # rows read by several programs while others go unstored: one address fault (the grid, the row index), its owner's
     L.add(None if x_loads == x_distinct == M * N else
@@ -55,16 +68,16 @@ def item_5(inputs, outcome) -> Ledger:
                        f"{'' if rows_missed else because}", rows_missed or read_cause))     # rows missed: the grid's
     if y_stores == M * N:
         L.right()
-    elif not made(outcome, FWD_D, "y") and not y_stores:
+    elif not made(outcome, task, "y") and not y_stores:
         # a kernel that wrote a y of its own, which the wrapper then replaced, is fused all the same
         L.add(Finding("y", "your forward's kernels stored none of the y it returned: y was made outside them",
                       "y_not_from_kernels" if wrote_a_whole_output(launches, M, N, ("x", "y", "r", "g")) else None))
     else:
         L.add(Finding("y", f"your forward's kernels stored {y_stores / (M * N):.1f} values per element of the y it "
                            f"returned; a fused kernel writes each element of y once, into the tensor the forward "
-                           f"returns", coverage_cause(outcome, FWD_D, "y") if y_stores < M * N else None))
+                           f"returns", coverage_cause(outcome, task, "y") if y_stores < M * N else None))
     r_cause = (("r_not_from_kernels" if (info.get("host_made") or {}).get("r") else "r_not_stored") if r_stores == 0
-               else coverage_cause(outcome, FWD_D, "r") if r_stores < M else None)
+               else coverage_cause(outcome, task, "r") if r_stores < M else None)
     L.add(None if r_stores == M else
           Finding("r", f"your forward stored {r_stores} values of r for {M} rows; store each row's 1/rms once",
                   r_cause))
@@ -73,7 +86,7 @@ def item_5(inputs, outcome) -> Ledger:
     if extra >= M * N // 4:
         names = "; ".join(f"{name} in {k}: {a['loaded']} loaded, {a['stored']} stored" for k, name, a in scratch
                           if a["loaded"] or a["stored"])
-        host_y = not made(outcome, FWD_D, "y")       # the kernel's own y, which the wrapper then replaced
+        host_y = not made(outcome, task, "y")       # the kernel's own y, which the wrapper then replaced
         L.add(Finding("x", f"your forward moves {extra} elements through buffers other than x, g, y and r "
                            f"({names}): an extra pass over memory; a fused forward reads x and g and writes y and r, "
                            f"nothing else", "y_not_from_kernels" if host_y else None))
@@ -81,26 +94,29 @@ def item_5(inputs, outcome) -> Ledger:
 
 
 def item_6(inputs, outcome) -> Ledger:
-    """The fused backward: rmsnorm_backward on "d", given the reference r. No element of x or dy loaded twice,
+    """The fused backward: rmsnorm_backward on "d" (or the core case traffic_case picks), given the reference r. No
+    element of x or dy loaded twice,
     none of dx stored twice, and a dg reduction whose scratch traffic is bounded; elements never loaded or
     stored are the grid's or the mask's doing, charged where their cause is."""
     L = Ledger()
-    if failed(L, outcome, BWD_D):
+    k = traffic_case(L, outcome, "bwd")
+    if k is None:
         return L
-    M, N = CORE["d"].shape
-    taint = laundered(outcome, BWD_D, ("dx", "dg"), "a fused backward computes dx and dg from x, dy, g and r")
+    task = task_name("bwd", k)                # the case read: "d", unless d's task failed
+    M, N = CORE[k].shape
+    taint = laundered(outcome, task, ("dx", "dg"), "a fused backward computes dx and dg from x, dy, g and r")
     if taint:
         L.add(taint)
         return L
-    problems = backward_io_problems(outcome.info[BWD_D]["bwd"]["launches"], M, N)
+    problems = backward_io_problems(outcome.info[task]["bwd"]["launches"], M, N)
     if problems and problems[0][0] == "none":
         L.add(Finding("dx", problems[0][1]))
         return L
-    launches = outcome.info[BWD_D]["bwd"]["launches"]
-    host_dx = (not made(outcome, BWD_D, "dx") and (outcome.info[BWD_D].get("host_made") or {}).get("dx")
+    launches = outcome.info[task]["bwd"]["launches"]
+    host_dx = (not made(outcome, task, "dx") and (outcome.info[task].get("host_made") or {}).get("dx")
                and wrote_a_whole_output(launches, M, N, IO_ROLES))
-    coverage = "dx_not_from_kernels" if host_dx else coverage_cause(outcome, BWD_D, "dx")
-    read = traffic(outcome, BWD_D, "bwd", inputs["d"]["x"])      # a tensor read for another: an address, not fusion
+    coverage = "dx_not_from_kernels" if host_dx else coverage_cause(outcome, task, "dx")
+    read = traffic(outcome, task, "bwd", inputs[k]["x"])        # a tensor read for another: an address, not fusion
     for kind, message in problems:
         cause = coverage if kind == "coverage" else "dx_not_from_kernels" if kind == "scratch" and host_dx else None
         if read and kind in ("repeat", "coverage") and not (kind == "coverage" and cause):   # (rows never stored)
@@ -203,7 +219,9 @@ def item_8(inputs, outcome) -> Ledger:
     kernel_made = [v for task in (FWD_D, BWD_D) for v in (outcome.info.get(task, {}).get("kernel_made") or {}).values()]
     err = task_error(outcome, BWD_D)
     if err:
-        L.add(err)
+        L.add(err)                                     # charged where it first shows; the tasks that ran are checked
+        if any(not outcome.task_error(task_name(kind, k)) for kind in ("bwd", "ag") for k in CORE if k != "d"):
+            L.right()
     elif not any(kernel_made):
         L.add(Finding("race", "no output of yours was stored by a kernel, so there was nothing for the race detector "
                               "to check"))

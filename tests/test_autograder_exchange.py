@@ -122,3 +122,17 @@ def test_one_crash_met_on_two_inputs_is_one_cause():
     b = crash_site("OutOfBoundsError: out-of-bounds load in bwd_tile line 135, program 0: offsets 1–7 are past the "
                    "end of g_ptr (tl.float16, 1 elements)")
     assert a == b and a != crash_site("OutOfBoundsError: out-of-bounds load in bwd_tile line 136, program 0: x")
+
+
+class _FailedBackward(_Outcome):
+    info = {"ag_big": {"failed_in": "bwd"}}
+
+
+@pytest.mark.parametrize("err", [e for e, cause in ERRORS.items() if cause == "compile_rule"])
+def test_a_backward_that_triton_refuses_through_autograd_is_a_compile_rule(err):
+    """On the GPU, an autograd case whose backward kernel Triton refuses (a plain function it calls, say) is the same
+    one mistake the simulator recorded, not a crash of its own."""
+    import torch
+    from autograder.judge.outputs import backward_failure
+    found = backward_failure(_FailedBackward(err), "ag_big", torch.zeros(4, 8), "x of shape (4, 8) fp32")
+    assert found.cause == "compile_rule" and err in found.message

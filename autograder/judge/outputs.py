@@ -412,6 +412,8 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
     err = outcome.task_error(task)
     if not err or outcome.info.get(task, {}).get("failed_in") != "bwd":
         return None
+    if err.startswith(REFUSALS):                    # a backward kernel Triton refuses (on the GPU): a compile rule
+        return Finding("dx", f"your backward failed for {story}: {err}", "compile_rule")
     if text.autograd_hint(err):                     # the Function's own fault, wherever it shows: 4.6's
         return Finding("dx", f"your backward failed for {story}: {err}", "gradient_count")
     saved = outcome.info.get(task, {}).get("saved")

@@ -9,9 +9,9 @@ On the simulator, elements no kernel stored are named as such, and memory from t
 import pytest
 import torch
 
-from rmsnorm_check import (DTYPE_NAMES, assert_untouched, ctx_tensors, ctx_tensors_message, describe, host_ops_of,
-                           host_work_problem, kernel_stored, leave_garbage, partial_dtype_problem, random_inputs,
-                           reference, strided_inputs, transposed_inputs)
+from rmsnorm_check import (DTYPE_NAMES, STRIDED_SHAPE, apply_view, assert_untouched, ctx_tensors, ctx_tensors_message,
+                           describe, host_ops_of, host_work_problem, kernel_stored, leave_garbage,
+                           partial_dtype_problem, random_inputs, reference, strided_inputs, transposed_inputs)
 from rmsnorm_causes import backward_alternatives, backward_plain, dg_rows, forward_alternatives, pick
 from rmsnorm_diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, read_instead, read_instead_fwd,
                               saved_r, saved_r_finding, saved_too_few, simulated)
@@ -302,6 +302,16 @@ def test_strided_rows_and_untouched_dy(impl):
     x, g, dy = strided_inputs(device=impl.DEVICE)
     Step(impl, x, g, dy, story=f"{describe(x)} and dy whose rows are 160 elements apart (row stride 160, N 80)"
          ).grads(("dx",))
+
+
+def test_every_other_column(impl):
+    """x and dy as views of every other column (x.stride() = (160, 2)): their columns are not adjacent, so a kernel
+    that steps by 1 from column to column reads the wrong elements. Pass the column stride, or copy x and dy to
+    contiguous rows on the host (moving data is allowed)."""
+    base_x, g, base_dy = random_inputs(STRIDED_SHAPE, device=impl.DEVICE)
+    x, dy = apply_view(base_x, (0, None, 2)), apply_view(base_dy, (0, None, 2))
+    Step(impl, x, g[:x.shape[-1]].contiguous(), dy,
+         story=f"{describe(x)} and dy, every other column of (24, 160) tensors (x.stride() = (160, 2))").grads()
 
 
 def test_forward_reads_x_once_and_writes_y_once(sim_impl):

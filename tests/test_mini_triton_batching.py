@@ -166,3 +166,39 @@ def test_program_by_program_runs_one_program_per_chunk(monkeypatch):
     finally:
         mini_triton.set_batching(old)
     assert sizes == [1] * 16 and torch.equal(x, torch.full((1000,), 4.0))
+
+
+@pytest.mark.parametrize("loop", ["python_range", "tl_range"])
+def test_a_grid_stride_loop_runs_programs_with_equal_trip_counts_together(monkeypatch, loop):
+    """Triton compiles Python's range in a kernel as tl.range: a loop whose start differs from program to program
+    (range(pid, n_rows, programs)) runs the programs that make the same number of trips as one chunk, each with its
+    own loop variable, and the results are the program-by-program run's."""
+    from mini_triton import runtime
+    sizes = []
+    chunk = runtime.Chunk
+
+    def spy(launch, pids, **kw):
+        sizes.append(int(pids.numel()))
+        return chunk(launch, pids, **kw)
+    monkeypatch.setattr(runtime, "Chunk", spy)
+    tl = mini_triton.language
+
+    @mini_triton.jit
+    def row_sums(x_ptr, out_ptr, n_rows, n_cols, BLOCK: tl.constexpr, PY: tl.constexpr):
+        pid, cols = tl.program_id(0), tl.arange(0, BLOCK)
+        rows = range(pid, n_rows, tl.num_programs(0)) if PY else tl.range(pid, n_rows, tl.num_programs(0))
+        for row in rows:
+            tl.store(out_ptr + row, tl.sum(tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)))
+
+    x = torch.randn(37, 100)
+    out = torch.zeros(37)
+    row_sums[(8,)](x, out, 37, 100, BLOCK=128, PY=loop == "python_range")
+    assert sizes == [8, 5, 3]          # the chunk of 8 splits once: 5 programs make 5 trips, 3 make 4 (not 8 of 1)
+    assert torch.allclose(out, x.sum(1), atol=1e-5)
+    one = torch.zeros(37)
+    old = mini_triton.set_batching(False)
+    try:
+        row_sums[(8,)](x, one, 37, 100, BLOCK=128, PY=loop == "python_range")
+    finally:
+        mini_triton.set_batching(old)
+    assert torch.equal(out, one)

@@ -9,7 +9,7 @@ import builtins
 import torch
 
 from .. import dtypes as D
-from .. import runtime
+from .. import frontend, runtime
 from ..arithmetic import cast as cast_block
 from ..blocks import Affine, as_block, check_shape, const_int, make_int, scalar, tensor, unwrap
 from ..errors import CompilationError
@@ -110,6 +110,18 @@ def range(arg1, arg2=None, step=1, num_stages=None, loop_unroll_factor=None, dis
     if bool((trips != trips[0]).any()):
         raise runtime.Divergence(trips)                             # group the programs by trip count
     return (make_int(D.int32, (), handle=start + i * stride) for i in builtins.range(int(trips[0])))
+
+
+def python_range(*args):
+    """Python's ``range`` in a kernel: Triton compiles ``for i in range(...)`` as it compiles ``tl.range``, a
+    runtime loop whose bounds may differ from program to program (a grid-stride loop, ``range(pid, n_rows,
+    num_programs)``), so it runs as :func:`range` does here: programs with the same trip count together."""
+    if not 1 <= len(args) <= 3:
+        raise TypeError(f"range expected 1 to 3 arguments, got {len(args)}")
+    return range(*args)
+
+
+frontend.BUILTINS["range"] = python_range       # the kernel language's builtin (frontend.py), bound from here
 
 
 def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):

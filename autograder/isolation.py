@@ -11,6 +11,8 @@ containers), whose root is a fresh, empty tmpfs holding only
   folder (the job, mini_triton, the files they share) and the folders CUDA is configured in, read-only;
 - the job's own folder, writable, and an empty /tmp.
 
+It also gets a network namespace of its own, with no interface up: no connection leaves the job.
+
 ``pivot_root`` makes that tmpfs the job's ``/`` and the old root is detached, so no path leads back
 to the machine's files. All of it happens in the child between fork and exec, as root, before it
 becomes the sandbox account; the namespace disappears with the job's last process.
@@ -27,7 +29,7 @@ import os
 import sys
 from pathlib import Path
 
-CLONE_NEWNS = 0x00020000
+CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)     # the syscall's number (no libc wrapper)
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
@@ -77,8 +79,14 @@ def readable_paths(runtime_root) -> list:
 
 def enter(new_root: Path, job: Path, readable: list):
     """In the job's child, as root: make ``new_root`` (an empty folder) the root of a private view that
-    holds the system, ``readable`` (read-only) and ``job`` (writable), then detach the old root."""
-    _call("unshare", CLONE_NEWNS)
+    holds the system, ``readable`` (read-only) and ``job`` (writable), then detach the old root. The job gets a
+    network namespace of its own too, where one can be made: no interface but a loopback that is down, so it
+    reaches no socket of the machine's and nothing beyond it (its channel to the judge is a socket pair, made
+    before)."""
+    try:
+        _call("unshare", CLONE_NEWNS | CLONE_NEWNET)
+    except OSError:                                              # a kernel or container without network namespaces
+        _call("unshare", CLONE_NEWNS)
     _mount(None, "/", flags=MS_REC | MS_PRIVATE)                 # nothing below propagates back
     _mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m")
     for name in SYSTEM:

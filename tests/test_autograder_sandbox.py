@@ -325,6 +325,41 @@ def test_as_root_a_job_cannot_read_a_world_readable_file_outside_its_folder(tmp_
         shutil.rmtree(other)
 
 
+CONNECTS = textwrap.dedent("""
+    import socket
+    try:
+        socket.create_connection(("127.0.0.1", {port}), timeout=5).close()
+        found = "CONNECTED"
+    except OSError as e:
+        found = "REFUSED:" + type(e).__name__ + ":" + str(e.errno)
+    raise ImportError(found)
+""")
+
+
+@pytest.mark.skipif(not isolation.available(), reason="a network namespace per job needs root on Linux")
+def test_as_root_a_job_cannot_connect_to_a_socket_of_the_machine(tmp_path, monkeypatch):
+    """A server listening on the grading machine's loopback: the job's own network namespace has no way to it."""
+    import socket
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    try:
+        sub = tmp_path / "rmsnorm.py"
+        sub.write_text(CONNECTS.format(port=server.getsockname()[1]))
+        limits = config.sim_limits(torch.cuda.is_available())
+        outcome = runner.run_job(sub, {}, {}, limits=limits)
+        assert "REFUSED:OSError:101" in outcome.error, outcome.error          # ENETUNREACH: no interface is up
+        monkeypatch.setenv(isolation.OFF_VAR, "off")       # without the job's namespaces, it connects
+        isolation.available.cache_clear()
+        try:
+            assert "CONNECTED" in runner.run_job(sub, {}, {}, limits=limits).error
+        finally:
+            monkeypatch.delenv(isolation.OFF_VAR)
+            isolation.available.cache_clear()
+    finally:
+        server.close()
+
+
 def test_the_runtime_holds_the_job_the_simulator_and_the_files_they_share_only(tmp_path):
     folder = runtime.copy_into(tmp_path / "runtime")
     files = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}

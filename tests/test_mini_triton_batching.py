@@ -139,8 +139,9 @@ def test_batched_and_program_by_program_runs_agree(name, tmp_path):
         assert launches_a == launches_b, f"{name} {case}: the launches' records differ"
 
 
-def test_program_by_program_runs_one_program_per_chunk(monkeypatch):
-    """The switch does what it says: with batching off, every chunk holds one program."""
+@pytest.fixture
+def chunk_sizes(monkeypatch) -> list:
+    """The number of programs of each chunk the simulator runs, in order, while the test runs."""
     from mini_triton import runtime
     sizes = []
     chunk = runtime.Chunk
@@ -149,6 +150,11 @@ def test_program_by_program_runs_one_program_per_chunk(monkeypatch):
         sizes.append(int(pids.numel()))
         return chunk(launch, pids, **kw)
     monkeypatch.setattr(runtime, "Chunk", spy)
+    return sizes
+
+
+def test_program_by_program_runs_one_program_per_chunk(chunk_sizes):
+    """The switch does what it says: with batching off, every chunk holds one program."""
     tl = mini_triton.language
 
     @mini_triton.jit
@@ -158,29 +164,21 @@ def test_program_by_program_runs_one_program_per_chunk(monkeypatch):
 
     x = torch.ones(1000)
     double[(math.ceil(1000 / 64),)](x, 1000, BLOCK=64)
-    assert max(sizes) > 1
-    sizes.clear()
+    assert max(chunk_sizes) > 1
+    chunk_sizes.clear()
     old = mini_triton.set_batching(False)
     try:
         double[(math.ceil(1000 / 64),)](x, 1000, BLOCK=64)
     finally:
         mini_triton.set_batching(old)
-    assert sizes == [1] * 16 and torch.equal(x, torch.full((1000,), 4.0))
+    assert chunk_sizes == [1] * 16 and torch.equal(x, torch.full((1000,), 4.0))
 
 
 @pytest.mark.parametrize("loop", ["python_range", "tl_range"])
-def test_a_grid_stride_loop_runs_programs_with_equal_trip_counts_together(monkeypatch, loop):
+def test_a_grid_stride_loop_runs_programs_with_equal_trip_counts_together(chunk_sizes, loop):
     """Triton compiles Python's range in a kernel as tl.range: a loop whose start differs from program to program
     (range(pid, n_rows, programs)) runs the programs that make the same number of trips as one chunk, each with its
     own loop variable, and the results are the program-by-program run's."""
-    from mini_triton import runtime
-    sizes = []
-    chunk = runtime.Chunk
-
-    def spy(launch, pids, **kw):
-        sizes.append(int(pids.numel()))
-        return chunk(launch, pids, **kw)
-    monkeypatch.setattr(runtime, "Chunk", spy)
     tl = mini_triton.language
 
     @mini_triton.jit
@@ -193,7 +191,7 @@ def test_a_grid_stride_loop_runs_programs_with_equal_trip_counts_together(monkey
     x = torch.randn(37, 100)
     out = torch.zeros(37)
     row_sums[(8,)](x, out, 37, 100, BLOCK=128, PY=loop == "python_range")
-    assert sizes == [8, 5, 3]          # the chunk of 8 splits once: 5 programs make 5 trips, 3 make 4 (not 8 of 1)
+    assert chunk_sizes == [8, 5, 3]      # the chunk of 8 splits once: 5 programs make 5 trips, 3 make 4 (not 8 of 1)
     assert torch.allclose(out, x.sum(1), atol=1e-5)
     one = torch.zeros(37)
     old = mini_triton.set_batching(False)

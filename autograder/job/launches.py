@@ -203,7 +203,7 @@ class Launcher:
         by_role = {}
         for name in bound:
             by_role.setdefault(text.param_role(name), name)
-        for p, value in bound.items():
+        for p in bound:
             named, given = text.param_role(p), role[p]
             q = by_role.get(given) if named and given and given != named else None
             if q is None or q == p or role[q] == given or not isinstance(bound[q], torch.Tensor):

@@ -7,6 +7,7 @@ their outputs come from hidden/cases.py.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import torch
 
@@ -97,8 +98,7 @@ def exchanged_on_the_gpu(outcome, f: Finding | None) -> Finding | None:
     way round (judge.GpuView.exchanged). On the GPU that launch ran as written, so what any later phase computes is
     suspect too (a forward that stores y into x leaves the backward a wrong x, and the second of two runs another
     x than the first)."""
-    swaps = getattr(outcome, "exchanged", None) or {}
-    swap = swaps.get("fwd") or swaps.get("bwd")
+    swap = getattr(outcome, "exchanged", None)
     if f is None or swap is None:
         return f
     return dataclasses.replace(f, message=f"{f.message}. The cause, seen on the simulator: {swap.message}",
@@ -397,10 +397,8 @@ def _r_saved_shaped(saved, x) -> tuple | None:
     (x's leading dimensions, say), or None."""
     rows = x.numel() // max(1, x.shape[-1]) if x.dim() else 0
     for shape, dtype in saved or []:
-        numel = 1
-        for s in shape:
-            numel *= int(s)
-        if dtype == "float32" and numel == rows and tuple(shape) != (rows,) and len(shape) != x.dim():
+        if dtype == "float32" and math.prod(int(s) for s in shape) == rows and tuple(shape) != (rows,) and \
+                len(shape) != x.dim():
             return tuple(shape)
     return None
 

@@ -166,6 +166,10 @@ class Recording:
     def __init__(self, host_ops: bool):
         self.launches: list[LaunchStats] = []
         self.host_ops: list[HostOp] | None = [] if host_ops else None
+        # the storages of every launch's tensor arguments, kept while the block runs: a storage's address then names
+        # one tensor for the whole block (freed, a host copy's memory could go to a tensor made later, which would
+        # then pass for an argument of an earlier launch)
+        self.alive: list = []
 
     def totals(self) -> dict:
         t = dict.fromkeys(_KEYS, 0)
@@ -226,6 +230,7 @@ def record(host_ops: bool = False, poison: bool = False):
             yield rec
     finally:
         _RECORDERS.remove(rec)
+        rec.alive.clear()
 
 
 def commit_launch(launch, records):
@@ -262,6 +267,7 @@ def commit_launch(launch, records):
                          launch.undefined_lanes, launch.rule)
         for rec in _RECORDERS:
             rec.launches.append(ls)
+            rec.alive.extend(b.tensor.untyped_storage() for b in launch.buffers)
 
 
 observers.register(commit_launch, order=20)

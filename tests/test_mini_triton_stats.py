@@ -244,3 +244,16 @@ def test_an_out_of_bounds_picture_holds_every_program_whose_lanes_left_their_row
     assert err.cells_by_program[2] == [(2, c) for c in range(12, 16)]
     png = viz.draw_out_of_bounds(err, tmp_path / "oob.png")
     assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_record_keeps_each_launchs_tensors_memory_until_the_block_ends():
+    """A storage address names one tensor for the whole record: a temporary passed to a launch and then dropped
+    (a host copy inside a wrapper) keeps its memory until the block ends, so that no tensor made later in the
+    block (autograd's x.grad, say) takes its address and passes for an argument of that launch."""
+    with triton.record() as rec:
+        tmp = torch.randn(64)
+        address = tmp.untyped_storage().data_ptr()
+        K.add_kernel[(1,)](tmp, tmp, torch.empty(64), 64, BLOCK=64)
+        del tmp
+        assert address in [s.data_ptr() for s in rec.alive]
+    assert rec.alive == [] and rec.launches[0].args

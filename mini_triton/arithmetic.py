@@ -89,6 +89,9 @@ _TORCH_OPS = {
     "lshift": torch.bitwise_left_shift, "rshift": torch.bitwise_right_shift,
     "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge, "eq": torch.eq, "ne": torch.ne,
 }
+# A float block's +, -, * or / waits for its first use: a tl.store computes it straight into memory
+# (blocks.tensor.pending).
+_DEFERRED = {"add", "sub", "mul", "truediv"}
 COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
            "and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>",
@@ -115,7 +118,10 @@ def binary(a, b, op) -> tensor:
         fast = _affine_arith(a, b, op, ty, shape)
         if fast is not None:
             return fast
-    out = _compute(full_rank(a, ty, shape), full_rank(b, ty, shape), op, ty)
+    ha, hb = full_rank(a, ty, shape), full_rank(b, ty, shape)
+    if op in _DEFERRED and ty.is_floating() and shape:
+        return tensor(None, ty, shape, pending=(_TORCH_OPS[op], ha, hb, max(ha.shape[0], hb.shape[0])))
+    out = _compute(ha, hb, op, ty)
     if op in COMPARISONS:
         return tensor(out, D.int1, shape)
     if ty.is_bool():

@@ -85,11 +85,26 @@ def in_order(op, flat, a, v, cmp):
             flat[a] = OPS[op](old, v).to(flat.dtype)
         return old
     old = torch.empty_like(v)
-    for i in range(a.numel()):                     # repeated addresses: one lane at a time
-        o = flat[a[i]].clone()
-        old[i] = o
-        flat[a[i]] = (v[i] if o == cmp[i] else o) if op == "cas" else OPS[op](o, v[i])
+    rank = _rank_at_address(a)
+    for k in range(int(rank.max()) + 1):            # the k-th lane of every element at once
+        sel = (rank == k).nonzero().reshape(-1)
+        ak = a[sel]
+        o = flat[ak].clone()
+        old[sel] = o
+        flat[ak] = torch.where(o == cmp[sel], v[sel], o) if op == "cas" else OPS[op](o, v[sel]).to(flat.dtype)
     return old
+
+
+def _rank_at_address(a):
+    """For each lane, how many lanes before it (in lane order) touch the same element."""
+    order = torch.sort(a, stable=True).indices
+    sa = a[order]
+    first = torch.ones_like(sa, dtype=torch.bool)
+    first[1:] = sa[1:] != sa[:-1]
+    pos = torch.arange(sa.numel())
+    rank = torch.empty_like(pos)
+    rank[order] = pos - torch.cummax(torch.where(first, pos, 0), 0).values
+    return rank
 
 
 def _add_repeated(flat, a, v):
@@ -140,11 +155,23 @@ def track_locks(ch, acc, op, old, new, cmp, active):
     keys = lock_keys(acc, active)
     if ch.held() is not None:
         release(ch, acc, positions, keys)
+    if op == "cas" and ch.turns is None and keys.numel() > 1:
+        note_turns(ch, positions, keys)
     if op == "cas":
         took = (old == cmp) & (new != cmp)
         if bool(took.any()):
             ch.hold(positions[took], keys[took])
             order_dependent(ch, f"a lock taken with tl.atomic_cas on {acc.buf.describe()} at {acc.line}")
+
+
+def note_turns(ch, positions, keys):
+    """Programs of the chunk that try one lock at once get it one after another, in lane order: note each one's
+    turn. If they then take different paths (the losers spin), the launcher runs them turn by turn, one chunk
+    per turn, so each chunk finds its locks free (and the same program gets the lock first as lane by lane)."""
+    rank = _rank_at_address(keys)
+    if int(rank.max()) > 0:
+        ch.turns = torch.zeros(ch.P, dtype=torch.int64)
+        ch.turns[positions] = rank
 
 
 def release(ch, acc, positions=None, keys=None):

@@ -76,9 +76,9 @@ class tensor:
     arithmetic.py's, its shape methods (``x[:, None]``, ``.trans()``...) shapes.py's.
     """
 
-    __slots__ = ("_h", "dtype", "shape", "aff", "buf", "__weakref__")
+    __slots__ = ("_h", "dtype", "shape", "aff", "buf", "pending", "__weakref__")
 
-    def __init__(self, handle, dtype, shape, aff=None, buf=None):
+    def __init__(self, handle, dtype, shape, aff=None, buf=None, pending=None):
         self._h = handle
         self.dtype = dtype
         self.shape = tuple(shape)
@@ -86,17 +86,26 @@ class tensor:
             check_numel(self.shape)
         self.aff = aff
         self.buf = buf
+        # (op, a, b, lead): a large element-wise result not computed yet. A tl.store of it computes it straight into
+        # memory, which saves writing it once and copying it once (memory.store); any other use computes it here.
+        self.pending = pending
 
     # -- the representation --------------------------------------------
     @property
     def handle(self) -> torch.Tensor:
         """The values as a torch tensor of shape (L, *shape)."""
         if self._h is None:
-            self._h = self.aff.materialize(self.shape)
+            if self.pending is not None:
+                op, a, b, _ = self.pending
+                self._h, self.pending = op(a, b), None
+            else:
+                self._h = self.aff.materialize(self.shape)
         return self._h
 
     @property
     def lead(self) -> int:
+        if self.pending is not None:
+            return self.pending[3]
         return (self._h if self._h is not None else self.aff.base).shape[0]
 
     @property
@@ -110,12 +119,12 @@ class tensor:
     @property
     def symbolic(self) -> bool:
         """Held as an :class:`Affine` only: no tensor of its values made yet."""
-        return self._h is None
+        return self._h is None and self.pending is None
 
     def retyped(self, dtype, buf=None) -> tensor:
         """The same lanes as a block of type ``dtype`` (pointing into ``buf``), without a copy: an
         affine block stays affine. Offsets become pointers and back this way."""
-        return tensor(self._h, dtype, self.shape, aff=self.aff, buf=buf)
+        return tensor(self._h if self.pending is None else self.handle, dtype, self.shape, aff=self.aff, buf=buf)
 
     def affine(self):
         """This integer block as an :class:`Affine`, or None if it is not one."""

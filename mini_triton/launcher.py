@@ -34,7 +34,7 @@ LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
                   "warmup", "grid", "enable_warp_specialization", "num_buffers_warp_spec",
                   "num_consumer_groups", "reg_dec_producer", "reg_inc_consumer"}
 
-TARGET_LANES = int(os.environ.get("MINI_TRITON_CHUNK_LANES", 1 << 20))
+TARGET_LANES = int(os.environ.get("MINI_TRITON_CHUNK_LANES", 1 << 22))
 MAX_GRID = (2**31 - 1, 65535, 65535)
 
 
@@ -55,6 +55,7 @@ class Launch:
         self.rule = runtime.take_pending()     # the first compile rule broken, in rule mode "record"
         self.undefined_lanes = None            # the first masked tl.load without other= (its lanes hold NaN)
         self.populated = set()                 # buffers whose pages are mapped for writing (memory.store)
+        self.view_loads = None                 # may loads be views? None: not known yet (runtime.Chunk.writing)
 
     def lock_id(self, key) -> int:
         return self.lock_ids.setdefault(key, len(self.lock_ids))
@@ -211,13 +212,21 @@ class JITFunction:
 
     def _run_group(self, launch, kargs, pids, committed) -> int:
         """Run programs ``pids`` together; split them if they take different paths."""
-        chunk = runtime.Chunk(launch, pids, may_diverge=self.may_diverge)
+        chunk = runtime.Chunk(launch, pids, may_diverge=self.may_diverge, views=self._views(launch, pids))
         outer, runtime.CURRENT = runtime.CURRENT, chunk
         try:
             self.body(*kargs)
+        except runtime.ViewHazard:
+            memory.undo(chunk)
+            runtime.CURRENT = outer
+            return self._run_group(launch, kargs, pids, committed)
         except runtime.Divergence as d:
             memory.undo(chunk)
             runtime.CURRENT = outer
+            if chunk.turns is not None:                     # programs waiting for a lock: turn by turn
+                for turn in range(int(chunk.turns.max()) + 1):
+                    self._run_group(launch, kargs, pids[chunk.turns == turn], committed)
+                return chunk.max_numel
             keys = d.values.expand(pids.numel()) if d.values.numel() == 1 else d.values
             _, inverse = torch.unique(keys, return_inverse=True)
             first_pid = {}
@@ -232,8 +241,18 @@ class JITFunction:
             raise
         finally:
             runtime.CURRENT = outer
+        if launch.view_loads is None:
+            launch.view_loads = True
         committed.extend(chunk.records)
         return chunk.max_numel
+
+    def _views(self, launch, pids) -> bool:
+        """May this chunk's loads be views of memory? Once a chunk ran without writing what it loaded, yes: a
+        straight-line kernel repeats the same loads and stores in every chunk. A chunk that may diverge keeps an
+        undo log, so it may try before anything is known (a write after a view-load undoes it and reruns it)."""
+        if launch.view_loads is None:
+            return self.may_diverge and pids.numel() > 1
+        return launch.view_loads
 
 
 def _normalize_grid(grid, values, name):

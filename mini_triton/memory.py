@@ -155,20 +155,31 @@ class Access:
 
     def active_offsets(self):
         """(offsets, program ids) of every active lane, flattened in program order."""
-        P = int(self.pids.numel())
-        offs = self.offsets().expand(P, *self.shape) if self.lead != P else self.offsets()
-        pid = self.pids.view(P, *([1] * len(self.shape))).expand(P, *self.shape)
-        if self.mask_h is None:
-            return offs.reshape(-1), pid.reshape(-1)
-        m = self.mask_h.expand(P, *self.shape)
-        return offs[m], pid[m]
+        offs, pids, _ = self.active_lanes()
+        return offs, pids
 
     def active_locks(self) -> torch.Tensor:
         """The lock each active lane's program held (-1: none), in active_offsets' order."""
+        return self.active_lanes(locks=True)[2]
+
+    def active_lanes(self, locks=False):
+        """(offsets, program ids, and with ``locks`` the lock each one's program held or -1) of every active lane,
+        in program order. A mask that every program shares selects its lanes once, not once per program."""
         P = int(self.pids.numel())
-        locks = self.locks if self.locks is not None else torch.full((P,), -1, dtype=torch.int64)
-        held = locks.view(P, *([1] * len(self.shape))).expand(P, *self.shape)
-        return held.reshape(-1) if self.mask_h is None else held[self.mask_h.expand(P, *self.shape)]
+        flat = self.offsets().reshape(self.lead, -1)
+        held = None
+        if locks:
+            held = self.locks if self.locks is not None else torch.full((P,), -1, dtype=torch.int64)
+        if self.mask_h is None or self.mask_h.shape[0] == 1:
+            if self.mask_h is not None:
+                flat = flat[:, self.mask_h.reshape(-1).nonzero().reshape(-1)]
+            n = flat.shape[1]
+            rep = (lambda t: t.repeat_interleave(n)) if n != 1 else (lambda t: t)  # noqa: E731
+            return (flat.expand(P, n).reshape(-1), rep(self.pids),
+                    rep(held) if held is not None else None)
+        rows, cols = self.mask_h.expand(P, *self.shape).reshape(P, -1).nonzero(as_tuple=True)
+        return (flat.expand(P, flat.shape[1])[rows, cols], self.pids[rows],
+                held[rows] if held is not None else None)
 
     def programs(self) -> int:
         """How many programs the record holds."""
@@ -333,7 +344,10 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
             offs = torch.where(acc.mask_h, offs, 0) if acc.buf.span > 0 else torch.zeros_like(offs)
         vals = acc.buf.flat[offs] if acc.buf.span > 0 else torch.zeros(offs.shape, dtype=elem.torch)
     store_ty = D.storage_dtype(elem)
-    if acc.mask_h is None:
+    ch.loaded.add(acc.buf.storage_key[0])
+    if acc.mask_h is None and view is not None and ch.views and vals.dtype == store_ty:
+        out = view                                  # the chunk writes no memory it loads (runtime.Chunk.writing)
+    elif acc.mask_h is None:
         out = vals.to(store_ty, copy=True)
     else:
         f = full_handle(fill, acc.shape) if fill is not None else torch.tensor(_poison(elem), dtype=store_ty)
@@ -350,12 +364,16 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
                                   f"supported by mini_triton; use a mask, or a tensor descriptor")
     value = _store_shape(pointer, value)
     ch, acc = _prepare("store", pointer, mask, value)
+    ch.writing(acc.buf)
     acc.check_bounds("store")                       # a rejected store writes nothing
     val = cast(as_block(value), acc.buf.elem)
-    vh = full_handle(val, acc.shape).to(acc.buf.elem.torch)
     view = acc.view(for_store=True)
     if ch.undo is not None:
         _populate_once(ch.launch, acc.buf)
+    if _store_pending(ch, acc, val, view):
+        ch.records.append(acc)
+        return
+    vh = full_handle(val, acc.shape).to(acc.buf.elem.torch)
     if view is not None and (view.shape[0] == ch.P or vh.shape[0] == 1):
         if ch.undo is not None:
             ch.undo.append((view, view.clone()))
@@ -368,6 +386,21 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     ch.records.append(acc)
     if acc.locks is not None and acc.shape == ():
         atomics.release(ch, acc)                    # a plain store can release a lock too
+
+
+def _store_pending(ch, acc, val, view) -> bool:
+    """Store a pending element-wise result (blocks.tensor.pending) by computing it into memory, where it fills the
+    accessed elements exactly: no mask, one value per element, the buffer's dtype. Its operands cannot be views of
+    this memory: a chunk that writes what it loaded copies its loads (runtime.Chunk.writing)."""
+    if val.pending is None or view is None or acc.mask_h is not None or val.shape != acc.shape:
+        return False
+    op, a, b, lead = val.pending
+    if view.shape[0] != lead or view.dtype != torch.promote_types(a.dtype, b.dtype) or lead != ch.P:
+        return False
+    if ch.undo is not None:
+        ch.undo.append((view, view.clone()))
+    op(a, b, out=view)
+    return True
 
 
 def _store_shape(pointer, value):
@@ -424,6 +457,7 @@ def atomic(op, pointer, val, mask=None, cmp=None):
     """``tl.atomic_<op>``: every active lane reads, updates and writes its element in one step
     (atomics.py); returns the value each lane saw."""
     ch, acc = _prepare(f"atomic_{op}", pointer, mask, val, cmp)
+    ch.writing(acc.buf)
     acc.check_bounds(f"atomic_{op}")
     elem = acc.buf.elem
     atomics.check_type(op, elem)

@@ -132,12 +132,12 @@ def check(launch, records):
 observers.register(check, order=10)        # before the statistics: a racing launch is not counted
 
 
-def _bytes(r, lo):
-    """(the bytes of the storage, from ``lo``, that a record's active lanes touch; their programs; their locks)."""
-    a, p = r.active_offsets()
-    k = r.active_locks()
+def _bytes(r, lo, unit):
+    """(the units of ``unit`` bytes of the storage, from ``lo``, that a record's active lanes touch; their programs;
+    their locks). The unit is the element size where every record has it, else a byte."""
+    a, p, k = r.active_lanes(locks=True)
     size = r.buf.tensor_element_size
-    if size == 1:
+    if size == unit:
         return a + r.buf.storage_offset - lo, p, k
     each = torch.arange(size)
     first = (a + r.buf.storage_offset) * size - lo
@@ -145,36 +145,47 @@ def _bytes(r, lo):
 
 
 def _exact(launch, recs):
-    lo = min((int(r.lo.min()) + r.buf.storage_offset) * r.buf.tensor_element_size for r in recs)
-    hi = max((int(r.hi.max()) + r.buf.storage_offset + 1) * r.buf.tensor_element_size - 1 for r in recs)
-    owner = torch.full((hi - lo + 1,), -1, dtype=torch.int64)
-    owner_lock = torch.full((hi - lo + 1,), -1, dtype=torch.int64)
+    """The first race among ``recs`` (records of one storage), element by element: every record's lanes at once."""
+    sizes = {r.buf.tensor_element_size for r in recs}
+    unit = sizes.pop() if len(sizes) == 1 else 1          # elements, unless tensors of two sizes share the storage
+    lo = min((int(r.lo.min()) + r.buf.storage_offset) * r.buf.tensor_element_size // unit for r in recs)
+    hi = max((int(r.hi.max()) + r.buf.storage_offset + 1) * r.buf.tensor_element_size // unit - 1 for r in recs)
     stores = [r for r in recs if r.kind is Kind.STORE]
-    lanes = {id(r): _bytes(r, lo) for r in recs}
-    for r in stores:
-        a, p, k = lanes[id(r)]
-        owner[a] = p
-        owner_lock[a] = k
-    for r in stores:
-        a, p, k = lanes[id(r)]
-        bad = ((owner[a] != p) & ~_same_lock(owner_lock[a], k)).nonzero()
-        if bad.numel():
-            addr = int(a[int(bad[0])])
-            # name the first two programs (in launch order) that write this element
-            writers = torch.unique(torch.cat([lanes[id(s)][1][lanes[id(s)][0] == addr] for s in stores]))
-            return _message(launch, r, None, addr + lo, int(writers[0]), int(writers[1]), "store")
-    for r in recs:
-        if r.kind is not Kind.LOAD:
-            continue
-        a, p, k = lanes[id(r)]
-        o = owner[a]
-        bad = ((o >= 0) & (o != p) & ~_same_lock(owner_lock[a], k)).nonzero()
-        if bad.numel():
-            i = int(bad[0])
-            writer = int(o[i])
-            w = next(s for s in stores if bool((lanes[id(s)][1] == writer).any()))
-            return _message(launch, r, w, int(a[i]) + lo, int(p[i]), writer, "load")
+    loads = [r for r in recs if r.kind is Kind.LOAD]
+    sa, sp, sk, s_rec = _lanes_of(stores, lo, unit)
+    # each element's owner: the program of the last store lane that wrote it (as stores in order would leave it)
+    last = torch.full((hi - lo + 1,), -1, dtype=torch.int64).scatter_reduce_(0, sa, torch.arange(sa.numel()), "amax")
+    written = last >= 0
+    owner = torch.where(written, sp[last.clamp(min=0)], -1)
+    owner_lock = torch.where(written, sk[last.clamp(min=0)], -1)
+    bad = ((owner[sa] != sp) & ~_same_lock(owner_lock[sa], sk)).nonzero()
+    if bad.numel():
+        i = int(bad[0])
+        addr, r = int(sa[i]), stores[int(s_rec[i])]
+        writers = torch.unique(sp[sa == addr])           # the first two programs (in launch order) that write it
+        return _message(launch, r, None, (addr + lo) * unit, int(writers[0]), int(writers[1]), "store")
+    if not loads:
+        return None
+    la, lp, lk, l_rec = _lanes_of(loads, lo, unit)
+    o = owner[la]
+    bad = ((o >= 0) & (o != lp) & ~_same_lock(owner_lock[la], lk)).nonzero()
+    if bad.numel():
+        i = int(bad[0])
+        writer = int(o[i])
+        w = stores[int(s_rec[(sp == writer).nonzero()[0]])]
+        return _message(launch, loads[int(l_rec[i])], w, (int(la[i]) + lo) * unit, int(lp[i]), writer, "load")
     return None
+
+
+def _lanes_of(recs, lo, unit):
+    """(units, programs, locks, the index in ``recs`` of the record) of every active lane of ``recs``, in order."""
+    parts = [_bytes(r, lo, unit) for r in recs]
+    if not parts:
+        empty = torch.zeros(0, dtype=torch.int64)
+        return empty, empty, empty, empty
+    which = torch.repeat_interleave(torch.arange(len(parts)), torch.tensor([a.numel() for a, _, _ in parts]))
+    return (torch.cat([a for a, _, _ in parts]), torch.cat([p for _, p, _ in parts]),
+            torch.cat([k for _, _, k in parts]), which)
 
 
 def _same_lock(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

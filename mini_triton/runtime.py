@@ -72,10 +72,14 @@ class Divergence(Exception):
         self.values = values
 
 
+class ViewHazard(Exception):
+    """A chunk wrote into memory it had loaded as a view: its loads must copy (the launcher reruns it so)."""
+
+
 class Chunk:
     """The programs executing together, plus what they did so far."""
 
-    def __init__(self, launch, pids: torch.Tensor, may_diverge: bool = True):
+    def __init__(self, launch, pids: torch.Tensor, may_diverge: bool = True, views: bool = False):
         self.launch = launch
         self.pids = pids                         # linear program ids, int64 (P,)
         self.P = int(pids.numel())
@@ -84,7 +88,21 @@ class Chunk:
         self.records = []                        # memory accesses, see memory.py
         self.max_numel = 1                       # largest block seen: sizes the next chunk
         self.locks = None                        # per program: the lock it holds (an id), or -1
+        self.turns = None                        # per program: its turn at a lock the chunk's programs share
         self._pid_cache = {}
+        # A load is a copy of memory, as a program's registers are. Where the chunk never writes what it
+        # loaded, a view of the tensor holds the same values at no copy's cost (memory.load): ``views`` says
+        # whether this chunk may take them, ``loaded`` which storages it read.
+        self.views = views
+        self.loaded = set()
+
+    def writing(self, buf):
+        """A store or atomic into ``buf`` is about to happen: after a load of its storage, loads must copy."""
+        if buf.storage_key[0] not in self.loaded:
+            return
+        self.launch.view_loads = False
+        if self.views:
+            raise ViewHazard()
 
     def hold(self, positions: torch.Tensor, lock_ids: torch.Tensor):
         """Programs at ``positions`` (of this chunk) now hold the locks ``lock_ids`` (-1: none)."""

@@ -200,3 +200,144 @@ def test_a_grid_stride_loop_runs_programs_with_equal_trip_counts_together(chunk_
     finally:
         mini_triton.set_batching(old)
     assert torch.equal(out, one)
+
+
+def _in_place_kernel(branchy: bool):
+    tl = mini_triton.language
+
+    @mini_triton.jit
+    def bump(x_ptr, old_ptr, n, BLOCK: tl.constexpr, BRANCHY: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs)                      # every lane in bounds: a strided view of x
+        if BRANCHY:
+            if tl.program_id(0) >= 0:                  # a test of a block: the chunk keeps an undo log
+                tl.store(x_ptr + offs, x + 1.0)
+        else:
+            tl.store(x_ptr + offs, x + 1.0)
+        tl.store(old_ptr + offs, x)                    # the value loaded before the store above
+    return bump
+
+
+@pytest.mark.parametrize("branchy", [False, True], ids=["straight_line", "may_diverge"])
+def test_a_load_keeps_its_value_when_the_program_then_stores_over_it(branchy):
+    """A load is a copy, as a program's registers are: where a chunk writes memory it loaded, a later use of the
+    loaded block still sees the old values (loads of memory a launch never writes are views, runtime.Chunk)."""
+    x = torch.arange(4096, dtype=torch.float32)
+    old = torch.empty(4096)
+    _in_place_kernel(branchy)[(64,)](x, old, 4096, BLOCK=64, BRANCHY=branchy)
+    assert torch.equal(old, torch.arange(4096, dtype=torch.float32))
+    assert torch.equal(x, torch.arange(4096, dtype=torch.float32) + 1)
+
+
+def test_a_load_keeps_its_value_when_another_argument_shares_its_memory():
+    """Two arguments that are views of one tensor: a store through one is a write into what the other loaded."""
+    tl = mini_triton.language
+
+    @mini_triton.jit
+    def shift(src_ptr, dst_ptr, keep_ptr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        v = tl.load(src_ptr + offs)
+        tl.store(dst_ptr + offs, v * 10.0)
+        tl.store(keep_ptr + offs, v)
+
+    base = torch.arange(2048, dtype=torch.float32)
+    keep = torch.empty(1024)
+    shift[(64,)](base[:1024], base[:1024], keep, BLOCK=16)
+    assert torch.equal(keep, torch.arange(1024, dtype=torch.float32))
+    assert torch.equal(base[:1024], torch.arange(1024, dtype=torch.float32) * 10)
+
+
+def test_a_launch_that_writes_nothing_it_reads_loads_views(monkeypatch):
+    """The fast path is taken: after its first chunk, a launch whose stores never touch what it loads takes views."""
+    from mini_triton import runtime
+    views = []
+    chunk = runtime.Chunk
+
+    def spy(launch, pids, **kw):
+        views.append(kw.get("views"))
+        return chunk(launch, pids, **kw)
+    monkeypatch.setattr(runtime, "Chunk", spy)
+    x, y = torch.randn(512, 256), torch.empty(512, 256)
+    kernels_for_tests().row_rmsnorm_fwd[(512,)](x, torch.ones(256), y, torch.empty(512), 256, 256, 1e-5, BLOCK=256)
+    assert views[0] is False and all(views[1:]) and len(views) > 1
+    views.clear()
+    tl = mini_triton.language
+
+    @mini_triton.jit
+    def double(x_ptr, BLOCK: tl.constexpr):                 # straight-line code that writes what it loads
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2.0)
+    double[(64,)](torch.zeros(4096), BLOCK=64)
+    assert not any(views) and len(views) > 1
+
+
+def kernels_for_tests():
+    import kernels_for_tests as K
+    return K
+
+
+@pytest.mark.parametrize("case", ["plain", "masked", "bf16_output", "used_again", "broadcast_row", "undone"])
+def test_a_stored_product_is_the_product_computed_apart(case):
+    """A float +, -, * or / waits for its first use, and a tl.store computes it straight into memory: every way of
+    storing it (a mask, a narrower output dtype, a value used again after the store, a value the same for every
+    program, a chunk undone when its programs diverge) gives what computing it first gives."""
+    tl = mini_triton.language
+
+    @mini_triton.jit
+    def scale(x_ptr, g_ptr, y_ptr, z_ptr, n_cols, MASKED: tl.constexpr, AGAIN: tl.constexpr, ROW: tl.constexpr,
+              UNDONE: tl.constexpr, BLOCK: tl.constexpr):
+        row, cols = tl.program_id(0), tl.arange(0, BLOCK)
+        g = tl.load(g_ptr + cols)
+        x = tl.load(x_ptr + row * BLOCK + cols)
+        v = g * 3.0 if ROW else x * g / 7.0 - 1.0
+        if UNDONE:
+            if row % 2 == 0:                           # the chunk's programs disagree: it is undone, then rerun
+                v = v + 0.5
+        if MASKED:
+            tl.store(y_ptr + row * BLOCK + cols, v, mask=cols < n_cols)
+        else:
+            tl.store(y_ptr + row * BLOCK + cols, v)
+        if AGAIN:
+            tl.store(z_ptr + row * BLOCK + cols, v * 2.0)
+
+    M, B = 96, 128
+    x, g = torch.randn(M, B), torch.randn(B)
+    out_dtype = torch.bfloat16 if case == "bf16_output" else torch.float32
+    y, z = torch.zeros(M, B, dtype=out_dtype), torch.zeros(M, B)
+    scale[(M,)](x, g, y, z, 100, MASKED=case == "masked", AGAIN=case == "used_again", ROW=case == "broadcast_row",
+                UNDONE=case == "undone", BLOCK=B)
+    want = (g * 3.0).expand(M, B) if case == "broadcast_row" else x * g / 7.0 - 1.0
+    if case == "undone":
+        want = torch.where((torch.arange(M) % 2 == 0)[:, None], want + 0.5, want)
+    if case == "masked":
+        want = torch.where(torch.arange(B) < 100, want, 0.0)
+    assert torch.equal(y, want.to(out_dtype))
+    if case == "used_again":
+        assert torch.equal(z, want * 2.0)
+
+
+def test_a_stored_product_is_computed_into_the_output(monkeypatch):
+    """The fast path is taken: the forward's y = x * r * g is computed into y, not copied there."""
+    from mini_triton import memory
+    taken = []
+    real = memory._store_pending
+    monkeypatch.setattr(memory, "_store_pending", lambda *a: taken.append(real(*a)) or taken[-1])
+    x, y, r = torch.randn(64, 256), torch.empty(64, 256), torch.empty(64)
+    kernels_for_tests().row_rmsnorm_fwd[(64,)](x, torch.ones(256), y, r, 256, 256, 1e-5, BLOCK=256)
+    assert taken == [True, False]                       # y, then r (a value per program, no block)
+    assert torch.allclose(y, x * torch.rsqrt((x * x).mean(1, keepdim=True) + 1e-5), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore::mini_triton.OrderDependenceWarning")
+def test_programs_waiting_for_a_lock_run_turn_by_turn(chunk_sizes):
+    """Programs of a chunk that spin on one lock (Triton's layer-norm backward) get it one after another: after the
+    first pass, the chunk runs as one chunk per turn, each of which finds its locks free (not two reruns per turn),
+    and the sums are those of one program at a time."""
+    import kernels_for_tests as K
+    x, partial, locks = torch.randn(128, 100), torch.zeros(8, 100), torch.zeros(8, dtype=torch.int32)
+    K.locked_partial_sum_kernel[(128,)](x, partial, locks, 100, GROUPS=8, BLOCK=128)
+    torch.testing.assert_close(partial, torch.stack([x[g::8].sum(0) for g in range(8)]))
+    # the first chunk (16 programs, 2 per lock): itself, then 2 turns, the first run twice (it loaded partial as a
+    # view, then stored into it: its loads must copy); the other 112 (14 per lock): itself, then 14 turns
+    assert chunk_sizes == [16, 8, 8, 8, 112] + [8] * 14
+    assert not locks.any()

@@ -214,26 +214,47 @@ class Access:
         bounds.report(self, op)
 
     # -- fast path: a strided view of the buffer ------------------------------
-    def view(self, for_store: bool):
-        """The accessed elements as a strided view of the buffer, or None."""
+    def view(self, for_store: bool, box: bool = False):
+        """The accessed elements as a strided view of the buffer, or None. With ``box``: where a mask that every
+        program shares keeps a box of lanes (``cols < n`` with a block wider than the row, say), (the view of
+        that box, its index in the block), or None."""
         if self.aff is None or (self.mask_h is not None and self.mask_h.shape[0] != 1):
             return None
         strides = self.aff.strides
         if any(s < 0 for s in strides):
+            return None
+        dims = self._box() if box else [(0, n) for n in self.shape]
+        if dims is None:
             return None
         base = self.aff.base
         lead = int(base.numel())
         step = int(base[1] - base[0]) if lead > 1 else 0
         if lead > 1 and (step < 0 or not bool((base == base[0] + step * torch.arange(lead)).all())):
             return None
-        blo, bhi = self.aff.lane_range(self.shape)
-        first, last = int(base[0]) + blo, int(base[-1]) + bhi
+        sizes = [n for _, n in dims]
+        start = int(base[0]) + sum(a * s for (a, _), s in zip(dims, strides))
+        blo, bhi = Affine(base, strides).lane_range(sizes)
+        first, last = start + blo, start + step * (lead - 1) + bhi
         if first < 0 or last >= self.buf.span:
             return None                        # masked-off lanes stick out: gather instead
-        if for_store and not _no_self_overlap([(lead, step)] + list(zip(self.shape, strides))):
+        if for_store and not _no_self_overlap([(lead, step)] + list(zip(sizes, strides))):
             return None
         flat = self.buf.flat
-        return flat.as_strided((lead, *self.shape), (step, *strides), flat.storage_offset() + int(base[0]))
+        v = flat.as_strided((lead, *sizes), (step, *strides), flat.storage_offset() + start)
+        return (v, tuple(slice(a, a + n) for a, n in dims)) if box else v
+
+    def _box(self):
+        """[(first, size)] per dimension of the lanes a shared mask keeps, where they form a box; else None."""
+        m = self.mask_h[0]
+        count = int(m.sum())
+        if m.dim() == 0 or count == 0:
+            return None
+        dims = []
+        for d in range(m.dim()):
+            kept = m.any(dim=[e for e in range(m.dim()) if e != d]) if m.dim() > 1 else m
+            nz = kept.nonzero().reshape(-1)
+            dims.append((int(nz[0]), int(nz[-1]) - int(nz[0]) + 1))
+        return dims if math.prod(n for _, n in dims) == count else None
 
 
 _LANES = {}
@@ -336,6 +357,11 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
     elem = acc.buf.elem
     fill = cast(as_block(other), elem) if other is not None else None
     view = acc.view(for_store=False)
+    boxed = acc.view(for_store=False, box=True) if view is None and acc.mask_h is not None else None
+    if boxed is not None:
+        ch.loaded.add(acc.buf.storage_key[0])
+        ch.records.append(acc)
+        return tensor(_load_box(ch, acc, elem, fill, *boxed), elem, acc.shape)
     if view is not None:
         vals = view
     else:
@@ -356,6 +382,19 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
             ch.launch.undefined_lanes = acc.line          # masked-off lanes hold NaN: the statistics say where
     ch.records.append(acc)
     return tensor(out, elem, acc.shape)
+
+
+def _load_box(ch, acc, elem, fill, sub, index) -> torch.Tensor:
+    """A masked load whose active lanes form a box of the block: the fill, and the box copied from memory."""
+    store_ty = D.storage_dtype(elem)
+    f = full_handle(fill, acc.shape) if fill is not None else torch.tensor(_poison(elem), dtype=store_ty)
+    lead = max(sub.shape[0], f.shape[0] if f.dim() else 1)
+    out = torch.empty((lead, *acc.shape), dtype=store_ty)
+    out.copy_(f.to(store_ty).expand(out.shape) if f.dim() else f.to(store_ty))
+    out[(slice(None), *index)] = sub
+    if fill is None and ch.launch.undefined_lanes is None and elem.is_floating():
+        ch.launch.undefined_lanes = acc.line              # masked-off lanes hold NaN: the statistics say where
+    return out
 
 
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
@@ -381,11 +420,26 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
             view.copy_(vh.expand(view.shape) if vh.shape != view.shape else vh)
         else:
             view.copy_(torch.where(acc.mask_h, vh, view))
-    else:
+    elif not _store_box(ch, acc, vh):
         _scatter(ch, acc, vh)
     ch.records.append(acc)
     if acc.locks is not None and acc.shape == ():
         atomics.release(ch, acc)                    # a plain store can release a lock too
+
+
+def _store_box(ch, acc, vh) -> bool:
+    """A masked store whose active lanes form a box of the block: copy the box into memory."""
+    boxed = acc.view(for_store=True, box=True) if acc.mask_h is not None else None
+    if boxed is None:
+        return False
+    sub, index = boxed
+    if not (sub.shape[0] == ch.P or vh.shape[0] == 1):
+        return False
+    if ch.undo is not None:
+        ch.undo.append((sub, sub.clone()))
+    part = vh[(slice(None), *index)]
+    sub.copy_(part.expand(sub.shape) if part.shape != sub.shape else part)
+    return True
 
 
 def _store_pending(ch, acc, val, view) -> bool:

@@ -70,7 +70,49 @@ def _may_race(recs) -> bool:
     elements.)"""
     if sum(r.programs() for r in recs) <= FEW:
         return _may_race_few(recs)
-    lo, hi, pid, st = _intervals(recs)
+    return _overlap(*_intervals(recs))
+
+
+def _may_race_by_runs(recs) -> bool:
+    """The sieve again, finer: each program's contiguous runs of elements instead of its whole range, where every
+    record is a strided view (tiles of a 2-D output, say, whose programs' ranges interleave but whose rows do not).
+    True where it cannot tell."""
+    parts = [_runs(r) for r in recs]
+    if any(p is None for p in parts):
+        return True
+    return _overlap(*(torch.cat(t) for t in zip(*parts)))
+
+
+RUNS = 1 << 18              # the most runs the finer sieve looks at, over all records
+
+
+def _runs(r):
+    """(lo, hi, pid, store) byte intervals of each program's contiguous runs of a strided record, or None. The
+    runs ignore the mask: they hold every lane, active or not, which is all a sieve needs."""
+    if r.aff is None or any(s < 0 for s in r.aff.strides):
+        return None
+    dims = sorted((s, n) for s, n in zip(r.aff.strides, r.shape) if n > 1 and s != 0)
+    run, inner = 1, 0
+    while inner < len(dims) and dims[inner][0] == run:            # the dense inner dimensions form one run
+        run *= dims[inner][1]
+        inner += 1
+    outer = dims[inner:]
+    starts = torch.zeros(1, dtype=torch.int64)
+    for s, n in outer:
+        starts = (starts[:, None] + torch.arange(n) * s).reshape(-1)
+    P = r.programs()
+    if P * starts.numel() > RUNS:
+        return None
+    base = r.aff.base.expand(P) if r.aff.base.numel() == 1 else r.aff.base
+    lo = (base[:, None] + starts[None, :]).reshape(-1)
+    off, size = r.buf.storage_offset, r.buf.tensor_element_size
+    pid = r.pids.repeat_interleave(starts.numel())
+    return ((lo + off) * size, (lo + run + off) * size - 1, pid,
+            torch.full((lo.numel(),), r.kind is Kind.STORE))
+
+
+def _overlap(lo, hi, pid, st) -> bool:
+    """Do intervals of two programs overlap where one of them stores?"""
     if lo.numel() < 2:
         return False
     order = torch.argsort(lo)
@@ -114,7 +156,7 @@ def check(launch, records):
     for recs in by_storage.values():
         if not any(r.kind is Kind.STORE for r in recs):
             continue
-        if not _may_race(recs):
+        if not _may_race(recs) or not _may_race_by_runs(recs):
             continue
         found = _exact(launch, recs)
         if found is None:

@@ -63,12 +63,13 @@ def subscript(blk: tensor, idx) -> tensor:
 def expand_to(blk: tensor, new_shape, view) -> tensor:
     """Insert singleton dimensions (``view`` is the torch index over the handle)."""
     aff = blk.affine() if (blk.dtype.is_int() or blk.dtype.is_ptr()) else None
-    if aff is not None and (blk.symbolic or not blk.shape):
+    handle = None if blk.symbolic or not blk.shape else blk.handle[view]
+    if aff is not None:                          # affine still, whether or not its values were made
         strides, it = [], iter(aff.strides)
         for v in view[1:]:
             strides.append(0 if v is None else next(it))
-        return tensor(None, blk.dtype, new_shape, aff=Affine(aff.base, tuple(strides)), buf=blk.buf)
-    return tensor(blk.handle[view], blk.dtype, new_shape, buf=blk.buf)
+        return tensor(handle, blk.dtype, new_shape, aff=Affine(aff.base, tuple(strides)), buf=blk.buf)
+    return tensor(handle, blk.dtype, new_shape, buf=blk.buf)
 
 
 

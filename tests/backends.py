@@ -1,4 +1,5 @@
-"""Load tests/kernels_for_tests.py once per backend ("mini" or "interpret")."""
+"""Load a kernel module of tests/ (kernels_for_tests.py, library_kernels.py) once per backend ("mini" or
+"interpret")."""
 import importlib.util
 import os
 from pathlib import Path
@@ -6,10 +7,10 @@ from pathlib import Path
 _CACHE = {}
 
 
-def kernels(backend: str):
-    if backend not in _CACHE:
-        path = Path(__file__).with_name("kernels_for_tests.py")
-        spec = importlib.util.spec_from_file_location(f"kernels_for_tests_{backend}", path)
+def kernels(backend: str, module: str = "kernels_for_tests"):
+    if (backend, module) not in _CACHE:
+        path = Path(__file__).with_name(f"{module}.py")
+        spec = importlib.util.spec_from_file_location(f"{module}_{backend}", path)
         mod = importlib.util.module_from_spec(spec)
         mod.BACKEND = backend
         # @triton.jit picks the interpreter when TRITON_INTERPRET is set as it decorates
@@ -22,8 +23,8 @@ def kernels(backend: str):
                 os.environ.pop("TRITON_INTERPRET", None)
             else:
                 os.environ["TRITON_INTERPRET"] = old
-        _CACHE[backend] = mod
-    return _CACHE[backend]
+        _CACHE[backend, module] = mod
+    return _CACHE[backend, module]
 
 
 def triton_available() -> bool:

@@ -341,3 +341,36 @@ def test_programs_waiting_for_a_lock_run_turn_by_turn(chunk_sizes):
     # view, then stored into it: its loads must copy); the other 112 (14 per lock): itself, then 14 turns
     assert chunk_sizes == [16, 8, 8, 8, 112] + [8] * 14
     assert not locks.any()
+
+
+@pytest.mark.parametrize("other", [None, -1.0])
+def test_a_mask_that_keeps_a_box_of_lanes_reads_and_writes_that_box_as_a_view(monkeypatch, other):
+    """A block wider than the row (cols < n_cols), whose masked-off lanes of the last row reach past the tensor:
+    the lanes the mask keeps are copied as one strided view (no gather or scatter of each lane), the others hold
+    `other` (or NaN, noted as undefined), and the launch's counts are the lanes' own."""
+    from mini_triton import memory
+    tl = mini_triton.language
+
+    @mini_triton.jit
+    def copy_rows(x_ptr, y_ptr, z_ptr, n_cols, OTHER: tl.constexpr, BLOCK: tl.constexpr):
+        row, cols = tl.program_id(0), tl.arange(0, BLOCK)
+        if OTHER is None:
+            x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols)
+        else:
+            x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=OTHER)
+        tl.store(y_ptr + row * n_cols + cols, x + 1.0, mask=cols < n_cols)
+        tl.store(z_ptr + row * BLOCK + cols, x)
+
+    def no_lane_by_lane(*a, **k):
+        raise AssertionError("a lane-by-lane scatter")
+    monkeypatch.setattr(memory, "_scatter", no_lane_by_lane)
+    x, y, z = torch.randn(37, 100), torch.zeros(37, 100), torch.zeros(37, 128)
+    with mini_triton.record() as rec:
+        copy_rows[(37,)](x, y, z, 100, OTHER=other, BLOCK=128)
+    assert torch.equal(y, x + 1)
+    assert torch.equal(z[:, :100], x)
+    tail = z[:, 100:]
+    assert torch.isnan(tail).all() if other is None else torch.equal(tail, torch.full_like(tail, other))
+    args = rec.launches[0].args
+    assert args["x_ptr"].loaded == 3700 and args["y_ptr"].stored == 3700 and args["z_ptr"].stored == 37 * 128
+    assert (rec.launches[0].undefined_lanes is not None) == (other is None)

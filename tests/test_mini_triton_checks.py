@@ -500,3 +500,29 @@ def test_the_forms_triton_accepts_still_run(kernel, args):
     x, out = torch.randn(64), torch.zeros(64)
     kernel[(1,)](x, out, *args, BLOCK=32)
     assert bool(out.ne(0).any())
+
+
+def test_tiles_of_a_2d_output_are_cleared_without_looking_at_each_element(monkeypatch):
+    """Programs' ranges of a 2-D tiled output interleave, but their rows do not: the race sieve looks at each
+    program's contiguous runs (masks and offsets used before included), so no element-by-element check runs; tiles
+    that do overlap are still found."""
+    from mini_triton import races
+
+    @triton.jit
+    def tiles(x_ptr, out_ptr, n, dim, SHIFT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+        rows = tl.program_id(0) * BM + tl.arange(0, BM) - SHIFT * tl.program_id(0)
+        cols = tl.program_id(1) * BN + tl.arange(0, BN)
+        mask = (rows < n)[:, None] & (cols < dim)[None, :]
+        x = tl.load(x_ptr + rows[:, None] * dim + cols[None, :], mask=mask)
+        tl.store(out_ptr + rows[:, None] * dim + cols[None, :], x * 2, mask=mask)
+
+    exact = []
+    real = races._exact
+    monkeypatch.setattr(races, "_exact", lambda *a: exact.append(1) or real(*a))
+    x = torch.randn(512, 256)
+    out = torch.empty(512, 256)
+    tiles[(16, 4)](x, out, 512, 256, SHIFT=0, BM=32, BN=64)
+    assert torch.equal(out, x * 2) and not exact
+    with pytest.raises(triton.DataRaceError, match="both write out_ptr"):
+        tiles[(16, 4)](x, out, 512, 256, SHIFT=1, BM=32, BN=64)      # each tile's first row is the last one's
+    assert exact

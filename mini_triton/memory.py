@@ -112,12 +112,15 @@ class Access:
         n = math.prod(self.shape)
         if self.mask_h is None:
             llo, lhi = self.aff.lane_range(self.shape)
-            self.count = torch.tensor([n])
+            self.count = _count(n)
             self.dense = _dense_box(self.aff.strides, self.shape)
+            if llo == 0 and lhi == 0:                      # one lane: each program's range is its base
+                self.lo = self.hi = self.aff.base
+                return
         else:
             lanes = _lanes(self.aff.strides, self.shape)
             active = lanes[self.mask_h.expand_as(lanes)]
-            self.count = torch.tensor([active.numel()])
+            self.count = _count(active.numel())
             if active.numel() == 0:
                 llo, lhi = 0, -1
                 self.dense = True
@@ -220,6 +223,8 @@ class Access:
         that box, its index in the block), or None."""
         if self.aff is None or (self.mask_h is not None and self.mask_h.shape[0] != 1):
             return None
+        if not self.shape and not for_store and self.mask_h is None and not box:
+            return self.buf.flat[self.aff.base]         # one element per program: a gather of the programs' bases
         strides = self.aff.strides
         if any(s < 0 for s in strides):
             return None
@@ -230,7 +235,7 @@ class Access:
         lead = int(base.numel())
         step = int(base[1] - base[0]) if lead > 1 else 0
         if lead > 1 and (step < 0 or not bool((base == base[0] + step * torch.arange(lead)).all())):
-            return None
+            return self._rows(for_store, dims, box)
         sizes = [n for _, n in dims]
         start = int(base[0]) + sum(a * s for (a, _), s in zip(dims, strides))
         blo, bhi = Affine(base, strides).lane_range(sizes)
@@ -241,6 +246,24 @@ class Access:
             return None
         flat = self.buf.flat
         v = flat.as_strided((lead, *sizes), (step, *strides), flat.storage_offset() + start)
+        return (v, tuple(slice(a, a + n) for a, n in dims)) if box else v
+
+    def _rows(self, for_store, dims, box):
+        """Programs whose bases follow no single step (a shuffled order, ``row % groups``): for a load, each program's
+        block gathered from one view whose first dimension runs over every base (one index per program, not per
+        lane); None for a store (whose view would overlap itself)."""
+        if for_store:
+            return None
+        base, strides = self.aff.base, self.aff.strides
+        sizes = [n for _, n in dims]
+        lo, hi = int(base.min()), int(base.max())
+        start = sum(a * s for (a, _), s in zip(dims, strides))
+        blo, bhi = Affine(base, strides).lane_range(sizes)
+        if lo + start + blo < 0 or hi + start + bhi >= self.buf.span:
+            return None
+        flat = self.buf.flat
+        every = flat.as_strided((hi - lo + 1, *sizes), (1, *strides), flat.storage_offset() + lo + start)
+        v = every.index_select(0, base - lo)
         return (v, tuple(slice(a, a + n) for a, n in dims)) if box else v
 
     def _box(self):
@@ -258,6 +281,16 @@ class Access:
 
 
 _LANES = {}
+_COUNTS = {}
+
+
+def _count(n: int) -> torch.Tensor:
+    """``torch.tensor([n])``, one shared tensor per n (records never change their counts)."""
+    if n not in _COUNTS:
+        if len(_COUNTS) > 1024:
+            _COUNTS.clear()
+        _COUNTS[n] = torch.tensor([n])
+    return _COUNTS[n]
 
 
 def _lanes(strides, shape) -> torch.Tensor:

@@ -75,8 +75,8 @@ def _may_race(recs) -> bool:
 
 def _may_race_by_runs(recs) -> bool:
     """The sieve again, finer: each program's contiguous runs of elements instead of its whole range, where every
-    record is a strided view (tiles of a 2-D output, say, whose programs' ranges interleave but whose rows do not).
-    True where it cannot tell."""
+    record is a strided view (tiles of a 2-D output, say, whose programs' ranges interleave but whose rows do not),
+    and accesses made under one lock count as one program's. True where it cannot tell."""
     parts = [_runs(r) for r in recs]
     if any(p is None for p in parts):
         return True
@@ -88,10 +88,14 @@ RUNS = 1 << 18              # the most runs the finer sieve looks at, over all r
 
 def _runs(r):
     """(lo, hi, pid, store) byte intervals of each program's contiguous runs of a strided record, or None. The
-    runs ignore the mask: they hold every lane, active or not, which is all a sieve needs."""
+    runs hold every lane a mask that all programs share may keep (the box around them), or every lane: all a
+    sieve needs."""
     if r.aff is None or any(s < 0 for s in r.aff.strides):
         return None
-    dims = sorted((s, n) for s, n in zip(r.aff.strides, r.shape) if n > 1 and s != 0)
+    box = r._box() if r.mask_h is not None and r.mask_h.shape[0] == 1 else None
+    box = box or [(0, n) for n in r.shape]
+    first = sum(a * s for (a, _), s in zip(box, r.aff.strides))
+    dims = sorted((s, n) for s, (_, n) in zip(r.aff.strides, box) if n > 1 and s != 0)
     run, inner = 1, 0
     while inner < len(dims) and dims[inner][0] == run:            # the dense inner dimensions form one run
         run *= dims[inner][1]
@@ -104,9 +108,11 @@ def _runs(r):
     if P * starts.numel() > RUNS:
         return None
     base = r.aff.base.expand(P) if r.aff.base.numel() == 1 else r.aff.base
-    lo = (base[:, None] + starts[None, :]).reshape(-1)
+    lo = (base[:, None] + first + starts[None, :]).reshape(-1)
     off, size = r.buf.storage_offset, r.buf.tensor_element_size
-    pid = r.pids.repeat_interleave(starts.numel())
+    # who made each access: its program, or the lock it held (accesses under one lock cannot overlap in time)
+    who = r.pids if r.locks is None else torch.where(r.locks >= 0, -1 - r.locks, r.pids)
+    pid = who.repeat_interleave(starts.numel())
     return ((lo + off) * size, (lo + run + off) * size - 1, pid,
             torch.full((lo.numel(),), r.kind is Kind.STORE))
 
@@ -122,8 +128,8 @@ def _overlap(lo, hi, pid, st) -> bool:
     new_cluster[1:] = lo[1:] > reach[:-1]
     cid = torch.cumsum(new_cluster.long(), 0) - 1
     n = int(cid[-1]) + 1
-    pmin = torch.full((n,), torch.iinfo(torch.int64).max).scatter_reduce(0, cid, pid, "amin")
-    pmax = torch.full((n,), -1, dtype=torch.int64).scatter_reduce(0, cid, pid, "amax")
+    pmin = torch.zeros(n, dtype=torch.int64).scatter_reduce(0, cid, pid, "amin", include_self=False)
+    pmax = torch.zeros(n, dtype=torch.int64).scatter_reduce(0, cid, pid, "amax", include_self=False)
     has_store = torch.zeros(n, dtype=torch.bool).scatter_reduce(0, cid, st, "amax")
     return bool(((pmin != pmax) & has_store).any())
 

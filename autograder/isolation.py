@@ -1,24 +1,29 @@
-"""A private view of the file system for each job: it sees only what grading needs.
+"""A private view of the machine for each job: it sees only what grading needs.
 
 A sandbox account cannot read the grader's private files, but it can read whatever on the machine
 is world-readable: another student's submission in a folder a TA left open, a class export in
-/tmp. So, as root on Linux, each job runs in a mount namespace of its own (the kernel feature behind
+/tmp. So, on Linux, each job runs in a mount namespace of its own (the kernel feature behind
 containers), whose root is a fresh, empty tmpfs holding only
 
 - the system, read-only: /usr, /etc and the top-level links into /usr (/bin, /lib, /lib64, ...);
-- /dev, /proc and /sys, which the GPU driver and torch need;
+- /dev and /sys, which the GPU driver and torch need, and a /proc of its own;
 - the Python that runs the job (its venv and the installation the venv points to), the runtime
   folder (the job, mini_triton, the files they share) and the folders CUDA is configured in, read-only;
-- the job's own folder, writable, and an empty /tmp.
+- the job's own folder, writable, and an empty /tmp and /dev/shm.
 
-It also gets a network namespace of its own, with no interface up: no connection leaves the job.
+It also gets a network namespace of its own, with no interface up: no connection leaves the job; a
+process-id namespace of its own, whose first process it is, with its own /proc: it sees its own processes
+only, and every process it starts ends when it ends; and an IPC namespace of its own.
 
 ``pivot_root`` makes that tmpfs the job's ``/`` and the old root is detached, so no path leads back
-to the machine's files. All of it happens in the child between fork and exec, as root, before it
-becomes the sandbox account; the namespace disappears with the job's last process.
+to the machine's files. All of it happens in the child between fork and exec; the namespaces disappear
+with the job's last process. As root, the child then becomes the sandbox account. As an ordinary user
+(a TA on a cluster node), it first makes a user namespace in which it keeps its own user id: the
+capabilities that making the view takes hold over that namespace only, and the exec of the job drops them.
 
-Where the kernel refuses (not root, or a container without CAP_SYS_ADMIN), jobs run without it
-and the grader says so once (:func:`note`): the sandbox account then reads what any user may read.
+Where the kernel refuses (a container without CAP_SYS_ADMIN; as an ordinary user, unprivileged user
+namespaces turned off or restricted, as AppArmor does on Ubuntu 24.04), jobs run without it and the
+grader says so once (:func:`note`): a submission then reads what its user may read.
 """
 from __future__ import annotations
 
@@ -26,12 +31,17 @@ import ctypes
 import ctypes.util
 import functools
 import os
+import resource
+import signal
 import sys
 from pathlib import Path
 
-CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
+CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWUSER = (0x00020000, 0x40000000, 0x20000000,
+                                                                     0x08000000, 0x10000000)
+PR_SET_PDEATHSIG = 1
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)     # the syscall's number (no libc wrapper)
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+MS_RELATIME = 1 << 21
 MNT_DETACH = 2
 SYSTEM = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")      # read-only, as they are
 DEVICES = ("dev", "proc", "sys")                                             # the GPU driver's files
@@ -58,7 +68,15 @@ def _bind(path: Path, root: Path, writable=False):
     target.mkdir(parents=True, exist_ok=True)
     _mount(path, target, flags=MS_BIND | MS_REC)
     if not writable:
-        _mount(None, target, flags=MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID)
+        _mount(None, target, flags=MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | _kept_flags(target))
+
+
+def _kept_flags(path) -> int:
+    """The flags a remount of ``path`` must repeat: in a user namespace, the kernel refuses a remount that would
+    drop one the mount already has (nodev, noexec, its atime rule)."""
+    f = os.statvfs(path).f_flag
+    kept = f & (os.ST_NODEV | os.ST_NOEXEC | os.ST_NOATIME | os.ST_NODIRATIME)      # the same bits as MS_*
+    return kept | (MS_RELATIME if f & os.ST_RELATIME else 0)
 
 
 def readable_paths(runtime_root) -> list:
@@ -78,15 +96,14 @@ def readable_paths(runtime_root) -> list:
 
 
 def enter(new_root: Path, job: Path, readable: list):
-    """In the job's child, as root: make ``new_root`` (an empty folder) the root of a private view that
-    holds the system, ``readable`` (read-only) and ``job`` (writable), then detach the old root. The job gets a
-    network namespace of its own too, where one can be made: no interface but a loopback that is down, so it
-    reaches no socket of the machine's and nothing beyond it (its channel to the judge is a socket pair, made
-    before)."""
-    try:
-        _call("unshare", CLONE_NEWNS | CLONE_NEWNET)
-    except OSError:                                              # a kernel or container without network namespaces
-        _call("unshare", CLONE_NEWNS)
+    """In the job's child (as root, or as an ordinary user in a user namespace of its own): make ``new_root`` (an
+    empty folder) the root of a private view that holds the system, ``readable`` (read-only) and ``job``
+    (writable), then detach the old root. The job gets network, process-id and IPC namespaces of its own too,
+    where they can be made: no interface but a loopback that is down, so it reaches no socket of the machine's
+    and nothing beyond it (its channel to the judge is a socket pair, made before); its own /proc."""
+    own_pids = _unshare()
+    if own_pids:
+        _become_first_process()
     _mount(None, "/", flags=MS_REC | MS_PRIVATE)                 # nothing below propagates back
     _mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m")
     for name in SYSTEM:
@@ -98,7 +115,10 @@ def enter(new_root: Path, job: Path, readable: list):
     for name in DEVICES:
         if Path("/", name).is_dir():
             (new_root / name).mkdir()
-            _mount(Path("/", name), new_root / name, flags=MS_BIND | MS_REC)
+            if name == "proc" and own_pids:                      # the job's own processes only
+                _mount("proc", new_root / name, "proc", MS_NOSUID | MS_NODEV)
+            else:
+                _mount(Path("/", name), new_root / name, flags=MS_BIND | MS_REC)
     for path in readable:
         _bind(path, new_root)
     (new_root / "tmp").mkdir(mode=0o1777, exist_ok=True)
@@ -116,27 +136,84 @@ def enter(new_root: Path, job: Path, readable: list):
     os.chdir(job)
 
 
+def _unshare() -> bool:
+    """Leave the machine's mount namespace, and its network, process-id and IPC namespaces where the kernel allows
+    (a container may forbid one); returns whether the job gets process ids of its own. As an ordinary user, in a
+    user namespace first (:func:`_own_user_namespace`)."""
+    if os.geteuid() != 0:
+        _own_user_namespace()
+    for extra in (CLONE_NEWNET | CLONE_NEWPID, CLONE_NEWPID, CLONE_NEWNET, 0):
+        try:
+            _call("unshare", CLONE_NEWNS | CLONE_NEWIPC | extra)
+            return bool(extra & CLONE_NEWPID)
+        except OSError:
+            continue
+    _call("unshare", CLONE_NEWNS)
+    return False
+
+
+def _own_user_namespace():
+    """As an ordinary user: a user namespace in which the job keeps its own user and group ids. Until it runs
+    the job (exec), this process holds the capabilities that making the view takes, over that namespace only;
+    the exec of a program by an id other than 0 drops them (user_namespaces(7))."""
+    uid, gid = os.geteuid(), os.getegid()
+    _call("unshare", CLONE_NEWUSER)
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+
+
+def _become_first_process():
+    """A new process-id namespace holds the children of the process that made it: fork once, so that the job is
+    the namespace's first process (its /proc then lists the job's processes only, and they all end when it
+    does). The parent stays outside: it closes every file (the job's pipes and subprocess's error pipe are the
+    job's), waits, and ends as the job ended, by its exit code or its signal, so that the grader sees the job."""
+    pid = os.fork()
+    if pid == 0:
+        return
+    os.closerange(0, 1 << 16)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    os._exit(os.waitstatus_to_exitcode(status))
+
+
+def die_with_parent():
+    """In the job, last before exec (a change of user clears it): if the parent waiting outside its process-id
+    namespace is killed, so is the job, and with it the namespace."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def wanted() -> bool:
-    """Should jobs get a private view? As root on Linux, unless RMSNORM_ISOLATION=off."""
-    return (os.geteuid() == 0 and sys.platform.startswith("linux") and PIVOT_ROOT is not None
-            and os.environ.get(OFF_VAR) != "off")
+    """Should jobs get a private view? On Linux, unless RMSNORM_ISOLATION=off."""
+    return sys.platform.startswith("linux") and PIVOT_ROOT is not None and os.environ.get(OFF_VAR) != "off"
 
 
 @functools.lru_cache(maxsize=None)
 def available() -> bool:
-    """Can this machine make a private mount namespace? Tried once, in a throw-away child."""
+    """Can this machine make a job's private view? Tried once, in a throw-away child: the namespaces (a user
+    namespace first, as an ordinary user), a tmpfs and a read-only bind mount in them."""
     if not wanted():
         return False
-    pid = os.fork()
-    if pid == 0:                                                   # the child: try, and report by exit code
-        try:
-            _call("unshare", CLONE_NEWNS)
-            _mount(None, "/", flags=MS_REC | MS_PRIVATE)
-            os._exit(0)
-        except BaseException:                                      # noqa: BLE001
-            os._exit(1)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
+    import tempfile
+    spot = Path(tempfile.mkdtemp(prefix="rmsnorm-probe-"))
+    try:
+        pid = os.fork()
+        if pid == 0:                                               # the child: try, and report by exit code
+            try:
+                _unshare()
+                _mount(None, "/", flags=MS_REC | MS_PRIVATE)
+                _mount("tmpfs", spot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m")
+                _bind(Path("/usr"), spot)
+                os._exit(0)
+            except BaseException:                                  # noqa: BLE001
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status) == 0
+    finally:
+        spot.rmdir()
 
 
 _NOTED = []
@@ -148,8 +225,10 @@ def note() -> str | None:
         return None
     _NOTED.append(True)
     if os.geteuid() != 0:
-        return ("note: not root, so submissions run as you and can read every file you can; as root they run as "
-                "sandbox accounts, each job in a private view of the file system (docs/ta-guide.md, the sandbox)")
+        return ("note: this machine does not let an ordinary user make namespaces (unprivileged user namespaces "
+                "are turned off or restricted: AppArmor on Ubuntu 24.04, a sysctl, a container), so submissions run "
+                "as you, see your processes and can read every file you can. Grade as root, or allow them "
+                "(docs/ta-guide.md, \"Isolation\")")
     return ("note: this machine does not let the grader give each job a private view of the file system "
             "(no mount namespaces here): a submission can read every world-readable file, so keep other "
             "submissions in folders only their owner can read (chmod go-rwx)")

@@ -75,7 +75,7 @@ def _preexec(limits: Limits, ids, nproc: int, view=None):
     def setup():                                      # runs in the child, between fork and exec
         os.setsid()                                   # a new session: killpg reaches every child
         if view is not None:
-            isolation.enter(*view)                    # as root still: the job's private file system
+            isolation.enter(*view)                    # before the change of user: the job's private view
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
         if limits.memory_bytes is not None:
             resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
@@ -87,6 +87,8 @@ def _preexec(limits: Limits, ids, nproc: int, view=None):
             os.setgid(gid)
             os.setuid(uid)
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        if view is not None:
+            isolation.die_with_parent()
     return setup
 
 
@@ -142,7 +144,7 @@ def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
     token = secrets.token_hex(8)
     env = dict(os.environ if env is None else env, **{TOKEN_VAR: token})
     view_root = None
-    if private is not None and ids is not None and isolation.available():
+    if private is not None and (ids is not None or os.geteuid() != 0) and isolation.available():
         view_root = Path(tempfile.mkdtemp(prefix="rmsnorm-view-"))   # the private root's mount point
     start = time.monotonic()
     try:

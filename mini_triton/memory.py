@@ -228,7 +228,7 @@ class Access:
         strides = self.aff.strides
         if any(s < 0 for s in strides):
             return None
-        dims = self._box() if box else [(0, n) for n in self.shape]
+        dims = self.box_lanes() if box else [(0, n) for n in self.shape]
         if dims is None:
             return None
         base = self.aff.base
@@ -266,7 +266,7 @@ class Access:
         v = every.index_select(0, base - lo)
         return (v, tuple(slice(a, a + n) for a, n in dims)) if box else v
 
-    def _box(self):
+    def box_lanes(self):
         """[(first, size)] per dimension of the lanes a shared mask keeps, where they form a box; else None."""
         m = self.mask_h[0]
         count = int(m.sum())

@@ -92,7 +92,7 @@ def _runs(r):
     sieve needs."""
     if r.aff is None or any(s < 0 for s in r.aff.strides):
         return None
-    box = r._box() if r.mask_h is not None and r.mask_h.shape[0] == 1 else None
+    box = r.box_lanes() if r.mask_h is not None and r.mask_h.shape[0] == 1 else None
     box = box or [(0, n) for n in r.shape]
     first = sum(a * s for (a, _), s in zip(box, r.aff.strides))
     dims = sorted((s, n) for s, (_, n) in zip(r.aff.strides, box) if n > 1 and s != 0)

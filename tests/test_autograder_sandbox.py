@@ -360,6 +360,44 @@ def test_as_root_a_job_cannot_connect_to_a_socket_of_the_machine(tmp_path, monke
         server.close()
 
 
+LISTS_PROCESSES = textwrap.dedent("""
+    import os, subprocess, sys, time
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    time.sleep(0.5)
+    names = []
+    for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            names.append(str(pid) + "=" + open(f"/proc/{{pid}}/cmdline", "rb").read().split(b"\\0")[0].decode())
+        except OSError:
+            pass
+    raise ImportError("PROCESSES:" + " ".join(names) + " MINE:" + str(os.getpid()) + " MARK:{mark}")
+""")
+
+
+@pytest.mark.skipif(not isolation.available(), reason="a process-id namespace per job needs root on Linux")
+def test_as_root_a_job_sees_only_its_own_processes(tmp_path, monkeypatch):
+    """The submission lists /proc: it finds the job's few processes, numbered from 1, and not the grader nor any
+    other process of the machine (their command lines would show what runs there)."""
+    sub = tmp_path / "rmsnorm.py"
+    sub.write_text(LISTS_PROCESSES.format(mark="pids"))
+    limits = config.sim_limits(torch.cuda.is_available())
+
+    def listed():
+        error = runner.run_job(sub, {}, {}, limits=limits).error
+        return error.split(" MINE:")[1].split()[0], {e.split("=")[0] for e in error.split("PROCESSES:")[1].split(
+            " MINE:")[0].split()}
+    mine, seen = listed()                                   # the job, the submission's process, its sleeping child
+    assert len(seen) <= 4 and max(map(int, seen)) <= 4 and mine in seen, (mine, seen)
+    monkeypatch.setenv(isolation.OFF_VAR, "off")            # without the job's namespaces, it sees the machine's
+    isolation.available.cache_clear()
+    try:
+        mine, seen = listed()
+        assert mine != "1" and str(os.getpid()) in seen
+    finally:
+        monkeypatch.delenv(isolation.OFF_VAR)
+        isolation.available.cache_clear()
+
+
 def test_the_runtime_holds_the_job_the_simulator_and_the_files_they_share_only(tmp_path):
     folder = runtime.copy_into(tmp_path / "runtime")
     files = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}

@@ -9,6 +9,7 @@ import sys
 import tempfile
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -165,20 +166,52 @@ def test_huge_output_is_capped(box):
 
 
 def test_memory_limit_stops_a_memory_bomb(box):
+    """50 GB asked for, 1 GB at a time: the job's address-space cap stops it at the cap."""
     r = child(box, """
         blocks = []
-        while True:
-            blocks.append(bytearray(100 * 1024 * 1024))
+        for _ in range(50):
+            blocks.append(bytearray(1024 ** 3))
     """, sandbox.Limits(timeout_s=20, memory_bytes=512 * 1024 ** 2))
     assert not r.timed_out and r.returncode != 0 and "MemoryError" in r.stderr
 
 
 def test_file_size_limit(box):
+    """10 GB written, 64 MB at a time: the job's file-size cap stops it at the cap, and the file holds no more."""
     r = child(box, """
+        block = b"x" * (64 * 1024 * 1024)
         with open("big", "wb") as f:
-            f.write(b"x" * (200 * 1024 * 1024))
+            for _ in range(160):
+                f.write(block)
     """, sandbox.Limits(timeout_s=20, file_bytes=1024 * 1024))
     assert r.returncode == -signal.SIGXFSZ or "File too large" in r.stderr, (r.returncode, r.stderr[-500:])
+    assert (box / "big").stat().st_size <= 1024 * 1024
+
+
+def test_a_fork_bomb_costs_its_job_only(box):
+    """A job that forks without end: its process cap stops it, and a job started beside it runs as usual."""
+    bomb, calm = box / "bomb", box / "calm"
+    bomb.mkdir(mode=0o777)
+    calm.mkdir(mode=0o777)
+    results = {}
+    t = threading.Thread(target=lambda: results.update(bomb=child(bomb, """
+        import os, time
+        made = 0
+        for _ in range(100000):
+            try:
+                if os.fork() == 0:
+                    time.sleep(5)
+                    os._exit(0)
+                made += 1
+            except OSError:
+                break
+        print("forked", made)
+    """, sandbox.Limits(timeout_s=20, cpu_s=20, processes=32))))
+    t.start()
+    time.sleep(0.5)
+    assert child(calm, "print('calm')").stdout.strip() == "calm"
+    t.join()
+    made = int(results["bomb"].stdout.split()[1])
+    assert 0 < made <= 32, results["bomb"]
 
 
 SOLUTION = ROOT / "solution" / "rmsnorm.py"
@@ -294,10 +327,14 @@ LEAKY = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(not isolation.available(), reason="a private file system per job needs root on Linux with "
-                                                      "mount namespaces")
-def test_as_root_a_job_cannot_read_a_world_readable_file_outside_its_folder(tmp_path, monkeypatch):
-    """Another student's submission left world-readable in /tmp: the job's private view does not hold it."""
+NEEDS_NAMESPACES = pytest.mark.skipif(not isolation.available(), reason="a job's namespaces need Linux, as root or as "
+                                                                      "an ordinary user with user namespaces allowed")
+
+
+@NEEDS_NAMESPACES
+def test_a_job_cannot_read_a_world_readable_file_outside_its_folder(tmp_path, monkeypatch):
+    """Another student's submission left world-readable in /tmp (or another job's folder there): the job's private
+    view does not hold it."""
     def run(sub):
         return runner.run_job(sub, {}, {}, limits=config.sim_limits(torch.cuda.is_available()))
     other = Path(tempfile.mkdtemp(prefix="other-student-"))
@@ -325,6 +362,32 @@ def test_as_root_a_job_cannot_read_a_world_readable_file_outside_its_folder(tmp_
         shutil.rmtree(other)
 
 
+@NEEDS_NAMESPACES
+def test_a_job_cannot_read_the_graders_home(monkeypatch):
+    """A file in a folder only the grading user may enter, as a home is: the job's view does not hold it. Without
+    the view, a sandbox account (as root) is refused by the folder's mode, and an ordinary user's job reads it."""
+    home = Path(tempfile.mkdtemp(prefix="rmsnorm-home-"))           # mode 700, the grading user's
+    try:
+        (home / "notes.txt").write_text("THE-TAS-NOTES\n")
+        sub = home.parent / f"{home.name}-job" / "rmsnorm.py"
+        sub.parent.mkdir(mode=0o755)
+        sub.write_text(LEAKY.format(path=str(home / "notes.txt")))
+        sub.chmod(0o644)
+        limits = config.sim_limits(torch.cuda.is_available())
+        assert "DENIED:FileNotFoundError" in runner.run_job(sub, {}, {}, limits=limits).error
+        monkeypatch.setenv(isolation.OFF_VAR, "off")
+        isolation.available.cache_clear()
+        try:
+            error = runner.run_job(sub, {}, {}, limits=limits).error
+            assert ("DENIED:PermissionError" if AS_ROOT else "READ:THE-TAS-NOTES") in error, error
+        finally:
+            monkeypatch.delenv(isolation.OFF_VAR)
+            isolation.available.cache_clear()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(home.parent / f"{home.name}-job", ignore_errors=True)
+
+
 CONNECTS = textwrap.dedent("""
     import socket
     try:
@@ -336,8 +399,8 @@ CONNECTS = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(not isolation.available(), reason="a network namespace per job needs root on Linux")
-def test_as_root_a_job_cannot_connect_to_a_socket_of_the_machine(tmp_path, monkeypatch):
+@NEEDS_NAMESPACES
+def test_a_job_cannot_connect_to_a_socket_of_the_machine(tmp_path, monkeypatch):
     """A server listening on the grading machine's loopback: the job's own network namespace has no way to it."""
     import socket
     server = socket.socket()
@@ -374,8 +437,8 @@ LISTS_PROCESSES = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(not isolation.available(), reason="a process-id namespace per job needs root on Linux")
-def test_as_root_a_job_sees_only_its_own_processes(tmp_path, monkeypatch):
+@NEEDS_NAMESPACES
+def test_a_job_sees_only_its_own_processes(tmp_path, monkeypatch):
     """The submission lists /proc: it finds the job's few processes, numbered from 1, and not the grader nor any
     other process of the machine (their command lines would show what runs there)."""
     sub = tmp_path / "rmsnorm.py"
@@ -396,6 +459,37 @@ def test_as_root_a_job_sees_only_its_own_processes(tmp_path, monkeypatch):
     finally:
         monkeypatch.delenv(isolation.OFF_VAR)
         isolation.available.cache_clear()
+
+
+READS_NAMESPACES = textwrap.dedent("""
+    import os
+    raise ImportError("NS:" + " ".join(n + "=" + os.readlink("/proc/self/ns/" + n) for n in {names!r}))
+""")
+GUIDE_NAMES = {"mount": "mnt", "process id": "pid", "network": "net", "IPC": "ipc", "user": "user"}
+
+
+def _guide_isolation_table():
+    """{namespace: (as root, as an ordinary user)} from docs/ta-guide.md's "Isolation" table: does a job get it?"""
+    text = (ROOT / "docs" / "ta-guide.md").read_text().split("### Isolation", 1)[1].split("\n#", 1)[0]
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    return {r[0].strip(): (r[2].strip().startswith("yes"), r[3].strip().startswith("yes")) for r in rows[1:]}
+
+
+@NEEDS_NAMESPACES
+def test_a_job_gets_the_namespaces_the_ta_guide_lists(tmp_path):
+    """docs/ta-guide.md's "Isolation" table, row by row, against a job's own /proc/self/ns: a namespace the
+    table gives the job (in this mode: root or an ordinary user) differs from the grader's, any other is the
+    grader's own."""
+    table = _guide_isolation_table()
+    assert set(table) == set(GUIDE_NAMES), table
+    names = list(GUIDE_NAMES.values())
+    sub = tmp_path / "rmsnorm.py"
+    sub.write_text(READS_NAMESPACES.format(names=names))
+    error = runner.run_job(sub, {}, {}, limits=config.sim_limits(torch.cuda.is_available())).error
+    job = dict(pair.split("=", 1) for pair in error.split("NS:")[1].split()[:len(names)])
+    for row, name in GUIDE_NAMES.items():
+        own = job[name] != os.readlink(f"/proc/self/ns/{name}")
+        assert own == table[row][0 if AS_ROOT else 1], (row, job[name])
 
 
 def test_the_runtime_holds_the_job_the_simulator_and_the_files_they_share_only(tmp_path):

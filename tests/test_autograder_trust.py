@@ -95,6 +95,77 @@ def test_an_ordinary_user_grades_with_submissions_running_as_that_user(ordinary_
         shutil.rmtree(out, ignore_errors=True)
 
 
+# the sandbox's tests of hostile submissions: ~ and another job's folder read, /proc listed, a socket of the
+# machine connected to, a fork bomb, 50 GB asked for, 10 GB written
+HOSTILE = ("world_readable or graders_home or only_its_own_processes or connect or fork_bomb or memory_bomb or "
+           "file_size or children_it_spawns or two_jobs or namespaces_the_ta_guide")
+
+
+@needs_root
+def test_the_hostile_submission_tests_pass_as_an_ordinary_user(ordinary_user, grader_copy):
+    """CI runs as root; a TA grades on a cluster node as an ordinary user. The sandbox's hostile-submission tests run
+    again as an ordinary account: its jobs get the same private view, in a user namespace of their own, wherever
+    this machine lets an ordinary user make one (else they run without it, and the isolation tests skip)."""
+    for folder in ("tests", "solution", "docs"):
+        shutil.copytree(ROOT / folder, grader_copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in grader_copy.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    home = Path(tempfile.mkdtemp(prefix="rmsnorm-ta-home-"))
+    os.chown(home, ordinary_user.pw_uid, ordinary_user.pw_gid)
+
+    def become():
+        os.setgroups([])
+        os.setgid(ordinary_user.pw_gid)
+        os.setuid(ordinary_user.pw_uid)
+    env = dict(os.environ, HOME=str(home), TMPDIR=str(home))
+    try:
+        probe = subprocess.run([sys.executable, "-c", "from autograder import isolation; print(isolation.available())"],
+                               cwd=grader_copy, env=env, preexec_fn=become, capture_output=True, text=True, timeout=60)
+        p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:xdist",
+                            "tests/test_autograder_sandbox.py", "-k", HOSTILE, "--basetemp", str(home / "pytest")],
+                           cwd=grader_copy, env=env, preexec_fn=become, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+        assert "failed" not in p.stdout and " passed" in p.stdout
+        if probe.stdout.strip() == "True":
+            assert "skipped" not in p.stdout, p.stdout[-2000:]
+        else:
+            assert "user namespaces allowed" in p.stdout, p.stdout[-2000:]
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@needs_root
+def test_three_gradings_at_once_as_an_ordinary_user_give_three_identical_rows(ordinary_user, grader_copy):
+    """`make grade-all JOBS=3` as a TA on a cluster node: each job in its own user namespace, none disturbs another."""
+    home = Path(tempfile.mkdtemp(prefix="rmsnorm-ta-"))
+    export = home / "export"
+    export.mkdir()
+    meta = []
+    for i in range(3):
+        (export / f"submission_{i}").mkdir()
+        shutil.copy(SOLUTION, export / f"submission_{i}" / "rmsnorm.py")
+        meta.append(f"submission_{i}:\n  :submitters:\n  - :name: Student {i}\n    :sid: '{i}'\n")
+    (export / "submission_metadata.yml").write_text("".join(meta))
+    for path in (home, *home.rglob("*")):
+        os.chown(path, ordinary_user.pw_uid, ordinary_user.pw_gid)
+
+    def become():
+        os.setgroups([])
+        os.setgid(ordinary_user.pw_gid)
+        os.setuid(ordinary_user.pw_uid)
+    try:
+        p = subprocess.run([sys.executable, "-m", "autograder.grade_all", str(export), "--jobs", "3", "--out",
+                            str(home / "grades.csv")], cwd=grader_copy, env=dict(os.environ, HOME=str(home)),
+                           preexec_fn=become, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+        rows = list(csv.DictReader((home / "grades.csv").open()))
+        scores = [{k: v for k, v in r.items() if k not in ("name", "sid", "email", "submission")} for r in rows]
+        assert len(rows) == 3 and all(sc == scores[0] for sc in scores), scores
+        assert float(scores[0]["total"]) == 90 and float(scores[0]["extra credit"]) == 5, scores[0]
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 @needs_root
 def test_grading_as_root_takes_other_users_rights_off_the_checkout_but_its_venv(tmp_path):
     for name in ("solution", "autograder", ".git", ".venv"):

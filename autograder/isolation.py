@@ -21,6 +21,12 @@ with the job's last process. As root, the child then becomes the sandbox account
 (a TA on a cluster node), it first makes a user namespace in which it keeps its own user id: the
 capabilities that making the view takes hold over that namespace only, and the exec of the job drops them.
 
+Why the system calls themselves (unshare, mount, pivot_root, through ctypes) and not bubblewrap or util-linux's
+unshare(1): one code path makes the view for both modes, in the child between fork and exec, where the limits
+and the change of user are set too; bwrap is not on Gradescope's image nor on most cluster nodes (its pip
+package would be one more binary to pin and trust), and unshare(1) makes namespaces but not a view (no
+pivot_root into a chosen set of read-only folders). The calls are few and each is checked (:func:`_call`).
+
 Where the kernel refuses (a container without CAP_SYS_ADMIN; as an ordinary user, unprivileged user
 namespaces turned off or restricted, as AppArmor does on Ubuntu 24.04), jobs run without it and the
 grader says so once (:func:`note`): a submission then reads what its user may read.

@@ -5,7 +5,9 @@ own session (so its whole process group can be killed), with rlimits on CPU
 time, memory, file size and processes, and its output read through a cap. When
 the grader runs as root, as on Gradescope, the child runs as a sandbox account
 of its own (accounts.py): it cannot read the grader's files, write its results,
-or signal another job. Afterwards every process of the run dies: its process
+or signal another job. A job (``private``) also gets a private view of the
+machine in namespaces of its own (isolation.py), as root or, in a user namespace,
+as an ordinary user. Afterwards every process of the run dies: its process
 group, every process that inherited the run's environment token (a daemon that
 left the process group with setsid()), and every process of its account.
 
@@ -130,8 +132,9 @@ def run(argv, *, cwd=None, env=None, limits: Limits | None = None, account=None,
     ``account``: the pwd entry of the sandbox account to run as (accounts.for_job()); None runs
     as the grader's own user, which is refused when that user is root.
     ``stdin``: bytes the child can read once from its standard input (the job's signing key).
-    ``private``: (job folder, folders to read) to run the child in a private view of the file system
-    that holds only those and the system (isolation.py), where the machine allows it (root, Linux).
+    ``private``: (job folder, folders to read) to run the child in a private view of the machine that holds only
+    those and the system (isolation.py), where the machine allows it (Linux: as root, or as an ordinary user where
+    user namespaces are allowed).
     ``extra``: extra(stdout so far) -> seconds to add to ``limits.timeout_s`` (at most ``limits.compile_s``).
     """
     limits = limits or Limits()

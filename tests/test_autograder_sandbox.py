@@ -388,6 +388,54 @@ def test_a_job_cannot_read_the_graders_home(monkeypatch):
         shutil.rmtree(home.parent / f"{home.name}-job", ignore_errors=True)
 
 
+SLEEPS_WITH_A_SECRET = textwrap.dedent("""
+    # SECRET-OF-JOB-A
+    import time
+    time.sleep(6)
+    raise ImportError("A done")
+""")
+SNOOPS = textwrap.dedent("""
+    import glob, os, tempfile, time
+    time.sleep(2)
+    found = []
+    for path in glob.glob(os.path.join({tmp!r}, "rmsnorm-job-*", "rmsnorm.py")):
+        try:
+            if "SECRET-OF-" + "JOB-A" in open(path).read():     # not this file's own text
+                found.append("READ")
+        except OSError as e:
+            found.append(type(e).__name__)
+    raise ImportError("SNOOPED:" + (",".join(found) or "nothing"))
+""")
+
+
+@NEEDS_NAMESPACES
+def test_a_job_cannot_read_another_jobs_folder(tmp_path, monkeypatch):
+    """Two jobs at once: the second looks for the first's folder (its submission) where job folders live. In its
+    private view it finds none; without the view, a sandbox account (as root) is refused by the folder's mode,
+    and an ordinary user's job reads it."""
+    a, b = tmp_path / "a" / "rmsnorm.py", tmp_path / "b" / "rmsnorm.py"
+    for path, text in ((a, SLEEPS_WITH_A_SECRET), (b, SNOOPS.format(tmp=tempfile.gettempdir()))):
+        path.parent.mkdir()
+        path.write_text(text)
+    limits = config.sim_limits(torch.cuda.is_available())
+
+    def snoop():
+        first = threading.Thread(target=runner.run_job, args=(a, {}, {}), kwargs={"limits": limits})
+        first.start()
+        try:
+            return runner.run_job(b, {}, {}, limits=limits).error.split("SNOOPED:")[1].split()[0]
+        finally:
+            first.join()
+    assert snoop() == "nothing"
+    monkeypatch.setenv(isolation.OFF_VAR, "off")
+    isolation.available.cache_clear()
+    try:
+        assert snoop() == ("nothing" if AS_ROOT else "READ")     # as root: a folder of another account (mode 700)
+    finally:
+        monkeypatch.delenv(isolation.OFF_VAR)
+        isolation.available.cache_clear()
+
+
 CONNECTS = textwrap.dedent("""
     import socket
     try:
@@ -649,3 +697,20 @@ def test_carrying_a_cache_copies_regular_files_only_and_stops_at_its_cap(tmp_pat
     runner.carry_cache(src, dst, cap=50)
     assert sorted(p.name for p in (dst / "a").iterdir()) == ["small.bin"]
     assert (dst / "a" / "small.bin").read_bytes() == b"x" * 10
+
+
+@pytest.mark.parametrize("euid", [0, 1000], ids=["as_root", "as_an_ordinary_user"])
+def test_without_namespaces_the_grader_says_once_what_a_submission_can_read(monkeypatch, euid):
+    """A machine that refuses the job's namespaces (a container; user namespaces restricted, as AppArmor does on
+    Ubuntu 24.04): grading goes on, and the grader says once what a submission can then read, naming the TA
+    guide's section that says how to allow them."""
+    monkeypatch.setattr(isolation, "available", lambda: False)
+    monkeypatch.setattr(isolation, "_NOTED", [])
+    monkeypatch.setattr(isolation.os, "geteuid", lambda: euid)
+    said = isolation.note()
+    assert said is not None and isolation.note() is None                    # once per process
+    if euid:
+        assert "user namespaces" in said and "can read every file you can" in said and '"Isolation"' in said
+        assert "### Isolation" in (ROOT / "docs" / "ta-guide.md").read_text()
+    else:
+        assert "every world-readable file" in said

@@ -97,8 +97,8 @@ def test_an_ordinary_user_grades_with_submissions_running_as_that_user(ordinary_
 
 # the sandbox's tests of hostile submissions: ~ and another job's folder read, /proc listed, a socket of the
 # machine connected to, a fork bomb, 50 GB asked for, 10 GB written
-HOSTILE = ("world_readable or graders_home or only_its_own_processes or connect or fork_bomb or memory_bomb or "
-           "file_size or children_it_spawns or two_jobs or namespaces_the_ta_guide")
+HOSTILE = ("world_readable or graders_home or another_jobs_folder or only_its_own_processes or connect or "
+           "fork_bomb or memory_bomb or file_size or children_it_spawns or two_jobs or namespaces_the_ta_guide")
 
 
 @needs_root

@@ -1,7 +1,7 @@
 """Before any submission runs: can this machine grade at all? ``python -m autograder.preflight``.
 
 A setup problem of the grader must never become a student's zero. So before the
-first submission of a process is graded, the grader runs its own worker through
+first submission of a process is graded, the grader runs its own job through
 the sandbox, exactly as a submission's job runs (same account, same limits, same
 job folder), on an empty probe file. That proves what grading needs: the sandbox
 account can execute the interpreter and read its packages and the simulator, torch
@@ -42,10 +42,10 @@ def probe() -> dict:
             outcome = runner.run_job(probe_file, {}, {}, limits=limits)
         except GraderError as e:
             raise GraderError(f"preflight: {e.cause}", e.fix) from e
-    if outcome.error or "_worker" not in outcome.info:
-        raise GraderError(f"preflight: the grader's worker ran, but an empty probe submission failed: "
+    if outcome.error or "_job" not in outcome.info:
+        raise GraderError(f"preflight: the grader's job ran, but an empty probe submission failed: "
                           f"{outcome.error or 'no report'}; stderr: {outcome.run.stderr[-text.LOG_TAIL_CHARS:]}")
-    facts = dict(outcome.info["_worker"])
+    facts = dict(outcome.info["_job"])
     pool = [p.pw_name for p in accounts.existing()]
     facts["account"] = "the grader's own user" if os.geteuid() else f"{pool[0]} .. {pool[-1]} ({len(pool)} accounts)"
     facts["limits"] = limits

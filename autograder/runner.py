@@ -267,7 +267,7 @@ def _not_started(res: sandbox.Result, limits, account) -> tuple[str, str]:
     who = f" as {account.pw_name}" if account is not None else ""
     tail = " | ".join((res.stderr or res.stdout).strip().splitlines()[-4:])
     if res.timed_out:
-        return (f"the grader's worker did not start within {limits.timeout_s:.0f} s{who} (importing torch?)",
+        return (f"the grader's job did not start within {limits.timeout_s:.0f} s{who} (importing torch?)",
                 "the machine is too slow or too busy: run fewer gradings at once, or raise the limits in "
                 "autograder/config.py")
     if "failed to map segment" in tail or "MemoryError" in tail or "Cannot allocate memory" in tail:
@@ -275,5 +275,5 @@ def _not_started(res: sandbox.Result, limits, account) -> tuple[str, str]:
                 f"{(limits.memory_bytes or 0) / 2**30:.0f} GiB: {tail}",
                 "install the CPU build of torch (a CUDA build maps far more address space): pip install "
                 "--index-url https://download.pytorch.org/whl/cpu torch==<the pinned version>")
-    return (f"the grader's worker failed{who} before loading the submission (exit code {res.returncode}): {tail}",
+    return (f"the grader's job failed{who} before loading the submission (exit code {res.returncode}): {tail}",
             "run `python -m autograder.preflight` to check the grader's setup without a submission")

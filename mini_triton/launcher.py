@@ -21,7 +21,6 @@ import os
 import textwrap
 
 import torch
-from torch.utils._python_dispatch import _disable_current_modes
 
 from . import dtypes as D
 from . import frontend, memory, observers, runtime
@@ -147,8 +146,7 @@ class JITFunction:
 
     def run(self, *args, grid, **kwargs):
         __tracebackhide__ = True                 # pytest: an error ends at the kernel's line
-        # torch ops inside a launch are the kernel's own work, not host-side ops (stats.record)
-        with _disable_current_modes():
+        with runtime.unrecorded():               # the kernel's own work, not host-side ops (stats.record)
             try:
                 self._run(args, kwargs, grid)
             except Exception as e:

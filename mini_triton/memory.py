@@ -369,6 +369,15 @@ def _broadcast_ptr(ptr, shape):
 UNDEFINED_FLOAT = float("nan")
 
 
+def set_undefined_float(value: float) -> float:
+    """What the masked-off lanes of a float ``tl.load`` without ``other=`` hold from now on (NaN by default, which
+    shows wherever they reach a result; 0.0 tells whether they were a kernel's only problem); returns the
+    previous value."""
+    global UNDEFINED_FLOAT
+    old, UNDEFINED_FLOAT = UNDEFINED_FLOAT, float(value)
+    return old
+
+
 def _poison(elem: D.dtype):
     """What a masked-off lane holds when the load gives no ``other``: undefined in Triton's documentation.
     A float lane holds NaN, which shows wherever it reaches a result. An integer lane holds 0, as NVIDIA's

@@ -20,6 +20,7 @@ a shuffled order (:func:`schedule`), so the simulator shows that too.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
@@ -185,3 +186,14 @@ def location(where=None) -> str:
     name, line, _ = where or kernel_site(KERNEL_CODES, 2)
     name = name or (CURRENT.launch.name if CURRENT is not None else "")
     return f"{name}" + (f" line {line}" if line else "")
+
+
+@contextlib.contextmanager
+def unrecorded():
+    """Torch ops in the block are not host ops of a ``record(host_ops=True)`` around it: a launch's own work, or a
+    checker's (reading which elements a kernel stored, say), is not the program's. The recording is a torch
+    dispatch mode (stats.py); this steps out of every mode for the block, through torch's private
+    ``_disable_current_modes``, used here only."""
+    from torch.utils._python_dispatch import _disable_current_modes
+    with _disable_current_modes():
+        yield

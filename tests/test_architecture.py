@@ -131,8 +131,13 @@ def mini_triton_units() -> set:
 
 
 def layer_violations(layers, edges) -> list[str]:
-    """Each import (module, imported) of ``edges`` that does not go to a layer left of the module's."""
+    """Each import (module, imported) of ``edges`` that does not go to a layer left of the module's; a module in no
+    layer, named with the three places a new module goes."""
     level = {m: i for i, layer in enumerate(layers) for m in layer}
+    unlisted = sorted({m for edge in edges for m in edge if m not in level})
+    if unlisted:
+        return [f"{m} is in no layer: add it to the chain and the file-map table of mini_triton/README.md "
+                f"(\"File map\") and to the chain of docs/architecture.md (\"The simulator\")" for m in unlisted]
     return [f"{a} imports {b}, at {'its own level' if level[a] == level[b] else 'a later level'}"
             for a, b in sorted(edges) if a != b and level[a] <= level[b]]
 
@@ -162,6 +167,8 @@ def test_mini_triton_imports_only_modules_of_earlier_layers():
     ({("b", "b2")}, ["b imports b2, at its own level"]),
     ({("a", "c")}, ["a imports c, at a later level"]),
     ({("c", "a"), ("b", "c")}, ["b imports c, at a later level"]),
+    ({("d", "a")}, ['d is in no layer: add it to the chain and the file-map table of mini_triton/README.md '
+                    '("File map") and to the chain of docs/architecture.md ("The simulator")']),
 ])
 def test_the_layer_checker_catches_imports_at_the_same_or_a_later_level(edges, found):
     layers = declared_layers("## File map\n\n```\na -> b, b2\n  -> c\n```\n")

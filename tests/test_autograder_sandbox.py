@@ -61,15 +61,15 @@ def test_infinite_loop_that_ignores_sigalrm_and_catches_baseexception_is_killed(
 
 COMPILES = """
     import time
-    print("rmsnorm-worker: compiled {said}", flush=True)
+    print("rmsnorm-job: compiled {said}", flush=True)
     time.sleep({sleep})
     print("done", flush=True)
 """
 
 STILL_COMPILING = """
     import time
-    print("rmsnorm-worker: compiled 0.5", flush=True)
-    print("rmsnorm-worker: compiling 0.5", flush=True)
+    print("rmsnorm-job: compiled 0.5", flush=True)
+    print("rmsnorm-job: compiling 0.5", flush=True)
     time.sleep({sleep})
     print("done", flush=True)
 """

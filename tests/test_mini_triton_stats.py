@@ -257,3 +257,33 @@ def test_a_record_keeps_each_launchs_tensors_memory_until_the_block_ends():
         del tmp
         assert address in [s.data_ptr() for s in rec.alive]
     assert rec.alive == [] and rec.launches[0].args
+
+
+def test_set_undefined_float_sets_what_masked_off_lanes_without_other_hold_and_returns_the_old_value():
+    tl = triton.language
+
+    @triton.jit
+    def copy_masked(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n))
+
+    x, y = torch.ones(8), torch.empty(8)
+    copy_masked[(1,)](x, y, 5, BLOCK=8)
+    assert torch.isnan(y[5:]).all()
+    old = triton.set_undefined_float(0.0)
+    try:
+        copy_masked[(1,)](x, y, 5, BLOCK=8)
+        assert torch.equal(y, torch.tensor([1.0] * 5 + [0.0] * 3))
+    finally:
+        assert triton.set_undefined_float(old) == 0.0
+    assert old != old                                   # NaN, the default
+
+
+def test_torch_ops_in_unrecorded_are_not_host_ops_of_the_recording():
+    x = torch.ones(4)
+    with triton.record(host_ops=True) as rec:
+        x + 1
+        with triton.unrecorded():
+            x * 3
+    names = [op.name for op in rec.host_ops]
+    assert any("add" in n for n in names) and not any("mul" in n for n in names), names

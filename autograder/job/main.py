@@ -103,7 +103,7 @@ def main(argv):
     if triton is None:
         compile_clock()
     watch_norms(submission)
-    results = {"_worker": {"torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0]}}
+    results = {"_job": {"torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0]}}
     (job_dir / OUTPUTS_JSON).write_bytes(b"")          # the job folder is writable
     (job_dir / OUTPUTS_JSON).unlink()
     print(READY, flush=True)
@@ -132,7 +132,7 @@ def main_simulated(submission: Path, job_dir: Path, groups: int):
     inputs = torch.load(job_dir / INPUTS, weights_only=True)
     for name in (JOB, INPUTS):
         (job_dir / name).unlink()                  # what the submission's processes must never read
-    results = {"_worker": {"torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0]}}
+    results = {"_job": {"torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0]}}
     (job_dir / OUTPUTS_JSON).write_bytes(b"")          # the job folder is writable
     (job_dir / OUTPUTS_JSON).unlink()
     print(READY, flush=True)

@@ -28,10 +28,10 @@ from .shared import text
 JOB, INPUTS = "job.json", "inputs.pt"                                  # written by the grader
 OUTPUTS_JSON, OUTPUTS_PT, SIGNATURE = "outputs.json", "outputs.pt", "outputs.sig"   # written by the job
 KEY_BYTES = 32
-READY = "rmsnorm-worker: ready"
-RUNNING = "rmsnorm-worker: now "          # + what runs now: the grader names it if the job times out
-COMPILING = "rmsnorm-worker: compiling "  # + the seconds of compiling before this one: Triton starts a compile
-COMPILED = "rmsnorm-worker: compiled "    # + the seconds Triton has spent compiling so far: not counted (GPU)
+READY = "rmsnorm-job: ready"
+RUNNING = "rmsnorm-job: now "          # + what runs now: the grader names it if the job times out
+COMPILING = "rmsnorm-job: compiling "  # + the seconds of compiling before this one: Triton starts a compile
+COMPILED = "rmsnorm-job: compiled "    # + the seconds Triton has spent compiling so far: not counted (GPU)
 
 
 def _last_number(stdout: str, marker: str) -> tuple[int, float]:

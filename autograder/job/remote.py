@@ -362,14 +362,13 @@ def undefined_lanes(info) -> bool:
 def with_zero_lanes(judge: Judge, task: dict, inputs: dict) -> tuple:
     """(outputs, info) of the task once more, with masked-off lanes loaded as 0.0 instead of NaN (({}, {}) if it
     fails): its outputs' provenance is judged as the first run's is."""
-    memory = judge.triton.memory
-    memory.UNDEFINED_FLOAT = 0.0
+    old = judge.triton.set_undefined_float(0.0)
     try:
         return run_task(judge, task, inputs, {})
     except Failed:
         return {}, {}
     finally:
-        memory.UNDEFINED_FLOAT = float("nan")
+        judge.triton.set_undefined_float(old)
 
 
 def fork_hosts(submission, triton, n: int) -> list:

@@ -525,8 +525,8 @@ class KernelLog:
         """True where the block's kernels wrote ``t`` (None off the simulator, or for what is not a tensor)."""
         if self.rec is None or not isinstance(t, torch.Tensor):
             return None
-        from torch.utils._python_dispatch import _disable_current_modes
-        with _disable_current_modes():
+        import mini_triton                     # a recording exists on the simulator only
+        with mini_triton.unrecorded():         # reading the mask is the checker's work, not the program's
             mask = self.rec.stored_mask(t).clone()
         storage = t.untyped_storage().data_ptr()
         if not bool(mask.any()) and any(storage in op.out_storages and op.reads for op in self.rec.host_ops or ()):

@@ -79,12 +79,20 @@ FEW = 512                   # programs' ranges up to which an analysis merges th
 
 
 class Access:
-    """One load, store or atomic executed by the programs of a chunk.
+    """One load, store or atomic executed by the programs of a chunk: the record that every check and count reads.
 
-    ``lo``/``hi`` (one entry per program, or one shared entry) bound the
-    offsets of each program's active lanes; ``count`` is the number of
-    active lanes per program; ``dense`` says each program's offsets form one
-    contiguous range, so that counting distinct elements needs no scan.
+    - ``op``: "load", "store", "atomic_add"... (for messages); ``kind``: what it does to memory (:class:`Kind`).
+    - ``buf``: the argument's memory (:class:`Buffer`); ``shape``: the block's shape; ``ptr``: the pointer block.
+    - ``aff``: the offsets as an :class:`~mini_triton.blocks.Affine` (a base per program plus a stride per block
+      dimension), or None where they follow no such rule (a gather through indices): then ``offsets()`` holds them.
+    - ``mask_h``: the mask, (1 or programs, *shape) bool, or None when every lane is active.
+    - ``pids``: the programs (linear ids) of the chunk; ``lead``: 1 or their number, the leading dimension.
+    - ``lo``/``hi`` (one entry per program, or one shared entry) bound the offsets of each program's active lanes;
+      ``count`` is the number of active lanes per program; ``dense`` says each program's offsets form one
+      contiguous range, so that counting distinct elements needs no scan.
+    - ``site``: (kernel function, line, file) of the access, for errors raised after the launch; ``line``: the same
+      as "kernel line N", for messages.
+    - ``locks``: per program, the lock it held during the access, or None (races.py exempts accesses under one lock).
     """
 
     __slots__ = ("kind", "op", "buf", "shape", "ptr", "mask_h", "lead", "aff", "lo", "hi", "count",

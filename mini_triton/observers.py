@@ -14,13 +14,17 @@ import contextlib
 
 _OBSERVERS: list = []          # (order, name, callback)
 
+# When each observer runs after a launch, lowest first. A check that may reject the launch runs before the
+# statistics that count it, so that a rejected launch is never counted; an analysis that reads the counts runs
+# after them (``AFTER_STATISTICS`` is the default for a new one).
+CHECKS = 10                    # races.check
+STATISTICS = 20                # stats.commit_launch
+AFTER_STATISTICS = 100
 
-def register(on_launch, order: int = 100):
-    """Call ``on_launch(launch, records)`` after every launch, lower ``order`` first.
 
-    Checks that reject a launch run before the statistics that count it (order 10
-    and 20 here), so that a rejected launch is never counted. Returns ``on_launch``.
-    """
+def register(on_launch, order: int = AFTER_STATISTICS):
+    """Call ``on_launch(launch, records)`` after every launch, lower ``order`` first (``CHECKS``, then
+    ``STATISTICS``, then ``AFTER_STATISTICS``). Returns ``on_launch``."""
     name = f"{on_launch.__module__}.{on_launch.__qualname__}"
     _OBSERVERS[:] = [o for o in _OBSERVERS if o[1] != name]          # re-registering replaces
     _OBSERVERS.append((order, name, on_launch))

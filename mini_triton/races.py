@@ -177,7 +177,7 @@ def check(launch, records):
             raise raised_at(DataRaceError(msg), site)     # its traceback ends at the kernel's line
 
 
-observers.register(check, order=10)        # before the statistics: a racing launch is not counted
+observers.register(check, order=observers.CHECKS)        # a racing launch is not counted
 
 
 def _bytes(r, lo, unit):

@@ -270,7 +270,7 @@ def commit_launch(launch, records):
             rec.alive.extend(b.tensor.untyped_storage() for b in launch.buffers)
 
 
-observers.register(commit_launch, order=20)
+observers.register(commit_launch, order=observers.STATISTICS)
 
 
 def count_distinct(recs) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from . import dtypes as D
+from . import dtypes
 from . import runtime
 from .blocks import (Affine, aligned, as_block, broadcast_affine, broadcast_shape, constexpr, is_literal, make_int,
                      tensor)
@@ -56,10 +56,10 @@ def cast(blk, dtype, bitcast=False) -> tensor:
     if isinstance(dtype, constexpr):
         dtype = dtype.value
     blk = as_block(blk)
-    if blk.dtype.is_ptr() or (isinstance(dtype, D.dtype) and dtype.is_ptr()):
+    if blk.dtype.is_ptr() or (isinstance(dtype, dtypes.dtype) and dtype.is_ptr()):
         raise NotImplementedError(f"{runtime.location()}: casting pointers is not supported by mini_triton; "
                                   f"index the tensor with integer offsets instead (ptr + offs)")
-    if not isinstance(dtype, D.dtype):
+    if not isinstance(dtype, dtypes.dtype):
         raise TypeError(f".to() expects a tl dtype such as tl.float32, got {dtype!r}")
     if dtype is blk.dtype:
         return blk
@@ -104,9 +104,9 @@ def binary(a, b, op) -> tensor:
     if a.dtype.is_ptr() or b.dtype.is_ptr():
         return _pointer_arith(a, b, op)
     div_or_mod = op in ("truediv", "floordiv", "mod")
-    ty = D.binary_result_type(a.dtype, a_lit, b.dtype, b_lit, div_or_mod)
+    ty = dtypes.binary_result_type(a.dtype, a_lit, b.dtype, b_lit, div_or_mod)
     if op == "truediv" and ty.is_int():
-        ty = D.float32                          # int / int is a float division in Triton
+        ty = dtypes.float32                          # int / int is a float division in Triton
     if op in ("and", "or", "xor", "lshift", "rshift") and not ty.is_int():
         raise TypeError(f"{runtime.location()}: operator {_SYMBOL[op]} needs integer or boolean "
                         f"operands, got {a.dtype!r} and {b.dtype!r}")
@@ -123,9 +123,9 @@ def binary(a, b, op) -> tensor:
         return tensor(None, ty, shape, pending=(_TORCH_OPS[op], ha, hb, max(ha.shape[0], hb.shape[0])))
     out = _compute(ha, hb, op, ty)
     if op in COMPARISONS:
-        return tensor(out, D.int1, shape)
+        return tensor(out, dtypes.int1, shape)
     if ty.is_bool():
-        return tensor(out, D.int1, shape)
+        return tensor(out, dtypes.int1, shape)
     if ty.is_int():
         return make_int(ty, shape, handle=out)
     return tensor(out, ty, shape)
@@ -186,14 +186,14 @@ def _pointer_arith(a, b, op):
     else:
         raise TypeError(f"{runtime.location()}: unsupported pointer arithmetic: {a.dtype!r} "
                         f"{_SYMBOL.get(op, op)} {b.dtype!r}")
-    offs = binary(offsets_of(ptr), off.to(D.int64) if off.dtype is not D.int64 else off,
+    offs = binary(offsets_of(ptr), off.to(dtypes.int64) if off.dtype is not dtypes.int64 else off,
                   "add" if sign == 1 else "sub")
     return offs.retyped(ptr.dtype, buf=ptr.buf)
 
 
 def offsets_of(ptr: tensor) -> tensor:
     """The element offsets of a pointer block, as an int64 block."""
-    return ptr.retyped(D.int64)
+    return ptr.retyped(dtypes.int64)
 
 
 def unary_op(fn, blk, *, float_only=True, name="") -> tensor:

@@ -24,7 +24,7 @@ import math
 
 import torch
 
-from . import dtypes as D
+from . import dtypes
 from . import runtime
 from .errors import BlockTruthError, CompilationError, Int32OverflowError
 
@@ -186,8 +186,8 @@ class tensor:
 # ---------------------------------------------------------------------------
 def scalar(value, dtype=None) -> tensor:
     """A block of shape () shared by all programs (a literal or a kernel argument)."""
-    dtype = dtype or D.of_python_scalar(value)
-    return tensor(torch.tensor([value], dtype=D.storage_dtype(dtype)), dtype, ())
+    dtype = dtype or dtypes.of_python_scalar(value)
+    return tensor(torch.tensor([value], dtype=dtypes.storage_dtype(dtype)), dtype, ())
 
 
 def make_int(dtype, shape, aff=None, handle=None) -> tensor:
@@ -199,7 +199,7 @@ def make_int(dtype, shape, aff=None, handle=None) -> tensor:
 
 
 def check_int_range(blk: tensor):
-    lo_ok, hi_ok = D.int_range(blk.dtype)
+    lo_ok, hi_ok = dtypes.int_range(blk.dtype)
     if blk.aff is not None and blk._h is None:
         llo, lhi = blk.aff.lane_range(blk.shape)
         base = blk.aff.base

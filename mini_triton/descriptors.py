@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from . import dtypes as D
+from . import dtypes
 from . import runtime
 from .blocks import Affine, as_block, check_shape, make_int, tensor, unwrap
 from .errors import CompilationError
@@ -61,7 +61,7 @@ class TensorDescriptor:
                                    f"dimensions needs {len(self.block_shape)} offsets, got {len(offsets)}")
         ptr, mask, ndim = self.base, None, len(self.block_shape)
         for d, (off, size) in enumerate(zip(offsets, self.block_shape)):
-            lanes = make_int(D.int32, (size,), Affine(torch.zeros(1, dtype=torch.int64), (1,)))
+            lanes = make_int(dtypes.int32, (size,), Affine(torch.zeros(1, dtype=torch.int64), (1,)))
             idx = (lanes + off)[tuple(slice(None) if i == d else None for i in range(ndim))]
             inside = idx < self.shape[d]
             ptr = ptr + idx * self.strides[d]

@@ -31,7 +31,7 @@ import textwrap
 import types
 
 from . import boolops, runtime
-from . import dtypes as D
+from . import dtypes
 from .blocks import constexpr, tensor
 from .errors import CompilationError
 
@@ -122,7 +122,7 @@ def _allowed(obj, name):
     """True if a kernel may read ``obj.name``, False if not, None if ``obj`` is a module that answers itself."""
     if isinstance(obj, tensor):
         return name in TENSOR_API
-    if isinstance(obj, D.dtype):
+    if isinstance(obj, dtypes.dtype):
         return name in DTYPE_API
     if isinstance(obj, constexpr):
         return name in CONSTEXPR_API
@@ -192,7 +192,7 @@ def bind(where: str, name: str, value, kernels: tuple):
     """What the global (or closure) ``name`` of a kernel is bound to, as Triton's compiler binds it:
     another @jit function, a tl.constexpr, a dtype, the language (tl, triton, libdevice, math) or one
     of its functions. Anything else is refused with the error Triton gives."""
-    if isinstance(value, kernels) or isinstance(value, (constexpr, D.dtype)) or _language_module(value):
+    if isinstance(value, kernels) or isinstance(value, (constexpr, dtypes.dtype)) or _language_module(value):
         return value
     module = getattr(value, "__module__", None) or ""
     if module.startswith("mini_triton.language") and callable(value):
@@ -365,11 +365,11 @@ def _assigned(body) -> dict:
 def _literal_type(value):
     """(shape, dtype name) of a Python literal, as Triton types it when a branch yields it."""
     if isinstance(value, bool):
-        return (), repr(D.int1)
+        return (), repr(dtypes.int1)
     if isinstance(value, int):
-        return (), repr(D.int32 if -2**31 <= value < 2**31 else D.int64)
+        return (), repr(dtypes.int32 if -2**31 <= value < 2**31 else dtypes.int64)
     if isinstance(value, float):
-        return (), repr(D.float32)
+        return (), repr(dtypes.float32)
     return None
 
 

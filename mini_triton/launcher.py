@@ -22,7 +22,7 @@ import textwrap
 
 import torch
 
-from . import dtypes as D
+from . import dtypes
 from . import frontend, memory, observers, runtime
 from .blocks import constexpr, scalar, tensor
 from .errors import CompilationError, describe_program, student_traceback
@@ -177,12 +177,12 @@ class JITFunction:
         if isinstance(v, torch.Tensor):
             buf = memory.check_pointer_arg(v, name)
             buffers.append(buf)
-            return tensor(torch.zeros(1, dtype=torch.int64), D.pointer_type(buf.elem), (), buf=buf)
+            return tensor(torch.zeros(1, dtype=torch.int64), dtypes.pointer_type(buf.elem), (), buf=buf)
         if v is None:
             return None
         if isinstance(v, (bool, int, float)):
             return scalar(v)
-        if isinstance(v, D.dtype):
+        if isinstance(v, dtypes.dtype):
             return v
         raise TypeError(f"{self.__name__}: argument {name} has unsupported type {type(v).__name__}; "
                         f"kernels take tensors, Python numbers and tl.constexpr values")

@@ -21,7 +21,7 @@ import math
 import torch
 
 from . import atomics, bounds, heap, runtime
-from . import dtypes as D
+from . import dtypes
 from .arithmetic import cast, offsets_of
 from .blocks import Affine, as_block, broadcast_affine, broadcast_shape, full_handle, tensor
 from .errors import CompilationError
@@ -33,7 +33,7 @@ class Buffer:
     def __init__(self, name: str, t: torch.Tensor):
         self.name = name
         self.tensor = t
-        self.elem = D.from_torch(t.dtype)
+        self.elem = dtypes.from_torch(t.dtype)
         self.span = 0 if t.numel() == 0 else 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
         self.flat = t.as_strided((self.span,), (1,), t.storage_offset())
         # accesses of two arguments that share storage must be compared with each other
@@ -386,7 +386,7 @@ def set_undefined_float(value: float) -> float:
     return old
 
 
-def _poison(elem: D.dtype):
+def _poison(elem: dtypes.dtype):
     """What a masked-off lane holds when the load gives no ``other``: undefined in Triton's documentation.
     A float lane holds NaN, which shows wherever it reaches a result. An integer lane holds 0, as NVIDIA's
     backend gives (checked on an H200): an integer has no value that shows without also raising false alarms
@@ -419,7 +419,7 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
         if acc.mask_h is not None:
             offs = torch.where(acc.mask_h, offs, 0) if acc.buf.span > 0 else torch.zeros_like(offs)
         vals = acc.buf.flat[offs] if acc.buf.span > 0 else torch.zeros(offs.shape, dtype=elem.torch)
-    store_ty = D.storage_dtype(elem)
+    store_ty = dtypes.storage_dtype(elem)
     ch.loaded.add(acc.buf.storage_key[0])
     if acc.mask_h is None and view is not None and ch.views and vals.dtype == store_ty:
         out = view                                  # the chunk writes no memory it loads (runtime.Chunk.writing)
@@ -436,7 +436,7 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
 
 def _load_box(ch, acc, elem, fill, sub, index) -> torch.Tensor:
     """A masked load whose active lanes form a box of the block: the fill, and the box copied from memory."""
-    store_ty = D.storage_dtype(elem)
+    store_ty = dtypes.storage_dtype(elem)
     f = full_handle(fill, acc.shape) if fill is not None else torch.tensor(_poison(elem), dtype=store_ty)
     lead = max(sub.shape[0], f.shape[0] if f.dim() else 1)
     out = torch.empty((lead, *acc.shape), dtype=store_ty)
@@ -576,7 +576,7 @@ def atomic(op, pointer, val, mask=None, cmp=None):
     if ch.undo is not None:
         ch.undo.append((a, acc.buf.flat[a].clone(), acc.buf.flat))
     old = atomics.apply(ch, acc, op, a, vv, cc)
-    out = torch.full((P, *acc.shape), _poison(elem), dtype=D.storage_dtype(elem))
+    out = torch.full((P, *acc.shape), _poison(elem), dtype=dtypes.storage_dtype(elem))
     out[m] = old.to(out.dtype)
     ch.records.append(acc)
     if acc.shape == () and op in ("cas", "xchg") and elem.is_int():        # a lock is an integer word

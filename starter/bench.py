@@ -82,12 +82,11 @@ def wrong_outputs(impl, x, g, dy):
 
 def providers(impl):
     """name -> (forward(x, g), differentiable forward(x, g)) for every implementation available."""
-    import torch.nn.functional as F
     out = {"yours": (lambda x, g: impl.rmsnorm_forward(x, g)[0], impl.rmsnorm),
            "eager": (eager, eager),
            "torch.compile": (None, torch.compile(eager, dynamic=False)),
-           "F.rms_norm": (lambda x, g: F.rms_norm(x, (x.shape[-1],), g, 1e-5),
-                          lambda x, g: F.rms_norm(x, (x.shape[-1],), g, 1e-5))}
+           "F.rms_norm": (lambda x, g: torch.nn.functional.rms_norm(x, (x.shape[-1],), g, 1e-5),
+                          lambda x, g: torch.nn.functional.rms_norm(x, (x.shape[-1],), g, 1e-5))}
     try:
         from liger_kernel.ops.rms_norm import LigerRMSNormFunction
         # in_place=False: by default Liger writes dx over dy, which a benchmark reuses
@@ -149,10 +148,9 @@ def measure_model(impl_path, dtype_name, T, D):
     """The model Linear -> RMSNorm -> Linear at (T tokens, width D), forward and backward, compiled in each
     of COMPILE_MODES, with your RMSNorm and with F.rms_norm: wall time (CUDA events around a normal call)
     and the kernels' GPU time (profiler), in ms; and whether Dynamo broke the graph around your op."""
-    import torch.nn.functional as F
     impl = load_impl(impl_path)
     dtype = DTYPES[dtype_name]
-    norms = {"yours": impl.rmsnorm, "F.rms_norm": lambda h, g: F.rms_norm(h, (h.shape[-1],), g, 1e-5)}
+    norms = {"yours": impl.rmsnorm, "F.rms_norm": lambda h, g: torch.nn.functional.rms_norm(h, (h.shape[-1],), g, 1e-5)}
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(T, D, device="cuda", dtype=dtype, generator=gen)
     dy = torch.randn(T, D, device="cuda", dtype=dtype, generator=gen)

@@ -84,7 +84,6 @@ def loop_us(f, n=50, trials=7, wait=True):
 
 def host_table(impl, shapes, dtypes):
     """--host: a step's wall time, launched two ways, beside F.rms_norm's and the floors."""
-    import torch.nn.functional as F
 
     @impl.triton.jit
     def empty_kernel(x_ptr):
@@ -101,7 +100,7 @@ def host_table(impl, shapes, dtypes):
                     ("step, Triton's kernel[grid](...)", plain,
                      lambda: torch.autograd.grad(impl.rmsnorm(xg, gg), (xg, gg), dy)),
                     ("F.rms_norm step", None,
-                     lambda: torch.autograd.grad(F.rms_norm(xg, (N,), gg, 1e-5), (xg, gg), dy)),
+                     lambda: torch.autograd.grad(torch.nn.functional.rms_norm(xg, (N,), gg, 1e-5), (xg, gg), dy)),
                     ("floor: an empty autograd.Function step", None,
                      lambda: torch.autograd.grad(Empty.apply(xg, gg), xg, dy)),
                     ("floor: one launch of an empty kernel", None, lambda: empty_kernel[(1,)](x))]

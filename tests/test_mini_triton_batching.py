@@ -272,8 +272,8 @@ def test_a_launch_that_writes_nothing_it_reads_loads_views(monkeypatch):
 
 
 def kernels_for_tests():
-    import kernels_for_tests as K
-    return K
+    import kernels_for_tests as module
+    return module
 
 
 @pytest.mark.parametrize("case", ["plain", "masked", "bf16_output", "used_again", "broadcast_row", "undone"])
@@ -333,9 +333,9 @@ def test_programs_waiting_for_a_lock_run_turn_by_turn(chunk_sizes):
     """Programs of a chunk that spin on one lock (Triton's layer-norm backward) get it one after another: after the
     first pass, the chunk runs as one chunk per turn, each of which finds its locks free (not two reruns per turn),
     and the sums are those of one program at a time."""
-    import kernels_for_tests as K
+    import kernels_for_tests
     x, partial, locks = torch.randn(128, 100), torch.zeros(8, 100), torch.zeros(8, dtype=torch.int32)
-    K.locked_partial_sum_kernel[(128,)](x, partial, locks, 100, GROUPS=8, BLOCK=128)
+    kernels_for_tests.locked_partial_sum_kernel[(128,)](x, partial, locks, 100, GROUPS=8, BLOCK=128)
     torch.testing.assert_close(partial, torch.stack([x[g::8].sum(0) for g in range(8)]))
     # the first chunk (16 programs, 2 per lock): itself, then 2 turns, the first run twice (it loaded partial as a
     # view, then stored into it: its loads must copy); the other 112 (14 per lock): itself, then 14 turns

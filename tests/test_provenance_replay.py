@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import mini_triton as triton
-from autograder.job import provenance as P
+from autograder.job import provenance
 from autograder.job import launches, watchdog
 from autograder.job.launches import Launcher
 
@@ -104,7 +104,7 @@ def _shared(t: torch.Tensor) -> int:
 
 def _launch(kernel, h_values=None) -> tuple:
     """Run ``kernel`` on (x, h, out) in a fresh judge's memory; returns (memory, origins of out's elements)."""
-    return _launch_grid(kernel, (1,), P.Memory(), h_values)
+    return _launch_grid(kernel, (1,), provenance.Memory(), h_values)
 
 
 def _launch_grid(kernel, grid, memory, h_values=None) -> tuple:
@@ -135,26 +135,26 @@ def test_a_value_that_took_the_hosts_memory_by_any_path_is_derived(kernel, monke
     h = _tagged() if kernel in (h_as_a_mask, h_as_a_branch) else None
     h = torch.full((N,), 1e-44) if kernel is h_as_a_loop_bound else h               # a loop of 7 turns, as bits
     memory, origins = _launch(kernel, h)
-    stored = origins != P.CONST
+    stored = origins != provenance.CONST
     assert bool(stored.any())
-    assert bool((origins[stored] == P.DERIVED).all()), origins
+    assert bool((origins[stored] == provenance.DERIVED).all()), origins
 
 
 def test_what_a_launch_stores_beside_the_hosts_values_is_its_own():
     _, origins = _launch(h_beside_zeros)
-    assert bool((origins[:N // 4] == P.DERIVED).all()), origins
-    assert bool((origins[N // 4:] == P.KERNEL).all()), origins
+    assert bool((origins[:N // 4] == provenance.DERIVED).all()), origins
+    assert bool((origins[N // 4:] == provenance.KERNEL).all()), origins
 
 
 def test_a_host_value_that_changes_nothing_stored_leaves_the_kernels_work_clean():
     memory, origins = _launch(x_only_beside_h)
-    assert bool((origins == P.KERNEL).all()), origins
+    assert bool((origins == provenance.KERNEL).all()), origins
     assert memory.host_loaded == N                     # still counted, for item 7
 
 
 def test_a_few_host_values_are_forgiven_the_hosts_own_output_is_not():
     memory, origins = _launch(x_times_a_host_scale)
-    assert bool((origins == P.DERIVED).all())
+    assert bool((origins == provenance.DERIVED).all())
     assert memory.host_loaded == 1 and memory.forgiven(rows=1, elements=N)
     assert not memory.forgiven(rows=1, elements=1)           # an output that is the host's one value, carried
     memory, _ = _launch(copy_h)
@@ -172,7 +172,7 @@ def test_the_replay_leaves_memory_as_the_launch_left_it_and_no_check_sees_it():
     finally:
         triton.observers.unregister(watch)
     assert seen == ["copy_h"]
-    h, out = (b for b in memory.buffers.values() if b.origin[0] in (P.HOST, P.DERIVED))
+    h, out = (b for b in memory.buffers.values() if b.origin[0] in (provenance.HOST, provenance.DERIVED))
     assert torch.equal(out.mirror, h.mirror)          # the launch's copy of h, not the replay's random bytes
 
 
@@ -191,21 +191,21 @@ def _kernel_made(memory, values: torch.Tensor, shape, strides):
     """A buffer clean kernels stored, holding ``values``, that a launch saw through a view of ``shape``/``strides``."""
     buf = memory.buffer(_shared(torch.zeros_like(values)), values.numel() * values.element_size())
     buf.mirror.copy_(values.view(torch.uint8))
-    buf.mark(torch.ones(buf.nbytes, dtype=torch.bool), P.KERNEL)
+    buf.mark(torch.ones(buf.nbytes, dtype=torch.bool), provenance.KERNEL)
     memory.add_kernel_view(buf, values.dtype, 0, list(shape), list(strides))
 
 
 def test_a_host_copy_of_a_kernels_output_is_a_copy():
-    memory = P.Memory()
+    memory = provenance.Memory()
     made = torch.randn(N)
     _kernel_made(memory, made, [N], [1])
-    assert bool((_host_writes(memory, made.clone()) == P.COPY_KERNEL).all())
-    assert bool((_host_writes(memory, made.to(torch.bfloat16)) == P.COPY_KERNEL).all())     # a cast too
+    assert bool((_host_writes(memory, made.clone()) == provenance.COPY_KERNEL).all())
+    assert bool((_host_writes(memory, made.to(torch.bfloat16)) == provenance.COPY_KERNEL).all())     # a cast too
 
 
 @pytest.mark.parametrize("payload", ["nan_payloads", "signed_zeros", "nonzero_bytes_as_bool"])
 def test_values_that_compare_equal_but_carry_other_bytes_are_the_hosts(payload):
-    memory = P.Memory()
+    memory = provenance.Memory()
     bits = torch.randint(1, 1 << 22, (N,), dtype=torch.int32)
     if payload == "nan_payloads":                 # any NaN == NaN as values; its 22 payload bits are the host's
         _kernel_made(memory, torch.full((N,), float("nan")), [N], [1])
@@ -216,18 +216,18 @@ def test_values_that_compare_equal_but_carry_other_bytes_are_the_hosts(payload):
     else:                                         # any nonzero byte is True: seven bits per byte
         _kernel_made(memory, torch.ones(N, dtype=torch.bool), [N], [1])
         host, dtype = (bits % 255 + 1).to(torch.uint8), torch.bool
-    assert bool((_host_writes(memory, host, dtype) == P.HOST).all())
+    assert bool((_host_writes(memory, host, dtype) == provenance.HOST).all())
 
 
 def test_one_stored_element_seen_through_a_stride_0_view_is_no_candidate():
-    memory = P.Memory()
+    memory = provenance.Memory()
     _kernel_made(memory, torch.full((1,), 0.5), [N], [0])           # one element, seen as N
-    assert bool((_host_writes(memory, torch.full((N,), 0.5)) == P.HOST).all())
+    assert bool((_host_writes(memory, torch.full((N,), 0.5)) == provenance.HOST).all())
 
 
 def test_a_view_only_partly_changed_to_a_clean_tensors_values_is_the_hosts():
     """Which bytes of a 0xFF fill the host zeroed carries its bits, though each zero equals a kernel's zero."""
-    memory = P.Memory()
+    memory = provenance.Memory()
     _kernel_made(memory, torch.zeros(N, dtype=torch.uint8), [N], [1])
     buf = memory.buffer(_shared(torch.full((N,), 255, dtype=torch.uint8)), N)          # first seen: a fill
     zeroed = torch.full((N,), 255, dtype=torch.uint8)
@@ -235,45 +235,45 @@ def test_a_view_only_partly_changed_to_a_clean_tensors_values_is_the_hosts():
     os.pwrite(buf.fd, zeroed.numpy().tobytes(), 0)
     memory.refresh(buf)
     memory.settle(buf, torch.uint8, 0, [N], [1])
-    assert bool((memory.origins(buf, torch.uint8, 0, [N], [1])[zeroed == 0] == P.HOST).all())
+    assert bool((memory.origins(buf, torch.uint8, 0, [N], [1])[zeroed == 0] == provenance.HOST).all())
 
 
 def test_a_nan_is_a_fill_only_as_torch_writes_it():
     canonical = torch.full((1,), float("nan"))
     payload = (canonical.view(torch.int32) | 0x1234).view(torch.float32)
-    assert P.fill_value(canonical.view(torch.uint8)) and P.fill_value((-canonical).view(torch.uint8))
-    assert not P.fill_value(payload.view(torch.uint8))
+    assert provenance.fill_value(canonical.view(torch.uint8)) and provenance.fill_value((-canonical).view(torch.uint8))
+    assert not provenance.fill_value(payload.view(torch.uint8))
 
 
 def test_a_phase_may_refill_a_buffer_a_few_times_beyond_them_each_fill_is_the_hosts():
     """Whether a fill happened before each of many launches, and which, carries bits."""
-    memory = P.Memory()
+    memory = provenance.Memory()
     buf = memory.buffer(_shared(torch.zeros(N)), N * 4)
-    for k in range(P.SCALARS + 2):
+    for k in range(provenance.SCALARS + 2):
         fill = torch.full((N,), float("nan") if k % 2 == 0 else 0.0)
         os.pwrite(buf.fd, fill.numpy().tobytes(), 0)
         memory.refresh(buf)
-        expected = P.CONST if k < P.SCALARS else P.HOST
+        expected = provenance.CONST if k < provenance.SCALARS else provenance.HOST
         assert bool((memory.origins(buf, torch.float32, 0, [N], [1]) == expected).all()), k
     memory.new_phase()                                          # the last fill was of zeros: a NaN fill now
     os.pwrite(buf.fd, torch.full((N,), float("nan")).numpy().tobytes(), 0)
     memory.refresh(buf)
-    assert bool((memory.origins(buf, torch.float32, 0, [N], [1]) == P.CONST).all())
+    assert bool((memory.origins(buf, torch.float32, 0, [N], [1]) == provenance.CONST).all())
 
 
 def test_a_phase_may_launch_its_kernels_again_a_few_times_beyond_that_each_launch_is_the_hosts():
     """Which of two kernels the host launches next, bit after bit, would spell r in a word a kernel shifts."""
-    memory = P.Memory()
+    memory = provenance.Memory()
     verdicts = [memory.host_scalars((), ("shift_in_a_1" if k % 3 else "shift_in_a_0", "[]", ()))
-                for k in range(P.LAUNCHES + 3)]
-    assert verdicts == [False] * P.LAUNCHES + [True] * 3
+                for k in range(provenance.LAUNCHES + 3)]
+    assert verdicts == [False] * provenance.LAUNCHES + [True] * 3
     memory.new_phase()
     assert not memory.host_scalars((), ("shift_in_a_1", "[]", ()))
 
 
 def test_a_phase_may_give_its_kernels_other_buffers_a_few_times_beyond_that_its_launches_are_the_hosts():
     """Which of 16 clean buffers the host passes for each of many parameters would spell r, 4 bits a parameter."""
-    memory = P.Memory()
+    memory = provenance.Memory()
     first = memory.host_scalars((), ("emit", "[]", ()), {("emit", f"b{i}"): 0 for i in range(8)})
     again = [memory.host_scalars((), ("emit", "[]", ()), {("emit", f"b{i}"): k for i in range(8)})
              for k in (1, 2, 3)]
@@ -281,7 +281,7 @@ def test_a_phase_may_give_its_kernels_other_buffers_a_few_times_beyond_that_its_
 
 
 def test_a_launch_of_no_programs_counts_as_a_launch():
-    memory = P.Memory()
+    memory = provenance.Memory()
     before = memory.launch_count
     _launch_grid(copy_h, (0,), memory)
     assert memory.launch_count == before + 1
@@ -289,9 +289,10 @@ def test_a_launch_of_no_programs_counts_as_a_launch():
 
 def test_a_phase_may_copy_clean_tensors_a_few_times_beyond_that_each_copy_is_the_hosts():
     """Which of 16 one-byte clean tensors each of many one-byte host views equals would spell r, 4 bits a view."""
-    memory = P.Memory()
+    memory = provenance.Memory()
     for v in range(2, 18):                                     # (0 and 1 are fills)
         _kernel_made(memory, torch.tensor([v], dtype=torch.uint8), [1], [1])
-    origins = [_host_writes(memory, torch.tensor([2 + k % 16], dtype=torch.uint8)) for k in range(P.SCALARS + 4)]
+    origins = [_host_writes(memory, torch.tensor([2 + k % 16], dtype=torch.uint8))
+               for k in range(provenance.SCALARS + 4)]
     kinds = [int(o[0]) for o in origins]
-    assert kinds == [P.COPY_KERNEL] * P.SCALARS + [P.HOST] * 4, kinds
+    assert kinds == [provenance.COPY_KERNEL] * provenance.SCALARS + [provenance.HOST] * 4, kinds

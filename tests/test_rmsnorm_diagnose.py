@@ -10,27 +10,27 @@ from autograder import rubric
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "starter" / "tests"))
-import rmsnorm_causes as C  # noqa: E402
-import rmsnorm_diagnose as D  # noqa: E402
+import rmsnorm_causes as causes  # noqa: E402
+import rmsnorm_diagnose as diagnose  # noqa: E402
 from rmsnorm_check import random_inputs, reference  # noqa: E402
 
 X, G, DY = random_inputs((37, 100))
 Y, R, DX, DG = reference(X, G, DY)
-FORWARD = C.forward_alternatives(X, G, 0.1)
+FORWARD = causes.forward_alternatives(X, G, 0.1)
 _, R_EPS, DX_EPS, DG_EPS = reference(X, G, DY, eps=0.1)      # a large eps: leaving it out shows
-BACKWARD = C.backward_alternatives(X, G, DY, R_EPS, 0.1)
+BACKWARD = causes.backward_alternatives(X, G, DY, R_EPS, 0.1)
 
 
 def test_every_cause_has_an_owner_in_the_rubric():
-    assert set(C.CAUSES) <= set(rubric.CAUSE_OWNERS), set(C.CAUSES) - set(rubric.CAUSE_OWNERS)
+    assert set(causes.CAUSES) <= set(rubric.CAUSE_OWNERS), set(causes.CAUSES) - set(rubric.CAUSE_OWNERS)
 
 
 @pytest.mark.parametrize("key", sorted(FORWARD))
 def test_a_forward_computed_a_known_wrong_way_is_named(key):
     y, r = FORWARD[key]
-    _, ref_r = C.forward_alternatives_plain(X, G, 0.1)
+    _, ref_r = causes.forward_alternatives_plain(X, G, 0.1)
     ref_y = reference(X, G, eps=0.1)[0]
-    found = [D.diagnose(n, got.float(), want, X, alternatives=C.pick(FORWARD, i), fmt={"eps": 0.1})
+    found = [diagnose.diagnose(n, got.float(), want, X, alternatives=causes.pick(FORWARD, i), fmt={"eps": 0.1})
              for n, got, want, i in (("r", r, ref_r, 1), ("y", y, ref_y, 0))]
     found = [f for f in found if f is not None]
     assert found and {f.cause for f in found} == {key.partition("@")[0]}, [(f.cause, f.message[:100]) for f in found]
@@ -40,50 +40,51 @@ def test_a_forward_computed_a_known_wrong_way_is_named(key):
 @pytest.mark.parametrize("key", sorted(BACKWARD))
 def test_a_backward_computed_a_known_wrong_way_is_named(key):
     dx, dg = BACKWARD[key]
-    found = [D.diagnose(n, got.float(), want, X, alternatives=C.pick(BACKWARD, i) + [C.dg_rows(X, DY, R_EPS)],
-                        fmt={"eps": 0.1})
+    found = [diagnose.diagnose(n, got.float(), want, X,
+                               alternatives=causes.pick(BACKWARD, i) + [causes.dg_rows(X, DY, R_EPS)], fmt={"eps": 0.1})
              for n, got, want, i in (("dx", dx, DX_EPS, 0), ("dg", dg, DG_EPS, 1))]
     found = [f for f in found if f is not None]
     assert found and {f.cause for f in found} == {key.partition("@")[0]}, [(f.cause, f.message[:100]) for f in found]
 
 
 def test_the_right_output_has_no_finding():
-    assert D.diagnose("y", Y.float(), Y, X, alternatives=C.pick(FORWARD, 0)) is None
+    assert diagnose.diagnose("y", Y.float(), Y, X, alternatives=causes.pick(FORWARD, 0)) is None
 
 
 def test_elements_never_stored_come_before_values_and_are_classified():
     y = Y.float().clone()
     rows = torch.ones_like(y, dtype=torch.bool)
     rows[20:] = False
-    found = D.diagnose("y", y.masked_fill(~rows, float("nan")), Y, X, stored=rows)
+    found = diagnose.diagnose("y", y.masked_fill(~rows, float("nan")), Y, X, stored=rows)
     assert found.cause == "rows_not_stored_fwd" and "rows 20-36 of 37" in found.message and found.checked
     columns = torch.ones((3, 300), dtype=torch.bool)
     columns[:, 128:] = False
     x3, g3, _ = random_inputs((3, 300))
-    found = D.diagnose("y", torch.zeros(3, 300), reference(x3, g3)[0], x3, stored=columns)
+    found = diagnose.diagnose("y", torch.zeros(3, 300), reference(x3, g3)[0], x3, stored=columns)
     assert found.cause == "columns_not_stored" and "[0:3, 128:300]" in found.message
     assert "the elements that were stored are wrong too" in found.message
     one = torch.ones_like(y, dtype=torch.bool)
     one[:, 99] = False
-    assert D.diagnose("y", y, Y, X, stored=one).cause == "elements_not_stored_fwd"
-    assert D.diagnose("r", torch.zeros(37), R, X, stored=torch.zeros(37, dtype=torch.bool)).cause == "r_not_stored"
+    assert diagnose.diagnose("y", y, Y, X, stored=one).cause == "elements_not_stored_fwd"
+    found = diagnose.diagnose("r", torch.zeros(37), R, X, stored=torch.zeros(37, dtype=torch.bool))
+    assert found.cause == "r_not_stored"
 
 
 def test_dg_over_some_rows_names_the_rows():
     rows = DY.double() * X.double() * R.double()[:, None]
-    found = D.diagnose("dg", rows[:30].sum(0).float(), DG, X, alternatives=[C.dg_rows(X, DY, R)])
+    found = diagnose.diagnose("dg", rows[:30].sum(0).float(), DG, X, alternatives=[causes.dg_rows(X, DY, R)])
     assert found.cause == "dg_some_rows" and "rows 0-29 only" in found.message
 
 
 def test_nan_is_named_by_where_it_came_from():
     y = Y.float().clone()
     y[3] = float("nan")
-    assert D.diagnose("y", y, Y, X).cause == "masked_nan"
+    assert diagnose.diagnose("y", y, Y, X).cause == "masked_nan"
     dg = DG.float().clone()
     dg[:] = float("nan")
-    assert D.diagnose("dg", dg, DG, X).cause == "padding_nan"
-    assert D.diagnose("dg", dg, DG, X, fmt={"old_memory": True}).cause == "old_memory_nan"
-    found = D.diagnose("y", y, Y, X, nan_cause="masked_nan", if_zero=Y.float())
+    assert diagnose.diagnose("dg", dg, DG, X).cause == "padding_nan"
+    assert diagnose.diagnose("dg", dg, DG, X, fmt={"old_memory": True}).cause == "old_memory_nan"
+    found = diagnose.diagnose("y", y, Y, X, nan_cause="masked_nan", if_zero=Y.float())
     assert found.cause == "lanes_undefined" and found.checked
     assert "with those lanes read as 0.0, it is right" in found.message and "undefined" in found.message
 
@@ -94,9 +95,9 @@ def test_nan_from_masked_lanes_that_are_wrong_even_as_zeros_is_charged_as_the_wr
     lanes are named after it); a formula no cause explains keeps the NaN's own cause."""
     y = Y.float().clone()
     y[3] = float("nan")
-    alts = C.pick(C.forward_alternatives(X, G), 0)
+    alts = causes.pick(causes.forward_alternatives(X, G), 0)
     if_zero = dict(alts)[wrong_with_zeros].float() if wrong_with_zeros else Y.float() * 1.5
-    found = D.diagnose("y", y, Y, X, alternatives=alts, nan_cause="masked_nan", if_zero=if_zero)
+    found = diagnose.diagnose("y", y, Y, X, alternatives=alts, nan_cause="masked_nan", if_zero=if_zero)
     assert found.cause == (wrong_with_zeros or "masked_nan"), found
     assert "other=0.0" in found.message
 
@@ -106,22 +107,23 @@ def test_a_row_of_zeros_without_eps_is_named_eps():
     x[4] = 0
     y = reference(x, G)[0].float()
     y[4] = float("nan")                         # 0 · 1/sqrt(0)
-    found = D.diagnose("y", y, reference(x, G)[0], x, alternatives=C.pick(C.forward_alternatives(x, G), 0))
+    found = diagnose.diagnose("y", y, reference(x, G)[0], x,
+                              alternatives=causes.pick(causes.forward_alternatives(x, G), 0))
     assert found.cause == "eps_forgotten"
 
 
 def test_rounding_and_formula_are_told_apart():
     y = Y.float().clone()
     y[3, 4] += 3e-5
-    assert "looks like rounding" in D.diagnose("y", y, Y, X).message
-    found = D.diagnose("y", Y.float() * 1.1, Y, X)
+    assert "looks like rounding" in diagnose.diagnose("y", y, Y, X).message
+    found = diagnose.diagnose("y", Y.float() * 1.1, Y, X)
     assert found.cause is None and "check the formula" in found.message and "rounding" not in found.message
 
 
 def test_a_name_the_diagnosis_shares_with_the_grader_is_loaded_once():
     from autograder import check
     assert check.causes.CAUSES is sys.modules["rmsnorm_causes"].CAUSES or \
-        set(check.causes.CAUSES) == set(C.CAUSES)
+        set(check.causes.CAUSES) == set(causes.CAUSES)
 
 
 # -- causes from the traffic: what the kernels read, before any formula ------------------------------------
@@ -137,7 +139,7 @@ def _args(**loads):
                                         ("output_grad_pointer", "dy"), ("DX", "dx"), ("Y", "y"), ("W", None),
                                         ("n_cols", None), ("rstd_ptr", None)])
 def test_a_parameters_name_gives_the_role_it_takes(name, role):
-    assert D.param_role(name) == role
+    assert diagnose.param_role(name) == role
 
 
 @pytest.mark.parametrize("args, says", [
@@ -148,7 +150,7 @@ def test_a_parameters_name_gives_the_role_it_takes(name, role):
      "your backward passes dy as bwd's x_ptr, and x as dy_ptr"),
 ])
 def test_the_traffic_names_a_tensor_read_for_another(args, says):
-    key, message, _ = D.traffic_cause("bwd", args, M_, N_)
+    key, message, _ = diagnose.traffic_cause("bwd", args, M_, N_)
     assert key == "wrong_tensor_bwd" and says in message, message
 
 
@@ -159,7 +161,7 @@ def test_the_traffic_names_a_tensor_read_for_another(args, says):
     [("bwd", "X", ["copy"], M_ * N_), ("bwd", "DY", ["dy"], M_ * N_)],   # x.contiguous() on the host: a copy of x
 ])
 def test_traffic_that_matches_the_references_names_nothing(args):
-    assert D.traffic_cause("bwd", args, M_, N_) is None
+    assert diagnose.traffic_cause("bwd", args, M_, N_) is None
 
 
 def test_check_the_formula_is_said_only_when_the_traffic_matches_the_references():
@@ -168,15 +170,14 @@ def test_check_the_formula_is_said_only_when_the_traffic_matches_the_references(
     finding says so (checked: the named mistake, exactly)."""
     x, g, dy = random_inputs((M_, N_))
     _, r, dx, _ = reference(x, g, dy)
-    wrong = C.backward_plain(x, g, x, r.float())[0]             # dy read from x's memory
-    read = D.traffic_cause("bwd", _args(x=2 * M_ * N_, dy=0, g=M_ * N_), M_, N_)
-    named = D.diagnose("dx", wrong, dx, x, alternatives=[(k, v[0], w) for k, v, w in D.read_instead(read, x, g, dy,
-                                                                                                    r.float())],
-                       traffic=read[:2])
+    wrong = causes.backward_plain(x, g, x, r.float())[0]             # dy read from x's memory
+    read = diagnose.traffic_cause("bwd", _args(x=2 * M_ * N_, dy=0, g=M_ * N_), M_, N_)
+    instead = diagnose.read_instead(read, x, g, dy, r.float())
+    named = diagnose.diagnose("dx", wrong, dx, x, alternatives=[(k, v[0], w) for k, v, w in instead], traffic=read[:2])
     assert named.cause == "wrong_tensor_bwd" and named.checked and "check the formula" not in named.message
-    plain = D.diagnose("dx", wrong, dx, x)
+    plain = diagnose.diagnose("dx", wrong, dx, x)
     assert plain.cause is None and "check the formula" in plain.message
-    moved = D.diagnose("dx", wrong * 1.5, dx, x, traffic=read[:2])     # read for another, and more wrong besides
+    moved = diagnose.diagnose("dx", wrong * 1.5, dx, x, traffic=read[:2])     # read for another, and more wrong besides
     assert moved.cause == "wrong_tensor_bwd" and not moved.checked and "check the formula" not in moved.message
 
 
@@ -189,7 +190,7 @@ def test_check_the_formula_is_said_only_when_the_traffic_matches_the_references(
 ])
 def test_the_traffic_names_elements_of_a_needed_tensor_never_loaded(phase, loads, role, says, step):
     args = [(phase, f"{r}_ptr", [r], n, d) for r, (n, d) in loads.items()]
-    key, message, instead = D.traffic_cause(phase, args, M_, N_)
+    key, message, instead = diagnose.traffic_cause(phase, args, M_, N_)
     assert key == f"unread_{phase}" and f"elements of {role}" in message and says in message, message
     assert instead == ({role: ("rows", step)} if step is not None else {})
 
@@ -200,17 +201,17 @@ def test_a_forward_that_reads_rows_one_element_apart_is_named_and_checked():
     x, g = random_inputs((M_, N_))[:2]
     y, r = reference(x, g)[:2]
     overlapping = x.as_strided((M_, N_), (1, 1))
-    wrong_y = C.forward_alternatives_plain(overlapping, g, 1e-5)[0]
-    read = D.traffic_cause("fwd", [("fwd", "x_ptr", ["x"], M_ * N_, M_ - 1 + N_)], M_, N_)
-    alts = [(k, v[0], w) for k, v, w in D.read_instead_fwd(read, x, g)]
-    named = D.diagnose("y", wrong_y, y, x, alternatives=alts, traffic=read[:2])
+    wrong_y = causes.forward_alternatives_plain(overlapping, g, 1e-5)[0]
+    read = diagnose.traffic_cause("fwd", [("fwd", "x_ptr", ["x"], M_ * N_, M_ - 1 + N_)], M_, N_)
+    alts = [(k, v[0], w) for k, v, w in diagnose.read_instead_fwd(read, x, g)]
+    named = diagnose.diagnose("y", wrong_y, y, x, alternatives=alts, traffic=read[:2])
     assert named.cause == "unread_fwd" and named.checked, named
 
 
 def test_a_backward_that_reads_r_through_g_is_named():
     x, g, dy = random_inputs((M_, N_))
     _, r, dx, _ = reference(x, g, dy)
-    wrong = C.backward_plain(x, g, dy, g[:M_].float())[0]
-    alts = [(k, v[0]) for k, v in C.backward_alternatives(x, g, dy, r.float()).items()]
-    found = D.diagnose("dx", wrong, dx, x, alternatives=alts)
+    wrong = causes.backward_plain(x, g, dy, g[:M_].float())[0]
+    alts = [(k, v[0]) for k, v in causes.backward_alternatives(x, g, dy, r.float()).items()]
+    found = diagnose.diagnose("dx", wrong, dx, x, alternatives=alts)
     assert found.cause == "r_read_from_g" and "g's pointer where r's is meant" in found.message, found

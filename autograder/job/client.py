@@ -25,7 +25,7 @@ import types
 import torch
 
 import mini_triton
-from mini_triton import dtypes as D
+from mini_triton import dtypes
 from mini_triton import errors as simulator_errors
 from mini_triton import frontend
 from mini_triton.blocks import constexpr
@@ -84,7 +84,7 @@ def plain(v):
         return {"value": v}
     if isinstance(v, float):
         return {"float": repr(v)}
-    if isinstance(v, D.dtype):
+    if isinstance(v, dtypes.dtype):
         return {"dtype": _dtype_name(v)}
     return None
 
@@ -100,7 +100,7 @@ def describe(value, seen: dict) -> dict:
         return {"kind": "kernel", **value.identity(seen)}
     if isinstance(value, constexpr):
         return {"kind": "constexpr", "value": plain(value.value) or {"other": type(value.value).__name__}}
-    if isinstance(value, D.dtype):
+    if isinstance(value, dtypes.dtype):
         return {"kind": "dtype", "name": _dtype_name(value)}
     if isinstance(value, types.ModuleType) and value.__name__ in MODULES:
         return {"kind": "module", "name": MODULES[value.__name__]}

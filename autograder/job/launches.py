@@ -19,7 +19,7 @@ import types
 import torch
 
 import mini_triton
-from mini_triton import dtypes as D
+from mini_triton import dtypes
 from mini_triton import frontend, observers
 from mini_triton.blocks import constexpr
 from mini_triton.launcher import JITFunction
@@ -48,7 +48,7 @@ def plain(d):
 
 def dtype(name):
     value = getattr(mini_triton.language, str(name), None) if str(name) in mini_triton.language.__all__ else None
-    if not isinstance(value, D.dtype):
+    if not isinstance(value, dtypes.dtype):
         raise Refused(f"no dtype named {name!r}")
     return value
 

@@ -1,4 +1,5 @@
-"""Calls of torch's own norms (``F.rms_norm``, ``torch.layer_norm``...) during a phase, with the line that made them.
+"""Calls of torch's own norms (``F.rms_norm``, ``torch.layer_norm``...) during a phase, with the line that made
+them.
 
 A norm torch runs does the work a kernel should. The scan cannot tell a call on the graded path from
 one in a test helper of the student's own, so the job watches instead: it wraps each norm before the
@@ -9,7 +10,7 @@ import traceback
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
+import torch.nn.functional as functional
 
 from .phases import Phase
 from .shared import text
@@ -22,7 +23,7 @@ def watch_norms(submission: Path):
     """Log every call of torch's own norms made during a phase, with the submission's line that made it."""
     WATCHED["file"] = submission
     for name in NORMS:
-        _wrap(F, name)
+        _wrap(functional, name)
         _wrap(torch, name)
 
 

@@ -20,7 +20,7 @@ import time
 import torch
 
 from . import host, watchdog
-from . import provenance as P
+from . import provenance
 from .channel import Broken, Channel, TimedOut, close, pair
 from .errors import describe
 from .launches import Kernels, Launcher
@@ -41,7 +41,7 @@ class Judge:
     def __init__(self, channel: Channel, triton, submission, source: str):
         self.channel, self.triton = channel, triton
         self.kernels = Kernels(str(submission), source)
-        self.memory = P.Memory()
+        self.memory = provenance.Memory()
         self.launcher = Launcher(self.memory, self.kernels)
 
     def ask(self, request: dict, fds=()) -> tuple:
@@ -96,7 +96,7 @@ class Task:
     def __init__(self, judge: Judge, task: dict, inputs: dict):
         self.judge, self.task = judge, task
         judge.memory.close()
-        judge.memory = judge.launcher.memory = P.Memory()
+        judge.memory = judge.launcher.memory = provenance.Memory()
         self.given, self.handles, self.fds = {}, {}, []
         for k, v in task.get("tensors", {}).items():
             base = inputs[v].clone()
@@ -157,7 +157,7 @@ class Task:
                 geometry = (getattr(torch, str(h["dtype"])), int(h["offset"]), [int(s) for s in h["shape"]],
                             [int(s) for s in h["strides"]])
                 view = self.judge.memory.settle(buf, *geometry)
-            except (P.Refused, OSError, KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
+            except (provenance.Refused, OSError, KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
                 info.setdefault("not_tensors", {})[k] = f"unreadable ({e})"[:60]
                 continue
             self.roles.setdefault(k if k != "r_saved" else "r", buf.mirror.untyped_storage().data_ptr())
@@ -177,7 +177,7 @@ class Task:
         x = self.given.get("x", (None, None))[1]
         rows = x.numel() // max(1, x.shape[-1]) if x is not None and x.dim() else 0
         forgiven = memory.forgiven(rows, value.numel())
-        clean = P.MADE + ((P.DERIVED,) if forgiven else ())
+        clean = provenance.MADE + ((provenance.DERIVED,) if forgiven else ())
         made = bool(torch.isin(origins, torch.tensor(clean, dtype=torch.uint8)).all()) and value.numel() > 0
         partials = summed_partials(value, memory, rows) if not made and k == "dg" else None
         made = (made or partials == "made") and claim.get("made") is True
@@ -186,9 +186,10 @@ class Task:
             if key:
                 info.setdefault("kernel_made", {})[k] = made
                 info.setdefault("kernel_stored", {})[k] = int(stored.sum())
-                info.setdefault("host_made", {})[k] = bool((origins == P.HOST).any()) or claim.get("host_made") is True
-                info.setdefault("tainted", {})[k] = bool((origins == P.TAINTED).any()) or partials == "host's" or \
-                    (not forgiven and bool((origins == P.DERIVED).any()))
+                info.setdefault("host_made", {})[k] = (bool((origins == provenance.HOST).any())
+                                                       or claim.get("host_made") is True)
+                info.setdefault("tainted", {})[k] = (bool((origins == provenance.TAINTED).any()) or partials == "host's"
+                                                     or (not forgiven and bool((origins == provenance.DERIVED).any())))
             if not made and k in ("y", "r", "r_saved", "dx"):
                 self.tensors[output_key(k, "stored")] = stored.reshape(value.shape).contiguous()
 
@@ -228,7 +229,7 @@ def summary(rec, roles: dict, noticed: dict, copies=()) -> dict:
     return {"launches": launches, "norms": norms, "host_ops": host_ops}
 
 
-def summed_partials(dg: torch.Tensor, memory: P.Memory, rows: int = 0) -> str | None:
+def summed_partials(dg: torch.Tensor, memory: provenance.Memory, rows: int = 0) -> str | None:
     """Is ``dg`` the column sums of rows of a buffer kernels stored (the lecture's dg_partial.sum(0); of its first
     or last rows only, a wrong sum the diagnosis then names), up to the rounding of the sum and of dg's dtype, that
     of each term included? "made" when that buffer is the kernels' work (provenance.MADE, or DERIVED from a few
@@ -237,14 +238,14 @@ def summed_partials(dg: torch.Tensor, memory: P.Memory, rows: int = 0) -> str | 
     found = None
     for part, origins in _partials(dg, memory):
         if _sums_to(dg, part):
-            clean = P.MADE + ((P.DERIVED,) if memory.forgiven(rows, part.numel()) else ())
+            clean = provenance.MADE + ((provenance.DERIVED,) if memory.forgiven(rows, part.numel()) else ())
             if bool(torch.isin(origins, torch.tensor(clean, dtype=torch.uint8)).all()):
                 return "made"
             found = "host's"
     return found
 
 
-def _partials(dg: torch.Tensor, memory: P.Memory):
+def _partials(dg: torch.Tensor, memory: provenance.Memory):
     """(values, origins) of each buffer view kernels stored that could hold dg's partial rows."""
     n = dg.numel()
     for buf, dtype, offset, shape, strides in memory.kernel_views.values():

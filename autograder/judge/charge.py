@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..check import diagnosis as D
+from ..check import diagnosis
 from ..rubric import CAUSE_FAMILIES, CAUSE_OWNERS, NEVER_EXCUSED, PARTS, SUBMISSION_RULES
 
-Finding = D.Finding
+Finding = diagnosis.Finding
 
 
 @dataclasses.dataclass

@@ -8,7 +8,7 @@ import builtins
 
 import torch
 
-from .. import dtypes as D
+from .. import dtypes
 from .. import frontend, runtime
 from ..arithmetic import cast as cast_block
 from ..blocks import Affine, as_block, check_shape, const_int, make_int, scalar, tensor, unwrap
@@ -20,7 +20,7 @@ __all__ = ["program_id", "num_programs", "arange", "full", "zeros", "zeros_like"
 def dtype_arg(d):
     """``d`` as a tl dtype (a constexpr is unwrapped), or a TypeError naming what was given."""
     d = unwrap(d)
-    if not isinstance(d, D.dtype):
+    if not isinstance(d, dtypes.dtype):
         raise TypeError(f"{runtime.location()}: expected a tl dtype such as tl.float32, got {d!r}")
     return d
 
@@ -32,14 +32,14 @@ def program_id(axis):
         raise CompilationError("program_id axis must be 0, 1 or 2")
     ch = runtime.current()
     if ch.launch.grid[axis] == 1:
-        return scalar(0, D.int32)
-    return tensor(ch.program_id(axis), D.int32, ())
+        return scalar(0, dtypes.int32)
+    return tensor(ch.program_id(axis), dtypes.int32, ())
 
 
 def num_programs(axis):
     """The grid size along ``axis`` (int32)."""
     axis = const_int(axis, "num_programs axis")
-    return scalar(runtime.current().launch.grid[axis], D.int32)
+    return scalar(runtime.current().launch.grid[axis], dtypes.int32)
 
 
 def arange(start, end):
@@ -54,7 +54,7 @@ def arange(start, end):
             raise CompilationError(message)
         runtime.refuse(message)                    # recorded: the lanes are what the code says
     runtime.current().max_numel = builtins.max(runtime.current().max_numel, n)
-    return make_int(D.int32, (n,), Affine(torch.tensor([start], dtype=torch.int64), (1,)))
+    return make_int(dtypes.int32, (n,), Affine(torch.tensor([start], dtype=torch.int64), (1,)))
 
 
 def full(shape, value, dtype):
@@ -68,7 +68,7 @@ def full(shape, value, dtype):
             raise CompilationError("tl.full needs a scalar value")
         h = v.handle.reshape(v.lead, *([1] * len(shape))).expand(v.lead, *shape)
         return tensor(h, dtype, shape)
-    h = torch.tensor(value, dtype=D.storage_dtype(dtype)).reshape(1, *([1] * len(shape)))
+    h = torch.tensor(value, dtype=dtypes.storage_dtype(dtype)).reshape(1, *([1] * len(shape)))
     return tensor(h.expand(1, *shape), dtype, shape)
 
 
@@ -109,7 +109,7 @@ def range(arg1, arg2=None, step=1, num_stages=None, loop_unroll_factor=None, dis
     trips = torch.clamp(-((start - stop) // stride), min=0)        # ceil((stop - start) / step), >= 0
     if bool((trips != trips[0]).any()):
         raise runtime.Divergence(trips)                             # group the programs by trip count
-    return (make_int(D.int32, (), handle=start + i * stride) for i in builtins.range(int(trips[0])))
+    return (make_int(dtypes.int32, (), handle=start + i * stride) for i in builtins.range(int(trips[0])))
 
 
 def python_range(*args):

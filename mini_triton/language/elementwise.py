@@ -9,7 +9,7 @@ import enum
 
 import torch
 
-from .. import dtypes as D
+from .. import dtypes
 from .. import frontend, runtime
 from ..arithmetic import binary, full_rank, unary_op
 from ..blocks import as_block, broadcast_shape, make_int, tensor, unwrap
@@ -75,7 +75,7 @@ def predicate_function(name, space="libdevice"):
         x = as_block(x)
         if not x.dtype.is_floating():
             raise _not_float(space, name, x.dtype)
-        return tensor(torch_fn(x.handle), D.int1, x.shape)
+        return tensor(torch_fn(x.handle), dtypes.int1, x.shape)
     f.__name__ = name
     f.__doc__ = f"{space}.{name}, computed by torch."
     return f
@@ -101,7 +101,7 @@ def promoted(*vals):
     lit = [not isinstance(v, tensor) for v in vals]          # a Python literal
     ty, ty_lit = blocks[0].dtype, lit[0]
     for b, b_lit in zip(blocks[1:], lit[1:]):
-        ty = D.binary_result_type(ty, ty_lit, b.dtype, b_lit)
+        ty = dtypes.binary_result_type(ty, ty_lit, b.dtype, b_lit)
         ty_lit = ty_lit and b_lit
     shape = ()
     for b in blocks:
@@ -162,7 +162,7 @@ def where(condition, x, y):
         c = c != 0
     (a, b), ty, shape = promoted(x, y)
     shape = broadcast_shape(shape, c.shape)
-    h = torch.where(full_rank(c, D.int1, shape), full_rank(a, ty, shape), full_rank(b, ty, shape))
+    h = torch.where(full_rank(c, dtypes.int1, shape), full_rank(a, ty, shape), full_rank(b, ty, shape))
     return result(h, ty, shape)
 
 

@@ -8,7 +8,7 @@ import builtins
 
 import torch
 
-from .. import dtypes as D
+from .. import dtypes
 from .. import runtime
 from ..arithmetic import binary
 from ..blocks import as_block
@@ -29,7 +29,7 @@ def _round_tf32(h: torch.Tensor) -> torch.Tensor:
 
 
 def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
-        out_dtype=D.float32):
+        out_dtype=dtypes.float32):
     """Matrix product of two blocks (M, K) @ (K, N) on the tensor cores.
 
     Like Triton, M, N and K must be at least 16, fp32 inputs use tf32 unless
@@ -51,18 +51,18 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
                                f"{a.dtype!r} and {b.dtype!r}")
     out_dtype = dtype_arg(out_dtype)
     if a.dtype.is_int():
-        out_dtype = D.int32
+        out_dtype = dtypes.int32
         r = torch.matmul(a.handle.to(torch.float64), b.handle.to(torch.float64)).to(torch.int64)
     else:
         prec = input_precision or ("ieee" if allow_tf32 is False else "tf32")
         ha, hb = a.handle.to(torch.float32), b.handle.to(torch.float32)
-        if a.dtype is D.float32 and prec == "tf32":
+        if a.dtype is dtypes.float32 and prec == "tf32":
             ha, hb = _round_tf32(ha), _round_tf32(hb)
-        if a.dtype is D.float64:
+        if a.dtype is dtypes.float64:
             ha, hb = a.handle, b.handle
         r = torch.matmul(ha, hb)
     shape = a.shape[:-1] + (N,)
-    out = result(r.to(D.storage_dtype(out_dtype)), out_dtype, shape)
+    out = result(r.to(dtypes.storage_dtype(out_dtype)), out_dtype, shape)
     if acc is not None:
         out = binary(as_block(acc), out, "add")
     return out

@@ -8,7 +8,7 @@ import builtins
 
 import torch
 
-from .. import dtypes as D
+from .. import dtypes
 from .. import runtime
 from ..blocks import as_block, const_int, make_int
 from ..errors import CompilationError
@@ -48,7 +48,7 @@ def _keep(shape_in, axis, out_shape, keep_dims):
 
 def _sum_type(d):
     if d.is_bool() or (d.kind in ("int", "uint") and d.primitive_bitwidth < 32):
-        return D.int32 if d.kind != "uint" else D.uint32
+        return dtypes.int32 if d.kind != "uint" else dtypes.uint32
     return d
 
 
@@ -61,7 +61,7 @@ def sum(input, axis=None, keep_dims=False, dtype=None):
     if out_ty.is_floating() and out_ty.primitive_bitwidth < 32:
         r = _sum_16bit(h.to(out_ty.torch), dim, out_ty, runtime.current().launch.num_warps)
     elif out_ty.is_floating():
-        acc = torch.float64 if out_ty is D.float64 else torch.float32
+        acc = torch.float64 if out_ty is dtypes.float64 else torch.float32
         r = h.to(acc).sum(dim).to(out_ty.torch)
     else:
         r = h.to(torch.int64).sum(dim)
@@ -97,7 +97,7 @@ def _minmax(input, axis, keep_dims, return_indices, which):
     shape_k = _keep(x.shape, axis, shape, keep_dims)
     v = result(vals.to(h.dtype).reshape(vals.shape[0], *shape_k), x.dtype, shape_k)
     if return_indices:
-        return v, make_int(D.int32, shape_k, handle=idx.reshape(idx.shape[0], *shape_k))
+        return v, make_int(dtypes.int32, shape_k, handle=idx.reshape(idx.shape[0], *shape_k))
     return v
 
 
@@ -126,7 +126,7 @@ def _scan(input, axis, reverse, fn):
     h = x.handle
     out_ty = _sum_type(x.dtype)
     if out_ty.is_floating():
-        h = h.to(torch.float64 if out_ty is D.float64 else torch.float32)
+        h = h.to(torch.float64 if out_ty is dtypes.float64 else torch.float32)
     else:
         h = h.to(torch.int64)
     if reverse:

@@ -1,10 +1,11 @@
 """The runtime folder: what a submission's process may read, and nothing else.
 
-A job runs the package ``autograder/job``, which imports only itself, ``mini_triton`` and the two files
-of ``starter/tests/`` it shares with the public tests (``job.shared.FOR_JOBS``: comparisons and names,
-GPU timing; both are in the student bundle), as a sandbox account. So those are all that account needs,
-besides the Python it runs, laid out as in the checkout. On Gradescope, setup.sh makes this folder
-(``python -m autograder.runtime FOLDER``) out of the grader's private folder and sets RMSNORM_RUNTIME.
+A job runs the package ``autograder/job``, which imports only itself, ``mini_triton`` and the four files
+of ``starter/tests/`` it shares with the public tests (``job.shared.FOR_JOBS``: the messages' words, the
+comparisons, GPU timing, the watch on endless loops; all are in the student bundle), as a sandbox account.
+So those are all that account needs, besides the Python it runs, laid out as in the checkout. On Gradescope,
+setup.sh makes this folder (``python -m autograder.runtime FOLDER``) out of the grader's private folder and sets
+RMSNORM_RUNTIME.
 Grading from a checkout, ``grade.grade`` makes a fresh copy for each grading; any other process that
 runs jobs (the preflight, the project's tests) gets one copy of its own, made on first use. The
 checkout itself is never the runtime: its solution and hidden tests must not be on a submission's

@@ -1,8 +1,13 @@
 """One output of one task: missing, not made by the kernels, or wrong, and why.
 
 Every output is compared with the float64 reference, and a difference becomes a *finding* whose
-cause the shared diagnosis names (starter/tests/rmsnorm_diagnose.py). The names of tasks and of
-their outputs come from hidden/cases.py.
+cause the shared diagnosis names (starter/tests/rmsnorm_diagnose.py). Before the values, a task's
+own record may name the cause first, so that one mistake is one charge: its crash (``task_error``,
+by the error's kind and kernel line: ``crash_site``), a compile rule it broke (``rule_broken``, with
+Triton's refusals on the GPU in ``REFUSALS``), two tensors passed the other way round (``exchanged``;
+on the GPU, ``exchanged_on_the_gpu`` takes the simulator's word for it), an output the kernels did not
+make or stored from the host (``not_made``, ``laundered``), r saved wrong or not at all. The names of
+tasks and of their outputs come from hidden/cases.py.
 """
 from __future__ import annotations
 

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from autograder import scan, speed
+from autograder.judge import speed as verdict
 from autograder.check import compare, reference
 from autograder.job import protocol
 from autograder.job import speed as job_speed
@@ -37,8 +38,8 @@ def test_each_kernel_s_least_traffic_gives_the_elements_a_step_moves(what, eleme
 
 
 def test_the_grader_s_figures_of_copies_and_bytes_are_derived_from_the_traffic_model():
-    assert speed.OWN_KERNELS == {"rmsnorm_fwd_kernel": 1.0, "rmsnorm_bwd_kernel": 1.5}
-    assert speed.LEAST_COPIES == {"fwd": (1.0, "read x, write y"),
+    assert verdict.OWN_KERNELS == {"rmsnorm_fwd_kernel": 1.0, "rmsnorm_bwd_kernel": 1.5}
+    assert verdict.LEAST_COPIES == {"fwd": (1.0, "read x, write y"),
                                   "fwdbwd": (2.5, "forward 1; backward 1.5: read x and dy, write dx")}
     assert speed.traffic_bytes("fwd", (16, 32), "float32") == timing.copy_bytes((16, 32), "float32") == 2 * 16 * 32 * 4
 
@@ -123,7 +124,7 @@ def timed(gpu, mod, monkeypatch):
     if "y" in got:
         x, ref = speed.full_reference(SHAPE, "float32", info["seeds"]["fwd"], device="cpu")
         wrong = compare("y", got["y"], ref["y"], x)
-    return info, got, wrong, speed.refusal("fwd", info)
+    return info, got, wrong, verdict.refusal("fwd", info)
 
 
 def test_graph_replay_times_the_kernels_on_secret_inputs_and_returns_whole_outputs(monkeypatch):
@@ -165,7 +166,7 @@ def test_a_replay_whose_outputs_are_wrong_anywhere_is_caught(monkeypatch, cheat)
     gpu = FakeGPU()
     info, got, wrong, refused = timed(gpu, stand_in(gpu, cheat=cheat), monkeypatch)
     assert info["fwd_graph_ms"] == 1.0 and wrong is not None and refused is None
-    ok, msg = speed.gpu_verdict("fwd", "float32", SHAPE, info, {"copy": 1.0, "fwd": 9.0}, 75, wrong)
+    ok, msg = verdict.gpu_verdict("fwd", "float32", SHAPE, info, {"copy": 1.0, "fwd": 9.0}, 75, wrong)
     assert not ok and "gave wrong outputs" in msg and "keep outputs from an earlier call" in msg
 
 
@@ -183,7 +184,7 @@ def test_a_replay_that_cannot_be_graded_earns_nothing_and_says_why(monkeypatch, 
     for thread in mod.threads:
         thread.join()
     assert refused is not None and says in refused, refused
-    ok, msg = speed.gpu_verdict("fwd", "float32", SHAPE, dict(info, fwd_graph_ms=0.9), {"copy": 1.0, "fwd": 9.0},
+    ok, msg = verdict.gpu_verdict("fwd", "float32", SHAPE, dict(info, fwd_graph_ms=0.9), {"copy": 1.0, "fwd": 9.0},
                                 75, None)
     assert not ok and says in msg
     if cheat in ("sync", "unjoined"):
@@ -192,10 +193,10 @@ def test_a_replay_that_cannot_be_graded_earns_nothing_and_says_why(monkeypatch, 
 
 def test_kernels_the_file_does_not_define_are_refused_and_pytorch_s_are_not():
     info = {"fwd_graph_ms": 1.0, "fwd_kernels": [["_rms_norm_forward_kernel", 0.6], ["void at::native::x<4>(y)", 0.4]]}
-    refused = speed.refusal("fwd", info, own={"rmsnorm_fwd_kernel", "rmsnorm_forward"})
+    refused = verdict.refusal("fwd", info, own={"rmsnorm_fwd_kernel", "rmsnorm_forward"})
     assert "ran kernels that your file does not define (_rms_norm_forward_kernel)" in refused, refused
     info["fwd_kernels"][0][0] = "rmsnorm_fwd_kernel"
-    assert speed.refusal("fwd", info, own={"rmsnorm_fwd_kernel", "rmsnorm_forward"}) is None
+    assert verdict.refusal("fwd", info, own={"rmsnorm_fwd_kernel", "rmsnorm_forward"}) is None
     assert scan.function_names("import triton\n@triton.jit\ndef k(x):\n    pass\ndef f():\n    def g():\n"
                                "        pass\n") == {"k", "f", "g"}
 
@@ -225,7 +226,7 @@ def test_gpu_verdict_grades_percent_of_copy_and_names_kernels_and_host_time():
     base = {"copy": 0.15, "fwd": 1.0, "fwd_graph": 0.9}            # copy: 2 * 256 MB in 0.15 ms
     info = {"fwd_ms": 0.5, "fwd_graph_ms": 0.16,
             "fwd_kernels": [["rmsnorm_fwd_kernel", 0.155], ["void at::native::reduce_kernel<512, 1>(x)", 0.005]]}
-    ok, msg = speed.gpu_verdict("fwd", "float32", shape, info, base, 75, None)
+    ok, msg = verdict.gpu_verdict("fwd", "float32", shape, info, base, 75, None)
     assert ok and "the GPU ran your forward in 0.160 ms (replayed from a CUDA graph)" in msg and "94% of copy" in msg
     assert "75% needed" in msg and "5.62x as fast as eager PyTorch's kernels" in msg
     assert "rmsnorm_fwd_kernel 0.155 ms (1.0 copies)" in msg and "at least 1 copy (" in msg
@@ -235,10 +236,10 @@ def test_gpu_verdict_grades_percent_of_copy_and_names_kernels_and_host_time():
     m, k, w = GPU.search(msg), KX.search(msg), WALL.search(msg)
     assert m["how"] == "replayed" and int(m["pct"]) == 94 and float(k["x"]) == 5.62 and float(w["x"]) == 2.0
 
-    ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_graph_ms=0.3, fwd_ms=0.3), base, 75, None)
+    ok, msg = verdict.gpu_verdict("fwd", "float32", shape, dict(info, fwd_graph_ms=0.3, fwd_ms=0.3), base, 75, None)
     assert not ok and "50% of copy" in msg and "the host's work (Python, autograd, launches) overlapped" in msg
 
-    ok, msg = speed.gpu_verdict("fwd", "float32", shape, dict(info, fwd_graph_ms=0.01), base, 75, None)
+    ok, msg = verdict.gpu_verdict("fwd", "float32", shape, dict(info, fwd_graph_ms=0.01), base, 75, None)
     assert not ok and "faster than copying the data" in msg and "not used" in msg
 
 
@@ -251,7 +252,7 @@ def test_gpu_verdict_grades_percent_of_copy_and_names_kernels_and_host_time():
 def test_a_failing_part_says_where_the_time_went_and_what_to_try(kernels, says):
     base = {"copy": 0.15, "fwd": 1.0}
     info = {"fwd_ms": 0.5, "fwd_graph_ms": sum(ms for _, ms in kernels), "fwd_kernels": kernels}
-    ok, msg = speed.gpu_verdict("fwd", "float32", (16384, 4096), info, base, 75, None)
+    ok, msg = verdict.gpu_verdict("fwd", "float32", (16384, 4096), info, base, 75, None)
     assert not ok and "To go faster: " in msg and says in msg and "`make bench`" in msg, msg
 
 
@@ -309,5 +310,5 @@ def test_a_backward_without_dg_costs_the_forward_backward_parts_and_not_the_forw
     assert timed == ["fwd"] and info["fwd_ms"] == 1.0 and "fwdbwd_ms" not in info
     assert "y" in tensors and "dx" not in tensors and len(info["rows"]) >= 1
     assert job_speed.NO_DG in info["fwdbwd_error"], info
-    message = speed.not_timed("x of shape (8, 16) fp32", info["fwdbwd_error"])
+    message = verdict.not_timed("x of shape (8, 16) fp32", info["fwdbwd_error"])
     assert "was not timed" in message and "item 3 charges the missing dg" in message

@@ -17,7 +17,8 @@ from autograder.judge import judge
 from autograder.judge.charge import note
 from autograder.judge.outputs import SOURCES, got, got_instead, not_made
 from autograder.rubric import COPY_NEEDED, PARTS
-from autograder.speed import baseline_times, full_reference, gpu_verdict, not_timed, reference_at_rows
+from autograder.judge.speed import gpu_verdict, not_timed
+from autograder.speed import baseline_times, full_reference, reference_at_rows
 from autograder.job.shared import text
 
 from autograder.hidden.cases import SPEED_SEED, SPEED_SHAPE, kind_of, robust_parts, task_name

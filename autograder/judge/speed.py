@@ -1,0 +1,191 @@
+"""Rubric item 10's verdict: a step's GPU time against a copy's, from the job's timed replay.
+
+The job's timed replay (job/speed.py) and the grader's own baselines and references (autograder/speed.py)
+come in; the verdict goes out. A step that could not be captured, that ran torch's own work, ran beside
+other Python threads or changed its inputs earns nothing (``refusal``); a time faster than a copy of the
+same bytes is physically impossible and is rejected as a broken measurement (``PLAUSIBLE``).
+"""
+from __future__ import annotations
+
+from ..job.shared import text
+from ..speed import timing, traffic_bytes
+
+PLAUSIBLE = 1.15        # no kernel moves its bytes faster than this multiple of the measured copy
+
+
+WHAT = {step: what for step, (what, _) in timing.STEPS.items()}         # "fwd" -> "forward"
+
+
+def least_time(kind: str) -> tuple[float, str]:
+    """(the least time of a step, in copies of x; why): (1, "read x, write y"), or for forward+backward
+    (2.5, "forward 1; backward 1.5: read x and dy, write dx")."""
+    kernels = timing.kernels_of(kind)
+    why = timing.moves(kernels[-1])
+    if len(kernels) > 1:
+        why = "; ".join(f"{timing.KERNELS[k][0]} {timing.least_copies(k):g}" for k in kernels) + ": " + why
+    return timing.least_copies(kind), why
+
+
+LEAST_COPIES = {kind: least_time(kind) for kind in timing.STEPS}
+# The kernels the assignment names, and the least time each can take, in copies of x.
+OWN_KERNELS = {kernel: timing.least_copies(kernel) for kernel in timing.KERNELS}
+KERNEL_NAME_CHARS = 60       # a kernel's name as the feedback lists it: C++ template arguments cut off
+PYTORCH_PREFIXES = ("at::", "cub", "Memcpy", "Memset", "elementwise_kernel", "reduce_kernel")
+
+
+def not_captured(why: str) -> str:
+    """Why a step could not be captured in a CUDA graph, and what to do, from the error that stopped it."""
+    if "unjoined" in why.lower():
+        return ("it launches work on another CUDA stream and does not make the current stream wait for it "
+                "(launch on the current stream, or end with torch.cuda.current_stream().wait_stream(side))")
+    if "subclass of torch.Tensor" in why:
+        return "it returned something other than plain tensors"
+    return ("your wrapper makes Python wait for the GPU (.item(), .cpu(), .tolist(), printing or testing a "
+            "tensor's value, torch.cuda.synchronize()), or launches work on a stream other than the current "
+            "one; in a model that leaves the GPU idle at every call: remove it")
+
+
+def not_timed(story: str, error: str) -> str:
+    """Why a forward+backward was not timed: its untimed call failed (``error``, the job's line for it); the
+    forward's own parts were timed without it."""
+    owner = " (item 3 charges the missing dg)" if "returned no dg" in error else ""
+    return (f"the forward+backward on {story} was not timed: its first call failed with {error}{owner}. The "
+            f"forward's speed parts were graded on their own; this part times a complete backward")
+
+
+def refusal(kind: str, info: dict, own=None) -> str | None:
+    """Why the timed replay of one kind of step cannot be graded (None when it can): it was not captured,
+    Python ran beside it, torch did the work, kernels that are neither PyTorch's nor among ``own`` (the
+    names of the functions the submission's file defines) ran, or it changed its inputs."""
+    what = WHAT[kind]
+    why = info.get(f"{kind}_graph_error")
+    if why or f"{kind}_graph_ms" not in info:
+        why = why or "no time was measured"
+        return (f"your {what} could not be captured in a CUDA graph ({why}): {not_captured(why)}. Item 10 times "
+                f"each step as a CUDA graph replays it, as torch.compile's \"reduce-overhead\" mode and inference "
+                f"servers run a model; a step that cannot be captured earns no points here")
+    if info.get("threads"):
+        return (f"other Python threads were running while your {what} was timed ({info['threads']}): a thread "
+                f"could change the outputs after the timing, so the time is not used. Start no threads")
+    work = info.get(f"{kind}_torch_work") or []
+    if work:
+        first = work[0]
+        return (f"your {what} ran torch's {first.get('op')} over {first.get('reads')} elements"
+                + (f" at {first['where']}" if first.get("where") else "") +
+                " while it was captured for timing: the work must be done in your own kernels, and PyTorch's "
+                "operations on whole tensors are not timed as yours (moving data, as a copy, a cast or the "
+                "sum of a buffer of partial results, is fine)")
+    foreign = sorted({kernel_name(n) for n, _ in info.get(f"{kind}_kernels") or []
+                      if not is_pytorch(n) and own is not None and kernel_name(n) not in own})
+    if foreign:
+        return (f"your {what} ran kernels that your file does not define ({', '.join(foreign[:4])}): item 10 "
+                f"times your own kernels, not a library's")
+    changed = info.get(f"{kind}_inputs_changed") or []
+    if changed:
+        return (f"your {what} changed its input{'s' if len(changed) > 1 else ''} {' and '.join(changed)} while "
+                f"it was timed: a step must leave its inputs as they were (callers reuse them)")
+    return None
+
+
+def kernel_name(name: str) -> str:
+    """A kernel's name as a student reads it: "void at::native::reduce_kernel<512, 1, ...>(...)" is
+    "at::native::reduce_kernel"; a Triton kernel's name is its function's."""
+    name = name.removeprefix("void ")
+    for stop in "<(":
+        name = name.split(stop, 1)[0]
+    return name.strip()[:KERNEL_NAME_CHARS] or "?"
+
+
+def is_pytorch(name: str) -> bool:
+    return kernel_name(name).startswith(PYTORCH_PREFIXES)
+
+
+def kernel_list(kind: str, info: dict, base: dict, top: int = 4) -> str:
+    """Each kernel's time per step, and the time of how many copies of x that is."""
+    kernels = info.get(f"{kind}_kernels") or []
+    if not kernels:
+        return ""
+    shown = [f"{kernel_name(name)}{' (PyTorch)' if is_pytorch(name) else ''} {ms:.3f} ms "
+             f"({ms / base['copy']:.1f} copies)" for name, ms in kernels[:top]]
+    rest = kernels[top:]
+    if rest:
+        shown.append(f"{len(rest)} more kernel{'s' if len(rest) > 1 else ''}: {sum(ms for _, ms in rest):.3f} ms "
+                     f"in all")
+    least, why = LEAST_COPIES[kind]
+    return (f" Time per kernel, and as how many copies of x (reading and writing one x-sized tensor: "
+            f"{base['copy']:.3f} ms) it takes: {'; '.join(shown)}. A {WHAT[kind]} needs at least "
+            f"{least:g} cop{'y' if least == 1 else 'ies'} ({why}).")
+
+
+def advice(kind: str, info: dict, base: dict) -> str:
+    """What to try, from where the time went: PyTorch operations, or one of the student's kernels
+    taking well over the least it could."""
+    kernels = info.get(f"{kind}_kernels") or []
+    total = sum(ms for _, ms in kernels)
+    tips = []
+    torch_ms = sum(ms for name, ms in kernels if is_pytorch(name))
+    if total and torch_ms > 0.15 * total:
+        tips.append(f"{100 * torch_ms / total:.0f}% of this GPU time is PyTorch operations (the kernels marked "
+                    f"PyTorch) run by your Python code: each reads and writes whole tensors; do that work in "
+                    f"your kernels instead")
+    for name, ms in kernels:
+        least = OWN_KERNELS.get(kernel_name(name))
+        if least and ms / base["copy"] > 1.2 * least:
+            tips.append(f"{kernel_name(name)} takes as long as {ms / base['copy']:.1f} copies of x where {least:g} "
+                        f"is the least: it moves more bytes than it must (x read twice, as when a block shorter "
+                        f"than the row makes it loop over the row twice; an M x N buffer written and read back), "
+                        f"or keeps too few loads in flight (tiny blocks, too few programs or warps)")
+    if not tips:
+        tips.append("move fewer bytes: read x (and dy) once, write each output once, and keep enough loads in "
+                    "flight (a whole row per block where it fits, enough programs and warps)")
+    return (" To go faster: " + "; ".join(tips) + ". `make bench` shows your GPU time as the grader measures it, "
+            "beside the wall time.")
+
+
+def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct: float,
+                wrong: str | None, own=None) -> tuple[bool, str]:
+    """(passed, message): the GPU time of the submission's step, replayed from a CUDA graph on inputs it
+    has never seen, as a percentage of copy bandwidth.
+
+    The kernels' own time is graded, not the wall clock: at this shape a call's host time (Python,
+    autograd, allocations, launches) is up to twice its kernels' time and varies between runs,
+    while a model hides it (CUDA graphs, or a GPU kept busy). The message says which kernels took
+    the time, how much of a normal call was host time, and what to try when the part fails."""
+    what, name = WHAT[kind], text.dtype_name(dtype)
+    head = f"{what} {name} at {shape[0]}x{shape[1]}"
+    why = refusal(kind, info, own)
+    if why:
+        return False, f"{head}: {why}."
+    if wrong:
+        return False, (f"{head}: replayed from a CUDA graph on new inputs, your {what} gave wrong outputs "
+                       f"({wrong}); it is right when called normally. Does your wrapper behave differently "
+                       f"while it is captured, keep outputs from an earlier call, or launch on another stream?")
+    ms = info[f"{kind}_graph_ms"]
+    nbytes = traffic_bytes(kind, shape, dtype)
+    copy_gbs = copy_bandwidth(shape, dtype, base)
+    gbs = nbytes / ms / 1e6
+    if gbs > PLAUSIBLE * copy_gbs:
+        return False, (f"{head}: the measured GPU time ({ms:.4f} ms) is faster than copying the data; the "
+                       f"measurement was tampered with or broken, and is not used")
+    pct = 100 * gbs / copy_gbs
+    eager_kernels = base.get(f"{kind}_graph")
+    msg = (f"{head}: the GPU ran your {what} in {ms:.3f} ms (replayed from a CUDA graph): {gbs:.0f} GB/s = "
+           f"{pct:.0f}% of copy bandwidth (a plain copy on this GPU: {copy_gbs:.0f} GB/s); {needed_pct:.0f}% "
+           f"needed" + (f"; {eager_kernels / ms:.2f}x as fast as eager PyTorch's kernels ({eager_kernels:.3f} ms)"
+                        if eager_kernels else "") + "." + kernel_list(kind, info, base))
+    wall = info.get(f"{kind}_ms")
+    if wall:
+        host = wall - ms
+        msg += (f" A normal call takes {wall:.3f} ms of wall time ({base[kind] / wall:.2f}x as fast as eager's "
+                f"{base[kind]:.3f} ms)" +
+                (f": {host:.3f} ms of it is host time (Python, autograd, allocations, launches) that the GPU "
+                 f"waited for; not graded" if host > 0.005 else
+                 ": the host's work (Python, autograd, launches) overlapped the GPU's") + ".")
+    if pct < needed_pct:
+        msg += advice(kind, info, base)
+    return pct >= needed_pct, msg
+
+
+def copy_bandwidth(shape, dtype: str, base: dict) -> float:
+    """GB/s of the measured copy of x (``base["copy"]`` ms)."""
+    return timing.copy_bytes(shape, dtype) / base["copy"] / 1e6

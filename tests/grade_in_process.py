@@ -70,6 +70,30 @@ def _run(triton, submission: Path, groups: dict, inputs: dict):
     return runner.Outcome(tensors, results, f"importing rmsnorm.py failed: {error}" if error else None, None)
 
 
+class Pool:
+    """Gradings started now, each read when wanted: ``pool.start(name, path)``, then ``pool.verdict(name)`` waits
+    for that one only, at most ``each_s`` seconds (a stuck grading fails its own test, not the others')."""
+
+    def __init__(self, workers: int = 2, each_s: float = 300):
+        self.each_s = each_s
+        self.futures = {}
+        self.pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                                           initializer=_start)
+
+    def start(self, name, path, gpu_cases: bool | str = False):
+        if name not in self.futures:
+            self.futures[name] = self.pool.submit(_grade, str(path), gpu_cases)
+
+    def verdict(self, name) -> dict:
+        try:
+            return self.futures[name].result(timeout=self.each_s)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"grading {name} took over {self.each_s:.0f} s") from None
+
+    def close(self):
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
 def verdicts(paths: dict, workers: int = 2, gpu_cases: bool | str = False) -> dict:
     """{name: verdicts} of each submission (a path to its rmsnorm.py)."""
     context = multiprocessing.get_context("spawn")

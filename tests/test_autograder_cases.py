@@ -3,6 +3,7 @@ autograder/hidden/cases.py alone, and a grading with that copy runs it. Also: th
 table agrees with rubric.py."""
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -50,6 +51,20 @@ def test_a_hidden_case_and_new_points_added_as_the_guide_shows_are_graded(grader
     assert "87 / 91" in p.stdout, p.stdout                          # 4.4 (now 4 points) lost, nothing else
     results = json.loads((tmp_path / "r.json").read_text())
     assert [t["max_score"] for t in results["tests"] if t.get("number") == "4.4"] == [4.0]
+    # the recipe's last step: the mistakes graded again with the new case (two of them here, `-k` as the guide says)
+    section = GUIDE[GUIDE.index("### Adding a hidden case"):].split("\n### ", 1)[0]
+    assert "python -m pytest tests/test_mistakes_graded.py" in section and "-k NAME" in section
+    for folder in ("tests", "solution"):
+        shutil.copytree(ROOT / folder, grader_copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "starter" / "generate.py", grader_copy / "starter")      # the mistakes are edits of it
+    rubric_py.write_text(rubric_py.read_text().replace('Part("4.4", "N not a power of two, N = 1 and large N", 4)',
+                                                       'Part("4.4", "N not a power of two, N = 1 and large N", 3)')
+                         .replace('Item("4", "Robustness", 16,', 'Item("4", "Robustness", 15,'))
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                        "tests/test_mistakes_graded.py", "-k",
+                        "costs_points and (eps_left_out_of_backward or block_capped_at_4096)"],
+                       cwd=grader_copy, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0 and "2 passed" in p.stdout, p.stdout[-3000:]
 
 
 def test_the_guides_rubric_table_matches_the_rubric():

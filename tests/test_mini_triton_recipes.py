@@ -57,3 +57,24 @@ def test_the_readme_check_sees_every_launch_and_rejects_a_write_of_an_input():
     before = x.clone()
     double_in_place[(4,)](x, 100, BLOCK=32)                     # nobody checks it any more
     torch.testing.assert_close(x, 2 * before)
+
+
+def test_the_check_recipe_places_its_module_in_the_lists_every_module_is_in():
+    """The recipe's last step, performed: its module, in no list, is named with the three places it goes; placed
+    where the recipe says (beside races), the layering, file-map and architecture checks hold."""
+    from test_architecture import declared_layers, layer_violations
+    readme = (ROOT / "mini_triton" / "README.md").read_text()
+    section = readme.split("### How to add a check", 1)[1].split("\n## ", 1)[0]
+    for place in ("layer chain", "file-map table", "docs/architecture.md", "beside `races`"):
+        assert place in section, place
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    name = re.match(r"# mini_triton/(\w+)\.py\n", code).group(1)
+    edges = {(name, m) for m in re.findall(r"^from \.(\w*) import|^from \. import (\w+)", code, re.M) for m in m if m}
+    edges.add(("__init__", name))
+    notes = (ROOT / "docs" / "architecture.md").read_text().replace("## The simulator", "## File map", 1)
+    missing = layer_violations(declared_layers(readme), edges)
+    assert missing and all(f"{name} is in no layer" in m and "docs/architecture.md" in m for m in missing), missing
+    for text in (readme, notes):
+        placed = text.replace("races, stats, frontend", f"races, {name}, stats, frontend", 1)
+        assert placed != text
+        assert layer_violations(declared_layers(placed), edges) == []

@@ -18,9 +18,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rmsnorm_testkit import text
+
 from . import config, grade
 from .errors import GraderError
-from .job.shared import text
 from .rubric import COPY_NEEDED, PARTS
 
 GPU = re.compile(r"the GPU ran your [\w+]+ in (?P<ms>[\d.]+) ms \((?P<how>\w+).*?= (?P<pct>\d+)% of copy", re.S)

@@ -15,10 +15,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rmsnorm_testkit import text
+
 from . import config, isolation, runtime, warm
 from .config import RESULTS_VAR, RUNTIME_VAR, SUBMISSION_VAR
 from .errors import STUDENT_MESSAGE, GraderError
-from .job.shared import text
 from .plugin import open_private, write_results
 from .rubric import ITEMS, PARTS
 

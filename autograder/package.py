@@ -1,7 +1,7 @@
 """Build dist/autograder.zip, the Gradescope autograder (``make autograder``).
 
 The zip holds setup.sh and run_autograder at its root, the grader (autograder/),
-the simulator (mini_triton/), the shared comparison helpers, the known-good
+the simulator (mini_triton/), the test kit it shares with the public tests (rmsnorm_testkit/), the known-good
 submission of setup.sh's self-test (tests/corpus/simple.py) and the pinned
 requirements minus what grading on a CPU does not need (triton, matplotlib).
 It never holds the reference solution: a check below refuses to build if any
@@ -13,7 +13,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from .job import shared
+from . import TESTKIT
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_ON_GRADESCOPE = ("triton", "matplotlib")
@@ -23,7 +23,7 @@ def files():
     """(path in the zip, source path) of every file shipped."""
     out = [("setup.sh", ROOT / "autograder" / "zip" / "setup.sh"),
            ("run_autograder", ROOT / "autograder" / "zip" / "run_autograder"),
-           *((f"starter/tests/{name}.py", shared.FOLDER / f"{name}.py") for name in shared.FILES),
+           *((f"starter/rmsnorm_testkit/{p.name}", p) for p in sorted(TESTKIT.glob("*.py"))),
            ("autograder/selftest/rmsnorm.py", ROOT / "tests" / "corpus" / "simple.py")]   # setup.sh's self-test
     for folder in ("autograder", "mini_triton"):
         for p in sorted((ROOT / folder).rglob("*")):

@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 
 import pytest
+from rmsnorm_testkit import text
 
 from .config import RESULTS_VAR
 from .errors import STUDENT_MESSAGE, GraderError
-from .job.shared import text
 from .rubric import PARTS, item_of
 
 WITHHELD = "(this message quoted the grader's own files and was withheld)"

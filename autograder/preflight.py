@@ -19,9 +19,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rmsnorm_testkit import text
+
 from . import accounts, config, runner
 from .errors import GraderError
-from .job.shared import text
 
 CPU_TORCH_FIX = ("install the CPU build of torch: pip install --index-url https://download.pytorch.org/whl/cpu "
                  "torch=={version}")

@@ -81,7 +81,7 @@ ITEMS = (
 # 9's extra credit) and an unfused forward with a fused backward (19-41%: it loses the forward parts).
 COPY_NEEDED = {"10.1": 75, "10.2": 75, "10.3": 30, "10.4": 15}
 
-# Which part owns each cause the diagnosis can name (starter/tests/rmsnorm_diagnose.py's CAUSES, and the
+# Which part owns each cause the diagnosis can name (starter/rmsnorm_testkit/diagnose.py's CAUSES, and the
 # grader's own): one mistake costs points once, in its part. A part that finds a cause another part owns
 # and charged keeps its points (judge/), as the handout's grading section says.
 CAUSE_OWNERS = {

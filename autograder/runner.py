@@ -22,8 +22,9 @@ import tempfile
 from pathlib import Path
 
 import torch
+from rmsnorm_testkit import compare
 
-from . import accounts, check, config, isolation, runtime, sandbox
+from . import accounts, config, isolation, runtime, sandbox
 from .config import Limits
 from .errors import GraderError
 from .job.errors import scrub
@@ -199,11 +200,11 @@ def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None, c
     if READY not in res.stdout:
         raise GraderError(*_not_started(res, limits, account))
     if res.timed_out:
-        hint = check.COMPILING_HINT if clock is not None and clock.compiling else None
-        return Outcome({}, {}, check.timed_out(limits.timeout_s, _where(res) + _compiling(clock, limits), on_gpu,
+        hint = compare.COMPILING_HINT if clock is not None and clock.compiling else None
+        return Outcome({}, {}, compare.timed_out(limits.timeout_s, _where(res) + _compiling(clock, limits), on_gpu,
                                                hint=hint), res)
     if res.out_of_cpu:
-        hint = check.GPU_SLOW_HINT if on_gpu else check.SLOW_HINT
+        hint = compare.GPU_SLOW_HINT if on_gpu else compare.SLOW_HINT
         return Outcome({}, {}, f"ran out of CPU time ({limits.cpu_s} s){_where(res)}: {hint}", res)
     if not (job / OUTPUTS_JSON).exists():
         own = [ln for ln in res.stdout.splitlines() if not ln.startswith(JOB_LINES)]

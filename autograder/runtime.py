@@ -1,8 +1,8 @@
 """The runtime folder: what a submission's process may read, and nothing else.
 
-A job runs the package ``autograder/job``, which imports only itself, ``mini_triton`` and the four files
-of ``starter/tests/`` it shares with the public tests (``job.shared.FOR_JOBS``: the messages' words, the
-comparisons, GPU timing, the watch on endless loops; all are in the student bundle), as a sandbox account.
+A job runs the package ``autograder/job``, which imports only itself, ``mini_triton`` and the four modules
+of ``rmsnorm_testkit`` it shares with the public tests (``FOR_JOBS``: the messages' words, the comparisons,
+GPU timing, the watch on endless loops; all are in the student bundle), as a sandbox account.
 So those are all that account needs, besides the Python it runs, laid out as in the checkout. On Gradescope,
 setup.sh makes this folder (``python -m autograder.runtime FOLDER``) out of the grader's private folder and sets
 RMSNORM_RUNTIME.
@@ -21,23 +21,25 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import TESTKIT
 from .config import ROOT, RUNTIME_VAR
-from .job import shared
 
 ENTRY = Path("autograder") / "job" / "__main__.py"      # what a job runs, relative to the runtime folder
+# The modules of rmsnorm_testkit a job imports, each importing only those before it
+FOR_JOBS = ("text", "compare", "timing", "watch")
 
 
 def copy_into(folder: Path) -> Path:
-    """Copy the job, mini_triton and the files it shares into ``folder`` (made world-readable); return it."""
+    """Copy the job, mini_triton and the test kit's modules it uses into ``folder`` (made world-readable); return it."""
     ignore = shutil.ignore_patterns("__pycache__")
     (folder / "autograder").mkdir(parents=True)
     shutil.copy(ROOT / "autograder" / "__init__.py", folder / "autograder" / "__init__.py")
     shutil.copytree(ROOT / "autograder" / "job", folder / "autograder" / "job", ignore=ignore)
     shutil.copytree(ROOT / "mini_triton", folder / "mini_triton", ignore=ignore)
-    tests = folder / shared.FOLDER.relative_to(ROOT)
-    tests.mkdir(parents=True)
-    for name in shared.FOR_JOBS:
-        shutil.copy(shared.FOLDER / f"{name}.py", tests / f"{name}.py")
+    kit = folder / TESTKIT.relative_to(ROOT)
+    kit.mkdir(parents=True)
+    for name in ("__init__", *FOR_JOBS):
+        shutil.copy(TESTKIT / f"{name}.py", kit / f"{name}.py")
     for path in (folder, *folder.rglob("*")):
         path.chmod(0o755 if path.is_dir() else 0o644)
     return folder

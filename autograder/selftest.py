@@ -10,9 +10,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rmsnorm_testkit import text
+
 from . import grade, rubric
 from .errors import GraderError
-from .job.shared import text
 
 HERE = Path(__file__).resolve().parent
 CANDIDATES = (HERE / "selftest" / "rmsnorm.py", HERE.parent / "tests" / "corpus" / "simple.py")

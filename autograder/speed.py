@@ -1,20 +1,18 @@
 """GPU speed (rubric item 10), the trusted side's measurements: baselines and references.
 
 The submission's steps are timed in its job (job/speed.py): each captured in a CUDA graph and replayed
-on inputs made from a seed the job drew after the capture, with the timing functions of rmsnorm_timing
+on inputs made from a seed the job drew after the capture, with the timing functions of rmsnorm_testkit.timing
 kept before the submission was imported. The grader times PyTorch eager and a plain device copy itself,
 in its own process, with the same functions (here), makes the replayed inputs again from their seeds and
 their float64 reference (here), and judges the step in judge/speed.py. Every byte count and "copies of x"
-comes from rmsnorm_timing's traffic model.
+comes from rmsnorm_testkit.timing's traffic model.
 """
 from __future__ import annotations
 
 import torch
+from rmsnorm_testkit import timing
+from rmsnorm_testkit.compare import eager, reference
 
-from .check import eager, reference
-from .job.shared import load
-
-timing = load("rmsnorm_timing")
 
 def traffic_bytes(kind: str, shape, dtype: str) -> int:
     """Minimum bytes a step moves: forward reads x, writes y (2·M·N); backward reads x, dy, writes dx (3·M·N)."""

@@ -12,6 +12,10 @@ offsets. The launcher uses the records to count traffic (stats.py) and to
 find data races (races.py). What an atomic does to memory, and the locks built
 from atomics, are atomics.py's; tensor descriptors (descriptors.py) load and
 store through this module.
+
+At about 600 lines this is the simulator's longest module, kept whole: it is the narrow seam between the
+language and the memory it touches (every load, store and atomic passes through :class:`Buffer`), and the
+fast paths of a chunk of programs (views, gathers, boxes of lanes) must agree with the records they leave.
 """
 from __future__ import annotations
 

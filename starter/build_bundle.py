@@ -2,9 +2,10 @@
 
 rmsnorm-student/
     README.md  Makefile  requirements*.txt  rmsnorm.py (the starter)  bench.py  viz.py
-    tests/       the public tests, and the files they share with the grader (never a file of the grader's
-                 own): rmsnorm_text.py, rmsnorm_check.py, rmsnorm_diagnose.py, and rmsnorm_timing.py,
-                 the GPU timing bench.py uses
+    benchmark/   the parts of bench.py: what a timed process measures, the schedule, tables, plots, traffic
+    tests/       the public tests
+    rmsnorm_testkit/  what the public tests share with the grader (never a file of the grader's own): the
+                 reference and tolerance, the diagnosis, the scan, and the GPU timing bench.py uses
     mini_triton/ the simulator
     handout/     the handout
 """
@@ -26,8 +27,11 @@ def files():
     yield ROOT / "starter" / "rmsnorm.py", "rmsnorm.py"
     yield ROOT / "starter" / "bench.py", "bench.py"
     yield ROOT / "starter" / "viz.py", "viz.py"
-    for p in sorted((ROOT / "starter" / "tests").glob("*.py")):       # the shared files among them
+    for p in sorted((ROOT / "starter" / "tests").glob("*.py")):
         yield p, f"tests/{p.name}"
+    for folder in ("rmsnorm_testkit", "benchmark"):
+        for p in sorted((ROOT / "starter" / folder).glob("*.py")):
+            yield p, f"{folder}/{p.name}"
     for p in sorted((ROOT / "mini_triton").rglob("*")):
         if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".md"):
             yield p, f"mini_triton/{p.relative_to(ROOT / 'mini_triton').as_posix()}"

@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "tests"))
-from rmsnorm_check import load_impl, random_inputs  # noqa: E402
+sys.path.insert(0, str(HERE))                        # rmsnorm_testkit, beside this file
+sys.path.insert(0, str(HERE / "tests"))              # the public tests' launches
+from rmsnorm_testkit.compare import load_impl, random_inputs  # noqa: E402
 from test_part_a import launch_forward  # noqa: E402
 from test_part_b import launch_backward, takes_many_rows  # noqa: E402
 

@@ -17,10 +17,10 @@ if not torch.cuda.is_available():
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "starter" / "tests"))      # rmsnorm_check: shared comparison helpers
+sys.path.insert(0, str(ROOT / "starter" / "tests"))      # the public tests (test_part_a...), which some tests call
 
+import autograder  # noqa: E402 -- first: it makes rmsnorm_testkit importable (autograder/__init__.py)
 from autograder import accounts  # noqa: E402
-from autograder.job import shared  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -34,15 +34,13 @@ def sandbox_accounts():
 
 @pytest.fixture
 def grader_copy():
-    """The grader, the simulator and the shared checks, copied where other users can read them (a TA's
+    """The grader, the simulator and the test kit, copied where other users can read them (a TA's
     own checkout: grading as root takes other users' rights off this one's folders)."""
     d = Path(tempfile.mkdtemp(prefix="rmsnorm-grader-copy-"))
     ignore = shutil.ignore_patterns("__pycache__")
     for folder in ("autograder", "mini_triton"):
         shutil.copytree(ROOT / folder, d / folder, ignore=ignore)
-    (d / "starter" / "tests").mkdir(parents=True)
-    for name in shared.FILES:
-        shutil.copy(shared.FOLDER / f"{name}.py", d / "starter" / "tests")
+    shutil.copytree(autograder.TESTKIT, d / "starter" / "rmsnorm_testkit", ignore=ignore)
     shutil.copy(ROOT / "pyproject.toml", d)
     for path in (d, *d.rglob("*")):
         path.chmod(0o755 if path.is_dir() else 0o644)

@@ -1,4 +1,4 @@
-"""A stand-in for CUDA on the CPU: the table of functions rmsnorm_timing keeps (``timing.CUDA``), faked.
+"""A stand-in for CUDA on the CPU: the table of functions rmsnorm_testkit.timing keeps (``timing.CUDA``), faked.
 
 Tests of the timing logic (graphs, the profiler, medians) put ``FakeGPU().table`` in its place.
 """

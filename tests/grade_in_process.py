@@ -31,7 +31,7 @@ def _start():
 
 
 def _grade(path: str, gpu_cases: bool | str = False) -> dict:
-    from autograder.check import reference
+    from rmsnorm_testkit.compare import reference
     from autograder.job.main import setup_backend
     from autograder.hidden.cases import GPU_ROBUST, flat, gpu_jobs, make_inputs, sim_inputs, sim_jobs
     from autograder.judge import ledgers
@@ -105,7 +105,7 @@ def verdicts(paths: dict, workers: int = 2, gpu_cases: bool | str = False) -> di
 def _most_masks_per_launch(path: str, shape: tuple) -> int:
     """The most (buffer, mask) pairs the judge's provenance was handed for one launch, in an autograd task of
     ``shape`` (fp32): a launch's records merged per buffer, or one per record as a row loop leaves them."""
-    from autograder.check import reference  # noqa: F401 -- the grader's imports, in their order
+    from rmsnorm_testkit.compare import reference  # noqa: F401 -- the grader's imports, in their order
     from autograder.hidden.cases import case, flat, make_inputs
     from autograder.job import provenance
     from autograder.job.main import setup_backend

@@ -17,6 +17,10 @@ autograder/job/provenance.py) and ``judge`` (the grader measures what was touche
 - ``float_atomics``: tests/calibration/float_atomics.py, dg by float atomics (no extra credit);
 - ``dg_on_host``: simple.py whose backward computes dg with torch on the host (item 3 lost);
 - ``r_on_host``: simple.py whose wrapper computes r with torch and whose kernel loads it (items 1, 5, 7 lost).
+
+About 490 lines because it is a catalogue: each trick is a few lines of edits to a control, and they are
+listed together so that a new one is added where the others are (tests/hostile_files/ holds the ones written
+out whole).
 """
 import textwrap
 from pathlib import Path

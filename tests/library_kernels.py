@@ -7,6 +7,10 @@ gathers through indices, stores into the input. ``SOURCES`` records the kernel e
 
 Like tests/kernels_for_tests.py, this module is imported once per backend (tests/backends.py): with BACKEND =
 "mini" under mini_triton, with BACKEND = "interpret" under Triton's interpreter (TRITON_INTERPRET=1).
+
+It is long (about 650 lines) because it is a collection: eighteen kernels, each a short section of its own
+(marked ``# -- library: kernel``), then the cases that launch them. It is imported once per backend as a
+whole, which is why it is one module and not one per kernel.
 """
 BACKEND = globals().get("BACKEND", "mini")
 if BACKEND == "mini":

@@ -134,7 +134,7 @@ EDITS = {
     "dg_by_atomic_add": [(DG_STORE, DG_STORE.replace("tl.store(dg_partial_ptr + pid * n_cols + cols,",
                                                      "tl.atomic_add(dg_partial_ptr + cols,")),
                          ("alloc = torch.empty if single else torch.zeros", "alloc = torch.zeros")],
-    # --- the causes the diagnosis names (starter/tests/rmsnorm_diagnose.py), each in the part that owns it ---
+    # --- the causes the diagnosis names (starter/rmsnorm_testkit/diagnose.py), each in the part that owns it ---
     # the forward leaves eps out of r
     "eps_left_out": [(FWD_R, FWD_R.replace(" + eps)", ")")), (FWD_R_CHUNKED, FWD_R_CHUNKED.replace(" + eps)", ")"))],
     # eps added outside the square root

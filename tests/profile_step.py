@@ -26,9 +26,9 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "starter" / "tests")]
-from rmsnorm_check import DTYPES, load_impl  # noqa: E402
-from rmsnorm_timing import COPY_ELEMENTS, least_elements  # noqa: E402
+sys.path[:0] = [str(ROOT), str(ROOT / "starter")]                 # rmsnorm_testkit
+from rmsnorm_testkit.compare import DTYPES, load_impl  # noqa: E402
+from rmsnorm_testkit.timing import COPY_ELEMENTS, least_elements  # noqa: E402
 
 
 def steps(impl, x, g, dy):

@@ -88,7 +88,7 @@ _slow = Span.elapsed_us
 Span.elapsed_us = lambda self: _slow(self) / REPEAT     # the profiler's durations, a twelfth'''), SYNC)
 
 # The seeds the grader used to draw its timing inputs from (a constant plus fixed offsets), and the
-# recipe of those inputs (rmsnorm_timing.speed_inputs, shipped with the starter): y for each, computed
+# recipe of those inputs (rmsnorm_testkit.timing.speed_inputs, shipped with the starter): y for each, computed
 # at the first call, then a lookup kernel copies the y whose first elements match x's.
 PREDICTED_SEED = _in_forward(_before_forward(edit(CONTROL, (
     "def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, N, x_stride, y_stride, eps, BLOCK: tl.constexpr):\n"

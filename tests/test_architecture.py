@@ -4,7 +4,8 @@ cycle is usually dodged (imports of other libraries inside functions are fine).
 
 Each package declares its layers, and every module is listed there once and imports only modules
 of layers before its own: mini_triton in its README ("errors, dtypes, heap -> runtime -> ..."), the
-grader in docs/architecture.md (one row per layer). No module of the project uses another module's
+grader and the test kit it shares with the public tests (rmsnorm_testkit) in docs/architecture.md (one row
+per layer; the grader's first row is the test kit, as one unit). No module of the project uses another module's
 private names (``from .m import _x``, ``m._x``, ``obj._x`` of an attribute another module owns).
 """
 import ast
@@ -14,18 +15,21 @@ import pytest
 
 from conftest import ROOT
 
-PACKAGES = ("mini_triton", "autograder")
+# each package, and the folder that holds it
+FOLDERS = {"mini_triton": ROOT, "autograder": ROOT, "rmsnorm_testkit": ROOT / "starter"}
+PACKAGES = tuple(FOLDERS)
 
 
 def module_name(path, package):
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    parts = list(path.relative_to(FOLDERS[package]).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def project_imports(package):
-    """(module, imported module, line, inside a function?) for every import of the package's own modules."""
+def project_imports(package, also=()):
+    """(module, imported module, line, inside a function?) for every import of the package's own modules, and of
+    the packages ``also``."""
     out = []
-    for path in sorted((ROOT / package).rglob("*.py")):
+    for path in sorted((FOLDERS[package] / package).rglob("*.py")):
         name = module_name(path, package)
         here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
         tree = ast.parse(path.read_text())
@@ -43,7 +47,7 @@ def project_imports(package):
             else:
                 continue
             for t in targets:
-                if t.split(".")[0] == package:
+                if t.split(".")[0] in (package, *also):
                     out.append((name, _existing(t), node.lineno, id(node) in in_function))
     return out
 
@@ -52,7 +56,7 @@ def _existing(target):
     """``target``, or the longest prefix of it that is a module of the project (an imported name is not)."""
     parts = target.split(".")
     while parts:
-        path = ROOT.joinpath(*parts)
+        path = FOLDERS.get(parts[0], ROOT).joinpath(*parts)
         if path.with_suffix(".py").exists() or (path / "__init__.py").exists():
             return ".".join(parts)
         parts.pop()
@@ -186,18 +190,36 @@ def test_the_file_map_table_describes_every_mini_triton_module():
 # ---------------------------------------------------------------------------
 # the grader: the declared layers (docs/architecture.md)
 # ---------------------------------------------------------------------------
-def grader_layers(text: str) -> list[set]:
-    """The rows of the code block after "<!-- layers: autograder -->", lowest first, as sets of modules."""
-    block = text.split("<!-- layers: autograder -->", 1)[1].split("```", 2)[1]
+TESTKIT = ROOT / "starter" / "rmsnorm_testkit"
+
+
+def grader_layers(text: str, package: str = "autograder") -> list[set]:
+    """The rows of the code block after "<!-- layers: PACKAGE -->", lowest first, as sets of modules."""
+    block = text.split(f"<!-- layers: {package} -->", 1)[1].split("```", 2)[1]
     return [{m.strip() for m in row.split(",")} for row in block.strip().splitlines()]
+
+
+def test_the_test_kit_imports_in_the_order_its_architecture_declares():
+    """rmsnorm_testkit's modules, each listed once, import only modules of the rows above their own."""
+    layers = grader_layers((ROOT / "docs" / "architecture.md").read_text(), "rmsnorm_testkit")
+    edges = {(m.removeprefix("rmsnorm_testkit."), t.removeprefix("rmsnorm_testkit.")) for m, t, _, _ in
+             project_imports("rmsnorm_testkit") if m != t}
+    modules = {p.stem for p in TESTKIT.glob("*.py")} - {"__init__"}
+    listed = [m for layer in layers for m in layer]
+    assert sorted(listed) == sorted(modules), set(listed) ^ modules
+    assert len(edges) >= 4, "the test reads too few imports"
+    assert layer_violations(layers, edges) == []
 
 
 def test_the_grader_imports_in_the_order_its_architecture_declares():
     layers = grader_layers((ROOT / "docs" / "architecture.md").read_text())
     files = list((ROOT / "autograder").rglob("*.py"))
     short = {p: module_name(p, "autograder").removeprefix("autograder").lstrip(".") for p in files}
+    short[TESTKIT] = "rmsnorm_testkit"                   # the test kit, one unit here (its own layers below)
     edges = {(m.removeprefix("autograder."), t.removeprefix("autograder.")) for m, t, _, _ in
-             project_imports("autograder") if m != t}
+             project_imports("autograder", also=("rmsnorm_testkit",)) if m != t}
+    edges = {(a, "rmsnorm_testkit" if b.startswith("rmsnorm_testkit") else b) for a, b in edges}
+    assert any(b == "rmsnorm_testkit" for _, b in edges), "no import of the test kit found"
     # a package whose __init__ imports nothing of the project is only a folder: it is in no layer
     folders = {short[p] for p in files if p.name == "__init__.py"} - {a for a, _ in edges}
     edges = {(a, b) for a, b in edges if b not in folders and b != "autograder"}
@@ -241,8 +263,7 @@ def _root(node):
 
 
 # The project's own modules, wherever they are imported from: the packages and the files the tests share.
-PROJECT = {"mini_triton", "autograder", "starter", "rmsnorm_text", "rmsnorm_check", "rmsnorm_timing",
-           "rmsnorm_causes", "rmsnorm_diagnose", "rmsnorm"}
+PROJECT = {"mini_triton", "autograder", "starter", "rmsnorm_testkit", "rmsnorm"}
 
 
 def private_uses(source: str, project=PROJECT) -> list[str]:

@@ -4,8 +4,9 @@ import re
 import sys
 
 import pytest
+from rmsnorm_testkit import scan
 
-from autograder import rubric, scan
+from autograder import rubric
 from conftest import ROOT
 
 
@@ -59,7 +60,7 @@ def test_the_solution_and_the_starter_pass_the_scan():
     ("import numpy as np\nnp.genfromtxt('x')\n", ".genfromtxt reads or writes files"),
     ("import linecache\n", "importing linecache is not allowed"),
     ("import codecs\n", "importing codecs is not allowed"),
-    ("import rmsnorm_timing\n", "importing rmsnorm_timing is not allowed"),         # the job's kept timing functions
+    ("import rmsnorm_testkit.timing\n", "importing rmsnorm_testkit.timing is not allowed"),     # the job's timing
     ("from autograder.job import protocol\n", "importing autograder.job is not allowed"),
 ])
 def test_scan_flags_forbidden_constructs_by_name(code, expect):
@@ -111,12 +112,12 @@ def test_scan_reads_a_file_with_a_utf8_byte_order_mark_as_python_does():
     assert scan.scan("\ufeff" + source) == ([], [])
 
 
-def test_texts_are_cut_only_at_the_lengths_rmsnorm_text_names():
-    """How much of a long text a message keeps is said once, with why (starter/tests/rmsnorm_text.py): no
+def test_texts_are_cut_only_at_the_lengths_the_test_kit_names():
+    """How much of a long text a message keeps is said once, with why (starter/rmsnorm_testkit/text.py): no
     text is cut at a number written in place (a slice like [:300] or [-1500:])."""
     cut = re.compile(r"\[:-?\d{3,}\]|\[-\d{3,}:\]")
     files = [*(ROOT / "autograder").rglob("*.py"), *(ROOT / "starter" / "tests").glob("*.py"),
-             ROOT / "starter" / "bench.py"]
+             *(ROOT / "starter" / "rmsnorm_testkit").glob("*.py"), ROOT / "starter" / "bench.py"]
     assert cut.search("msg[:4000]") and cut.search("err[-1500:]") and not cut.search("rows[:3]")
     found = [f"{p.relative_to(ROOT)} line {n}: {ln.strip()}" for p in files
              for n, ln in enumerate(p.read_text().splitlines(), 1) if cut.search(ln)]
@@ -131,9 +132,9 @@ def test_scan_refuses_every_module_of_the_simulator_but_its_public_ones():
     assert "boolops" in modules and "language" not in modules          # a package, also public
 
 
-def test_the_scan_s_list_of_shared_files_is_the_grader_s():
-    from autograder.job import shared
-    assert scan.SHARED == shared.FILES
+def test_the_scan_refuses_the_package_the_grader_registers():
+    import autograder
+    assert scan.SHARED == autograder.TESTKIT.name == "rmsnorm_testkit"
 
 
 @pytest.mark.parametrize("source, refused", [

@@ -12,8 +12,9 @@ import sys
 import time
 
 import pytest
+from rmsnorm_testkit import scan
 
-from autograder import grade, isolation, scan, warm
+from autograder import grade, isolation, warm
 from conftest import ROOT
 
 pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)

@@ -141,7 +141,7 @@ def test_the_jobs_tasks_run_as_on_a_gpu_where_nothing_is_recorded(monkeypatch):
     simulator's kernels but no recording, which takes the same paths."""
     import sys
 
-    from autograder.check import reference
+    from rmsnorm_testkit.compare import reference
     from autograder.hidden.cases import GPU_ROBUST, case, flat, make_inputs
     monkeypatch.setenv("MINI_TRITON", "1")
     monkeypatch.setattr(sys, "path", [str(ROOT), *sys.path])

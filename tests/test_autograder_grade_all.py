@@ -8,6 +8,8 @@ import shutil
 import pytest
 
 from autograder import grade_all
+from autograder.regrade import run, shards
+from autograder.regrade.export import export_folder, read_metadata, submissions
 from conftest import ROOT
 
 pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
@@ -152,7 +154,7 @@ def make_export(d):
 
 def test_metadata_reader_names_every_submitter(tmp_path):
     (tmp_path / "m.yml").write_text(METADATA)
-    meta = grade_all.read_metadata(tmp_path / "m.yml")
+    meta = read_metadata(tmp_path / "m.yml")
     assert [p["name"] for p in meta["submission_1002"]] == ["Alan Turing", "Grace Hopper"]
     assert meta["submission_1001"][0] == {"name": "Ada Lovelace", "sid": "001", "email": "ada@example.edu"}
 
@@ -188,7 +190,7 @@ def test_export_is_regraded_into_one_row_per_student_and_resumes(tmp_path, capsy
 
 def test_metadata_reader_takes_only_the_submitters(tmp_path):
     (tmp_path / "m.yml").write_text(GRADESCOPE_METADATA)
-    assert grade_all.read_metadata(tmp_path / "m.yml") == {
+    assert read_metadata(tmp_path / "m.yml") == {
         "submission_2001": [
             {"name": "Barbara Liskov", "sid": "12345", "email": "barbara@example.edu"},
             {"name": "Edsger W. Dijkstra", "sid": "0067", "email": "edsger@example.edu"},
@@ -199,7 +201,7 @@ def test_metadata_reader_takes_only_the_submitters(tmp_path):
 
 def test_numeric_sids_become_strings(tmp_path):
     (tmp_path / "m.yml").write_text(GRADESCOPE_METADATA)
-    meta = grade_all.read_metadata(tmp_path / "m.yml")
+    meta = read_metadata(tmp_path / "m.yml")
     sids = [p["sid"] for people in meta.values() for p in people]
     assert sids == ["12345", "0067", "7"]
     assert all(type(v) is str for people in meta.values() for p in people for v in p.values())
@@ -220,8 +222,8 @@ def test_top_level_folder_of_the_export_is_accepted(tmp_path, monkeypatch, capsy
         ("Grace Hopper", "003", "submission_1002"), ("Empty Handed", "004", "submission_1003")]
     assert all(float(r["total"]) == 15 for r in rows)
     assert "warning" not in capsys.readouterr().err
-    assert grade_all.export_folder(tmp_path / "download") == inner
-    assert grade_all.export_folder(inner) == inner
+    assert export_folder(tmp_path / "download") == inner
+    assert export_folder(inner) == inner
 
 
 def test_missing_metadata_names_the_folder_searched(tmp_path):
@@ -240,14 +242,14 @@ def test_malformed_metadata_names_the_file_and_line(tmp_path):
     bad = tmp_path / "submission_metadata.yml"
     bad.write_text("submission_1001:\n  :submitters:\n  - :name: Ada\n   :sid: '001'\n")
     with pytest.raises(SystemExit, match=re.escape(str(bad)) + r" is not valid YAML at line 4\b"):
-        grade_all.read_metadata(bad)
+        read_metadata(bad)
 
 
 def test_metadata_without_submissions_is_refused(tmp_path):
     empty = tmp_path / "submission_metadata.yml"
     empty.write_text("---\n# nothing exported\n")
     with pytest.raises(SystemExit, match=re.escape(str(empty)) + " lists no submissions"):
-        grade_all.read_metadata(empty)
+        read_metadata(empty)
 
 
 def test_unlisted_folders_are_graded_and_both_mismatches_warned(tmp_path, capsys):
@@ -256,7 +258,7 @@ def test_unlisted_folders_are_graded_and_both_mismatches_warned(tmp_path, capsys
     (export / "submission_metadata.yml").write_text(METADATA)
     for sub in ("submission_1001", "submission_1003", "submission_9999"):
         (export / sub).mkdir()
-    subs = grade_all.submissions(export)
+    subs = submissions(export)
     assert [(name, folder is not None, people) for name, folder, people in subs] == [
         ("submission_1001", True, [{"name": "Ada Lovelace", "sid": "001", "email": "ada@example.edu"}]),
         ("submission_1002", False, [{"name": "Alan Turing", "sid": "002", "email": "alan@example.edu"},
@@ -323,9 +325,9 @@ def test_a_grading_cut_short_is_graded_again_and_a_cpu_grading_is_redone_on_a_gp
              "autograder_error": ({"tests": [], "extra_data": {"autograder_error": True}}, False, False)}
     for name, (res, on_cpu, on_gpu) in cases.items():
         (tmp_path / f"{name}.json").write_text(json.dumps(res))
-        assert grade_all.graded_already(tmp_path / f"{name}.json", gpu=False) == on_cpu, name
-        assert grade_all.graded_already(tmp_path / f"{name}.json", gpu=True) == on_gpu, name
-    assert not grade_all.graded_already(tmp_path / "missing.json")
+        assert run.graded_already(tmp_path / f"{name}.json", gpu=False) == on_cpu, name
+        assert run.graded_already(tmp_path / f"{name}.json", gpu=True) == on_gpu, name
+    assert not run.graded_already(tmp_path / "missing.json")
 
 
 def test_ctrl_c_says_how_to_resume_without_a_traceback(tmp_path, monkeypatch, capsys):
@@ -342,16 +344,16 @@ def test_ctrl_c_says_how_to_resume_without_a_traceback(tmp_path, monkeypatch, ca
 def test_the_export_is_made_readable_by_its_owner_only(tmp_path, capsys):
     export = make_export(tmp_path / "export")
     export.chmod(0o755)
-    grade_all._keep_private(export)
+    run.keep_private(export)
     assert export.stat().st_mode & 0o777 == 0o700
     assert "made readable by its owner only" in capsys.readouterr().err
 
 
 def test_shares_differ_by_one_at_most_and_cover_the_class_once():
     sids = [f"submission_{k}" for k in (7, 3, 11, 100, 42)]
-    shares = [grade_all.shard_of(sids, (k, 3)) for k in (1, 2, 3)]
+    shares = [shards.shard_of(sids, (k, 3)) for k in (1, 2, 3)]
     assert sorted(map(len, shares)) == [1, 2, 2] and set().union(*shares) == set(sids)
-    assert grade_all.shard_of(list(reversed(sids)), (2, 3)) == shares[1]      # the same on every machine
+    assert shards.shard_of(list(reversed(sids)), (2, 3)) == shares[1]      # the same on every machine
 
 
 def test_a_grading_made_with_the_scan_off_is_graded_again_with_it_on(tmp_path, monkeypatch):
@@ -360,9 +362,9 @@ def test_a_grading_made_with_the_scan_off_is_graded_again_with_it_on(tmp_path, m
     res = {"tests": [{"number": n, "score": 0.0, "output": config.SCAN_SKIPPED + ": nothing was checked"
                       if n == "0" else ""} for n in ["0", *PARTS]]}
     (tmp_path / "r.json").write_text(json.dumps(res))
-    assert not grade_all.graded_already(tmp_path / "r.json", gpu=True)
+    assert not run.graded_already(tmp_path / "r.json", gpu=True)
     monkeypatch.setenv("RMSNORM_SCAN", "off")
-    assert grade_all.graded_already(tmp_path / "r.json", gpu=True)
+    assert run.graded_already(tmp_path / "r.json", gpu=True)
 
 
 FIVE = "".join(f"""\

@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from rmsnorm_testkit import scan
 
-from autograder import rubric, scan
+from autograder import rubric
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402

@@ -1,6 +1,10 @@
 """The grader's sandbox and job runner survive hostile submissions, and its own failures are
 autograder errors, never a student's zero. Run as root, these tests use the sandbox accounts
-(`make sandbox-accounts`); as an ordinary user, the submission runs as that user."""
+(`make sandbox-accounts`); as an ordinary user, the submission runs as that user.
+
+One file of about 730 lines, kept whole: every test here attacks the one sandbox (sandbox.py, isolation.py,
+runner.py) through the same helpers and fixtures defined at its top, and its sections (the judge's process,
+the GPU jobs' compile cache) are marked below."""
 import ast
 import os
 import shutil
@@ -15,9 +19,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder import accounts, check, config, isolation, runner, runtime, sandbox
+from rmsnorm_testkit import compare
+
+from autograder import TESTKIT, accounts, config, isolation, runner, runtime, sandbox
 from autograder.errors import GraderError
-from autograder.job import shared
 from conftest import ROOT
 
 pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
@@ -545,33 +550,46 @@ def test_the_runtime_holds_the_job_the_simulator_and_the_files_they_share_only(t
     files = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
     job = {f"autograder/job/{p.name}" for p in (ROOT / "autograder" / "job").glob("*.py")}
     assert {f for f in files if not f.startswith("mini_triton/")} == {
-        "autograder/__init__.py", *job, *(f"starter/tests/{name}.py" for name in shared.FOR_JOBS)}
+        "autograder/__init__.py", *job,
+        *(f"starter/rmsnorm_testkit/{name}.py" for name in ("__init__", *runtime.FOR_JOBS))}
     assert "mini_triton/__init__.py" in files and (folder / runtime.ENTRY).is_file()
 
 
-def imports_of(path):
-    """(module, line) of every import in ``path``; relative imports as ".name"."""
+def imports_of(path, package=""):
+    """(module, line) of every import in ``path``. A relative import is ".name", or, given the ``package`` the
+    file is in, that package's module (``from .text import x`` in rmsnorm_testkit: rmsnorm_testkit.text); a name
+    imported from a package (``from . import host``, ``from rmsnorm_testkit import text``) is its module."""
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             out += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            out.append(("." * node.level + (node.module or ""), node.lineno))
+            if node.level:
+                module = f"{package}.{node.module or ''}" if package else "." * node.level + (node.module or "")
+            else:
+                module = node.module
+            module = module.rstrip(".")
+            if node.module is None or node.module == "rmsnorm_testkit":
+                out += [(f"{module}.{a.name}" if module else f".{a.name}", node.lineno) for a in node.names]
+            else:
+                out.append((module, node.lineno))
     return out
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "autograder" / "job").glob("*.py")) +
-                         [shared.FOLDER / f"{name}.py" for name in shared.FOR_JOBS], ids=lambda p: p.name)
+                         [TESTKIT / f"{name}.py" for name in runtime.FOR_JOBS], ids=lambda p: p.name)
 def test_the_job_imports_nothing_of_the_grader_beyond_the_runtime(path):
-    """What a job runs must import only what the runtime folder holds: the job, the files it shares (each of
-    them only those before it), the simulator, the standard library, torch and Triton (the GPU job runs on it);
-    never another module of the grader."""
-    allowed = shared.FOR_JOBS[:shared.FOR_JOBS.index(path.stem)] if path.stem in shared.FOR_JOBS else shared.FOR_JOBS
-    found = imports_of(path)
-    assert found or path.name in ("__init__.py", "rmsnorm_text.py")
+    """What a job runs must import only what the runtime folder holds: the job, the test kit's modules it holds
+    (each of them only those before it), the simulator, the standard library, torch and Triton (the GPU job runs
+    on it); never another module of the grader."""
+    kit = [f"rmsnorm_testkit.{name}" for name in runtime.FOR_JOBS]
+    in_kit = path.parent == TESTKIT
+    allowed = kit[:kit.index(f"rmsnorm_testkit.{path.stem}")] if in_kit else kit
+    found = imports_of(path, "rmsnorm_testkit" if in_kit else "")
+    assert found or path.name == "__init__.py" or path == TESTKIT / "text.py"
     for module, line in found:
         top = module.split(".")[0]
-        ok = (module.startswith(".") or module.startswith("autograder.job") or top in allowed
+        ok = (module in allowed or (not in_kit and (module.startswith(".") or module.startswith("autograder.job")))
               or top in ("torch", "mini_triton", "triton") or top in sys.stdlib_module_names)
         assert ok, f"{path.name} line {line} imports {module}"
 
@@ -628,7 +646,7 @@ def test_scrub_hides_this_process_s_ancestors_paths_and_the_given_ones():
 
 
 def test_a_gpu_job_s_time_out_names_compiling_and_not_the_simulator():
-    on_gpu, on_sim = check.timed_out(300, " while running rmsnorm", on_gpu=True), check.timed_out(30)
+    on_gpu, on_sim = compare.timed_out(300, " while running rmsnorm", on_gpu=True), compare.timed_out(30)
     assert "compiling a great many kernels" in on_gpu and "simulator" not in on_gpu
     assert "the simulator runs a kernel one block operation at a time" in on_sim
 

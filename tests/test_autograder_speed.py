@@ -1,16 +1,17 @@
 """Item 10's trusted side, checked on the CPU: the references at sampled rows and the verdicts."""
 import pytest
 import torch
+from rmsnorm_testkit import scan
 
-from autograder import scan, speed
+from autograder import speed
 from autograder.judge import speed as verdict
-from autograder.check import compare, reference
+from rmsnorm_testkit.compare import compare, reference
 from autograder.job import protocol
 from autograder.job import speed as job_speed
 from conftest import ROOT
 from fake_gpu import FakeGPU
 
-timing = speed.timing                   # rmsnorm_timing, as the grader and the job load it
+timing = speed.timing                   # rmsnorm_testkit.timing, as the grader and the job import it
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

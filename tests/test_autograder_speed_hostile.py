@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from rmsnorm_testkit import scan
 
-from autograder import config, rubric, scan
+from autograder import config, rubric
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import speed_hostile  # noqa: E402

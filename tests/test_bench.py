@@ -6,7 +6,8 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "starter"))
 import bench  # noqa: E402
-import rmsnorm_timing  # noqa: E402
+from benchmark import measure, plots, schedule, tables, traffic  # noqa: E402
+from rmsnorm_testkit import timing  # noqa: E402
 from fake_gpu import FakeGPU  # noqa: E402
 
 
@@ -53,7 +54,7 @@ def test_gpu_providers_include_the_references():
     class Impl:
         rmsnorm = staticmethod(lambda x, g: x)
         rmsnorm_forward = staticmethod(lambda x, g: (x, None))
-    names = bench.providers(Impl)
+    names = measure.providers(Impl)
     assert {"yours", "eager", "torch.compile", "F.rms_norm"} <= set(names)
     x, g = torch.randn(4, 8), torch.rand(8)
     torch.testing.assert_close(names["F.rms_norm"][0](x, g), names["eager"][0](x, g))
@@ -70,7 +71,7 @@ def test_gpu_tables_and_plot_from_measurements(tmp_path, capsys):
                        "fwdbwd_kernels_error": "RuntimeError: CUPTI unavailable"},
         "Liger": {"error": "RuntimeError: boom"}}}
     rows = [("fp32", M, N, row)]
-    bench.print_gpu_tables(rows)
+    tables.print_gpu_tables(rows)
     out = capsys.readouterr().out
     lines = {ln.split("|")[0].split()[-1]: ln.split() for ln in out.splitlines()
              if ln.strip().startswith(f"{M}x{N}") and "|" in ln}
@@ -82,14 +83,14 @@ def test_gpu_tables_and_plot_from_measurements(tmp_path, capsys):
     assert "fwdbwd: no CUDA graph: RuntimeError: operation not permitted" in out
     assert "fwdbwd: no profile: RuntimeError: CUPTI unavailable" in out
     assert "RuntimeError: boom" in out
-    bench.plot_gpu(rows * 1 + [("bf16", 2 * M, N, row)], tmp_path / "gpu.png")
+    plots.plot_gpu(rows * 1 + [("bf16", 2 * M, N, row)], tmp_path / "gpu.png")
     assert (tmp_path / "gpu.png").stat().st_size > 10_000
 
 
 
 def test_the_handouts_traffic_example_is_what_the_solution_prints(tmp_path, capsys):
     """Section 7 shows `make bench`'s simulator table at 32x4096: it must be the solution's own output."""
-    bench.sim_report(ROOT / "solution" / "rmsnorm.py", [(32, 4096)], tmp_path)
+    traffic.sim_report(ROOT / "solution" / "rmsnorm.py", [(32, 4096)], tmp_path)
     printed = [ln.split() for ln in capsys.readouterr().out.splitlines()
                if ln.split()[:1] in (["32x4096"], ["eager"])]
     for handout in ("README.md", "README.zh-CN.md"):
@@ -100,16 +101,16 @@ def test_the_handouts_traffic_example_is_what_the_solution_prints(tmp_path, caps
 
 
 def test_kernel_ms_is_the_median_of_the_profiled_calls_sums(monkeypatch):
-    """bench.kernel_ms on the fake GPU: each profiled call follows a warm-up call (rmsnorm_timing.kernel_times)."""
+    """measure.kernel_ms on the fake GPU: each profiled call follows a warm-up call (timing.kernel_times)."""
     gpu = FakeGPU()
-    monkeypatch.setattr(rmsnorm_timing, "CUDA", gpu.table)
+    monkeypatch.setattr(timing, "CUDA", gpu.table)
     costs = iter([9.0, 1.0, 9.0, 3.0, 9.0, 2.0, 9.0, 5.0, 9.0, 4.0])      # warm-up, profiled, warm-up, ...
 
     def step():
         ms = next(costs)
         gpu.launch(lambda: None, ms=ms / 2)
         gpu.launch(lambda: None, name="copy_kernel", ms=ms / 2)
-    assert bench.kernel_ms(step, reps=5) == 3.0
+    assert measure.kernel_ms(step, reps=5) == 3.0
 
 
 def test_gpu_report_prints_each_shape_as_it_is_measured_and_starts_the_next_job_ahead(tmp_path, capsys, monkeypatch):
@@ -130,10 +131,10 @@ def test_gpu_report_prints_each_shape_as_it_is_measured_and_starts_the_next_job_
             events.append(("run", self.what))
             progress_line(self.label, "yours forward")
             return model_result if self.what[0] == "model" else shape_result
-    monkeypatch.setattr(bench, "Job", FakeJob)
+    monkeypatch.setattr(schedule, "Job", FakeJob)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     bench.gpu_report("impl.py", [(M, N), (2 * M, N)], tmp_path, model_shapes=[(256, 512)])
-    jobs = bench.gpu_jobs([(M, N), (2 * M, N)], [(256, 512)])
+    jobs = schedule.gpu_jobs([(M, N), (2 * M, N)], [(256, 512)])
     assert len(jobs) == 5 and jobs[-1] == ("model", "bf16", 256, 512)
     # job i+1 is started before job i runs (one GPU): it imports while job i is timed
     for i in range(len(jobs) - 1):

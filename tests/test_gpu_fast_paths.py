@@ -13,8 +13,8 @@ import torch
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "starter"))
-from bench import Model  # noqa: E402  (make bench's model: the one it times)
-from rmsnorm_check import load_impl  # noqa: E402
+from benchmark.measure import Model  # noqa: E402  (make bench's model: the one it times)
+from rmsnorm_testkit.compare import load_impl  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU with Triton")
 

@@ -6,11 +6,12 @@ import subprocess
 import sys
 
 import pytest
+from rmsnorm_testkit import compare, scan
+from rmsnorm_testkit.compare import DTYPE_NAMES, TOLERANCES
+from rmsnorm_testkit.text import DTYPE_SHORT
 
-from autograder import config, rubric, scan
+from autograder import config, rubric
 from conftest import ROOT
-from rmsnorm_check import DTYPE_NAMES, TOLERANCES
-from rmsnorm_text import DTYPE_SHORT
 
 HANDOUTS = {"en": ROOT / "handout" / "README.md", "zh-CN": ROOT / "handout" / "README.zh-CN.md"}
 TEXT = {k: p.read_text(encoding="utf-8") for k, p in HANDOUTS.items()}
@@ -120,6 +121,7 @@ def test_quoted_error_messages_are_the_real_ones(lang):
     """Each error the handout explains is worded as the simulator or the grader words it."""
     sources = "".join(p.read_text() for p in [*(ROOT / "mini_triton").rglob("*.py"),
                                                *(ROOT / "autograder").rglob("*.py"),
+                                               *(ROOT / "starter" / "rmsnorm_testkit").glob("*.py"),
                                                *(ROOT / "starter" / "tests").glob("*.py")])
     errors = " ".join(section(TEXT[lang], 9).split())          # quoted messages may wrap across lines
     for phrase in ("out-of-bounds {op} in", "are {where} of", "data race in", "both write",
@@ -182,18 +184,17 @@ def test_student_bundle_ships_both_handouts(tmp_path):
 
 @pytest.mark.parametrize("lang", HANDOUTS)
 def test_the_dg_tolerance_rule_in_the_handout_is_the_codes(lang):
-    """The handout states the one dg rule with the constants rmsnorm_check.tolerance uses."""
-    import rmsnorm_check
+    """The handout states the one dg rule with the constants rmsnorm_testkit.compare.tolerance uses."""
     grading = section(TEXT[lang], 8)
     per_sqrt_m = re.search(r"([\d.e-]+)·√M", grading)
     eps_multiple = re.search(r"(\d+)·eps\(dtype\)·max\|dg\|", grading)
-    assert per_sqrt_m and float(per_sqrt_m.group(1)) == rmsnorm_check.DG_FP32_ATOL_PER_SQRT_ROW
-    assert eps_multiple and int(eps_multiple.group(1)) == rmsnorm_check.DG_16BIT_EPS_MULTIPLE
+    assert per_sqrt_m and float(per_sqrt_m.group(1)) == compare.DG_FP32_ATOL_PER_SQRT_ROW
+    assert eps_multiple and int(eps_multiple.group(1)) == compare.DG_16BIT_EPS_MULTIPLE
     import torch
     ref = torch.tensor([3.0, -40.0])
-    assert rmsnorm_check.tolerance("dg", torch.float32, ref, 10_000)[0] == 5e-6 * 100
-    assert rmsnorm_check.tolerance("dg", torch.bfloat16, ref, 4)[0] == 2 * 2 ** -7 * 40
-    assert rmsnorm_check.tolerance("dx", torch.bfloat16, ref, 10_000)[:2] == TOLERANCES[torch.bfloat16]
+    assert compare.tolerance("dg", torch.float32, ref, 10_000)[0] == 5e-6 * 100
+    assert compare.tolerance("dg", torch.bfloat16, ref, 4)[0] == 2 * 2 ** -7 * 40
+    assert compare.tolerance("dx", torch.bfloat16, ref, 10_000)[:2] == TOLERANCES[torch.bfloat16]
 
 
 @pytest.mark.parametrize("lang", HANDOUTS)
@@ -222,7 +223,7 @@ def test_the_extra_credit_check_shape_in_the_handout_is_the_graders(lang):
 @pytest.mark.parametrize("lang", HANDOUTS)
 def test_r_is_held_to_fp32s_tolerance_as_the_handout_says(lang):
     import torch
-    from rmsnorm_check import TOLERANCES, tolerance
+    from rmsnorm_testkit.compare import TOLERANCES, tolerance
     for dtype in (torch.float16, torch.bfloat16):
         assert tolerance("r", dtype, torch.ones(4), 4)[:2] == TOLERANCES[torch.float32]
         assert tolerance("y", dtype, torch.ones(4), 4)[:2] == TOLERANCES[dtype]

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from rmsnorm_testkit import scan
 
-from autograder import scan
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grade_in_process import most_masks_per_launch, verdicts  # noqa: E402
 from mistakes import mistake  # noqa: E402

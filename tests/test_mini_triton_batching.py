@@ -19,7 +19,7 @@ from conftest import ROOT
 
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "corpus"), str(ROOT / "starter" / "tests")]
 import mistakes  # noqa: E402
-from rmsnorm_check import load_impl  # noqa: E402
+from rmsnorm_testkit.compare import load_impl  # noqa: E402
 from variants import EDITS as VARIANTS  # noqa: E402
 from variants import variant  # noqa: E402
 

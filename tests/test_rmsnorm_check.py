@@ -3,8 +3,8 @@ element actually rejected, with its tolerance, the output's source and the input
 import pytest
 import torch
 
-from rmsnorm_check import DTYPE_NAMES, DTYPES, compare, strided_inputs, tolerance
-from rmsnorm_text import DTYPE_SHORT, ERROR_LINE_CHARS, dtype_name, error_line
+from rmsnorm_testkit.compare import DTYPE_NAMES, DTYPES, compare, strided_inputs, tolerance
+from rmsnorm_testkit.text import DTYPE_SHORT, ERROR_LINE_CHARS, dtype_name, error_line
 
 
 def test_the_named_element_is_the_one_furthest_outside_its_tolerance():
@@ -53,7 +53,7 @@ def test_a_wrong_shape_with_the_right_numel_is_compared_by_value():
 
 def test_the_reference_gradients_are_autograds_in_float64():
     """The closed-form dx and dg of reference() agree with autograd through RMSNorm in float64."""
-    from rmsnorm_check import reference
+    from rmsnorm_testkit.compare import reference
     torch.manual_seed(0)
     x, g, dy = torch.randn(2, 5, 33, dtype=torch.float64), torch.randn(33, dtype=torch.float64), \
         torch.randn(2, 5, 33, dtype=torch.float64)

@@ -1,18 +1,12 @@
-"""The shared diagnosis (starter/tests/rmsnorm_diagnose.py, its causes in rmsnorm_causes.py): it names
+"""The shared diagnosis (starter/rmsnorm_testkit/diagnose.py, its causes in rmsnorm_testkit/causes.py): it names
 each known mistake from the output alone, checks elements never stored before any value, and says rounding
 or formula when it knows neither."""
-import sys
-
 import pytest
 import torch
+from rmsnorm_testkit import causes, diagnose
+from rmsnorm_testkit.compare import random_inputs, reference
 
 from autograder import rubric
-from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "starter" / "tests"))
-import rmsnorm_causes as causes  # noqa: E402
-import rmsnorm_diagnose as diagnose  # noqa: E402
-from rmsnorm_check import random_inputs, reference  # noqa: E402
 
 X, G, DY = random_inputs((37, 100))
 Y, R, DX, DG = reference(X, G, DY)
@@ -120,10 +114,10 @@ def test_rounding_and_formula_are_told_apart():
     assert found.cause is None and "check the formula" in found.message and "rounding" not in found.message
 
 
-def test_a_name_the_diagnosis_shares_with_the_grader_is_loaded_once():
-    from autograder import check
-    assert check.causes.CAUSES is sys.modules["rmsnorm_causes"].CAUSES or \
-        set(check.causes.CAUSES) == set(causes.CAUSES)
+def test_the_diagnosis_the_grader_uses_is_the_one_the_tests_import():
+    from autograder.judge import outputs
+    from autograder.judge.charge import Finding
+    assert outputs.causes is causes and outputs.diagnose is diagnose and Finding is diagnose.Finding
 
 
 # -- causes from the traffic: what the kernels read, before any formula ------------------------------------

@@ -9,8 +9,8 @@ import torch
 
 from backends import triton_available
 
-from rmsnorm_check import assert_matches, load_impl, reference  # noqa: E402
-from rmsnorm_timing import captured  # noqa: E402
+from rmsnorm_testkit.compare import assert_matches, load_impl, reference  # noqa: E402
+from rmsnorm_testkit.timing import captured  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
 SOLUTION = ROOT / "solution" / "rmsnorm.py"
@@ -219,7 +219,7 @@ def test_step_is_captured_in_a_cuda_graph_and_replays_on_new_inputs(dtype):
 
     def step():
         return torch.autograd.grad(S.rmsnorm(x, g), (x, g), dy)
-    replay, (dx, dg) = captured(step)                       # as item 10 captures it (rmsnorm_timing)
+    replay, (dx, dg) = captured(step)                       # as item 10 captures it (rmsnorm_testkit.timing)
     x2, g2, dy2 = make((1024, 4096), dtype, seed=2, device="cuda")
     with torch.no_grad():
         x.copy_(x2)

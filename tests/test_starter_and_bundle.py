@@ -13,7 +13,7 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "starter"))
 import build_bundle  # noqa: E402
 import generate  # noqa: E402
-from rmsnorm_check import load_impl  # noqa: E402
+from rmsnorm_testkit.compare import load_impl  # noqa: E402
 
 
 def solution_code_lines(parts=generate.PARTS):
@@ -104,7 +104,9 @@ def test_bundle_holds_the_starter_simulator_tests_and_no_answers(bundle):
     _, names, top = bundle
     for must in ("rmsnorm.py", "Makefile", "README.md", "requirements.txt", "bench.py", "viz.py",
                  "tests/test_part_a.py", "tests/test_part_b.py", "tests/test_part_c.py", "tests/test_part_d.py",
-                 "tests/conftest.py", "tests/rmsnorm_text.py", "tests/rmsnorm_check.py", "tests/rmsnorm_timing.py",
+                 "tests/conftest.py", "rmsnorm_testkit/__init__.py", "rmsnorm_testkit/text.py",
+                 "rmsnorm_testkit/compare.py", "rmsnorm_testkit/timing.py", "rmsnorm_testkit/diagnose.py",
+                 "benchmark/__init__.py", "benchmark/measure.py", "benchmark/traffic.py",
                  "mini_triton/__init__.py", "mini_triton/README.md", "mini_triton/viz.py",
                  "handout/img/traffic_fused.png", "handout/img/traffic_reads_x_twice.png"):
         assert f"rmsnorm-student/{must}" in names
@@ -168,7 +170,7 @@ def test_bundle_make_test_k_runs_the_matching_tests_only(bundle, tmp_path):
 
 
 def test_bundle_bench_runs_on_the_files_the_bundle_holds(bundle, tmp_path):
-    """bench.py takes its timing and traffic model from tests/rmsnorm_timing.py, which the bundle holds."""
+    """bench.py takes its timing and traffic model from rmsnorm_testkit/timing.py, which the bundle holds."""
     work = student_with_solution(bundle, tmp_path)
     run = subprocess.run([sys.executable, "-I", "bench.py", "--shapes", "4x64"], cwd=work, env=_student_env(),
                          capture_output=True, text=True, timeout=600)

@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "starter" / "tests")]
-from rmsnorm_check import DTYPES, compare, eager, load_impl, reference  # noqa: E402
-from rmsnorm_timing import captured  # noqa: E402
+sys.path[:0] = [str(ROOT), str(ROOT / "starter")]                 # rmsnorm_testkit
+from rmsnorm_testkit.compare import DTYPES, compare, eager, load_impl, reference  # noqa: E402
+from rmsnorm_testkit.timing import captured  # noqa: E402
 
 FWD_GRID = {"block_m": (1, 2, 4), "warps": (4, 8, 16)}
 BWD_GRID = {"per_sm": (1, 2, 4, 8, 16), "block_m": (1, 2, 4), "warps": (4, 8, 16), "stages": (1, 2, 3)}

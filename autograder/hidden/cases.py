@@ -20,8 +20,7 @@ import typing
 import zlib
 
 import torch
-
-from autograder.job.shared import text
+from rmsnorm_testkit import text
 
 
 class Case(typing.NamedTuple):

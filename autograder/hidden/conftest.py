@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from rmsnorm_testkit.compare import reference
+from rmsnorm_testkit import scan
 
-from autograder import config, runner, scan
-from autograder.check import reference
+from autograder import config, runner
 from autograder.hidden.cases import GPU_ROBUST, flat, gpu_jobs, make_inputs, sim_inputs, sim_jobs
 from autograder.rubric import GPU_NOTE
 

@@ -1,17 +1,19 @@
 """Hidden rubric tests: one test per graded part. Numbers and weights come from autograder/rubric.py.
 
 The verdicts come from judge/, in the trusted process: every output is compared with a float64
-reference under the one tolerance rule (rmsnorm_check.tolerance), every difference gets its cause
-named (rmsnorm_diagnose), and each cause is charged once, in the part that owns it. A failing test's
+reference under the one tolerance rule (rmsnorm_testkit.compare.tolerance), every difference gets its cause
+named (rmsnorm_testkit.diagnose), and each cause is charged once, in the part that owns it. A failing test's
 message is all the student sees; a part that keeps its points although it saw another part's
 mistake says so in its output.
 """
 import pytest
 import torch
+from rmsnorm_testkit import text
+from rmsnorm_testkit.compare import compare
+
 from autograder.decorators import number, visibility, weight
 
 from autograder import config
-from autograder.check import compare
 from autograder.errors import GraderError
 from autograder.judge import judge
 from autograder.judge.charge import note
@@ -19,7 +21,6 @@ from autograder.judge.outputs import SOURCES, got, got_instead, not_made
 from autograder.rubric import COPY_NEEDED, PARTS
 from autograder.judge.speed import gpu_verdict, not_timed
 from autograder.speed import baseline_times, full_reference, reference_at_rows
-from autograder.job.shared import text
 
 from autograder.hidden.cases import SPEED_SEED, SPEED_SHAPE, kind_of, robust_parts, task_name
 

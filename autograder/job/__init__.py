@@ -17,11 +17,11 @@ judge runs on its own simulator, against its own copy of the memory (launches.py
 what the judge reports is what it saw, never what the submission's process says. A GPU job runs the
 tasks in one process with the submission (tasks.py), where real Triton launches the kernels.
 
-The package imports nothing of the grader: only itself, mini_triton and the files it shares with the
-public tests (``shared``). One module each:
+The package imports nothing of the grader: only itself, mini_triton and the four modules of the test kit it
+shares with the public tests (``rmsnorm_testkit``: text, compare, timing, watch; ``runtime.FOR_JOBS``).
+One module each:
 
     protocol    what crosses the boundary with the grader: the files, the lines printed, the signature
-    shared      rmsnorm_check and rmsnorm_timing (starter/tests/), loaded by their paths
     main        the job from start to end: the grader's setup, then the submission's tasks
     channel     the line between the judge and the submission's process: framed messages, shared memory
     host        the submission's process: imports rmsnorm.py, answers the judge's requests

@@ -7,7 +7,8 @@ import functools
 import os
 import traceback
 
-from .shared import text
+from rmsnorm_testkit import text
+
 
 HIDDEN = "<grader>"
 

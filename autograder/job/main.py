@@ -13,15 +13,14 @@ import time
 from pathlib import Path
 
 import torch
+from rmsnorm_testkit import timing
 
 from .errors import describe
 from .norms import watch_norms
 from .protocol import COMPILED, COMPILING, INPUTS, JOB, OUTPUTS_JSON, READY, RUNNING, signer, write_outputs
-from .shared import load
 from . import remote
 from .tasks import run_tasks
 
-timing = load("rmsnorm_timing")
 
 ROOT = Path(__file__).resolve().parents[2]          # the runtime folder (or a checkout): mini_triton is there
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as functional
+from rmsnorm_testkit import text
 
 from .phases import Phase
-from .shared import text
 
 NORMS = ("rms_norm", "layer_norm", "group_norm", "batch_norm", "instance_norm", "normalize")
 WATCHED = {}               # "file": the submission whose lines the norm calls are told by

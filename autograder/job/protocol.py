@@ -22,8 +22,8 @@ import sys
 import time
 
 import torch
+from rmsnorm_testkit import text
 
-from .shared import text
 
 JOB, INPUTS = "job.json", "inputs.pt"                                  # written by the grader
 OUTPUTS_JSON, OUTPUTS_PT, SIGNATURE = "outputs.json", "outputs.pt", "outputs.sig"   # written by the job

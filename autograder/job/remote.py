@@ -8,6 +8,10 @@ what it saw: each phase's launches (mini_triton's record, kept in this process),
 origin (provenance.py: made by clean kernels, stored from host memory, or written by the host), what the
 kernels stored of it, whether dy changed. The submission's process adds only advice for the feedback (the
 host ops and norm calls it noticed, with their lines), which can make a message clearer but no grade higher.
+
+About 480 lines, in three sections: the judge (its memory, its requests to the submission's process), a task
+(its phases, what each output is), and the tasks themselves. All are the judge's side of the one protocol with
+host.py, kept beside each other.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import signal
 import time
 
 import torch
+from rmsnorm_testkit import compare, text
 
 from . import host, watchdog
 from . import provenance
@@ -26,9 +31,7 @@ from .errors import describe
 from .launches import Kernels, Launcher
 from .phases import MADE_IN, launch_records
 from .protocol import RUNNING, output_key, plain, running
-from .shared import load, text
 
-check = load("rmsnorm_check")
 
 
 class Failed(Exception):
@@ -101,7 +104,7 @@ class Task:
         for k, v in task.get("tensors", {}).items():
             base = inputs[v].clone()
             buf, fd = judge.memory.input(base)
-            view = check.apply_view(judge.memory.view(buf, base.dtype, 0, list(base.shape), list(base.stride())),
+            view = compare.apply_view(judge.memory.view(buf, base.dtype, 0, list(base.shape), list(base.stride())),
                                     task.get("view", {}).get(k))
             self.given[k] = (buf, view)
             self.handles[k] = {"fd": len(self.fds), "nbytes": buf.nbytes, "offset": view.storage_offset(),
@@ -284,8 +287,8 @@ def backward(t: Task):
 
 
 def _kept(described) -> list:
-    """The ctx attributes holding tensors, as the submission's side described them (rmsnorm_check.ctx_tensors):
-    names, shapes and dtypes only, short."""
+    """The ctx attributes holding tensors, as the submission's side described them
+    (rmsnorm_testkit.compare.ctx_tensors): names, shapes and dtypes only, short."""
     kept = []
     for k in described[:8] if isinstance(described, list) else []:
         try:
@@ -437,13 +440,13 @@ def ended(pid: int, why: Broken, seconds: float) -> str:
     """Why a group's submission process stopped answering, as the runner words it for a whole job."""
     where = f" while {SAID['now']}" if SAID["now"] else ""
     if isinstance(why, TimedOut):
-        hint = None if not why.where else check.NO_PROGRESS_HINT if why.stuck else check.PROGRESS_HINT
-        return check.timed_out(seconds, where + why.where, cpu=why.cpu, hint=hint)
+        hint = None if not why.where else compare.NO_PROGRESS_HINT if why.stuck else compare.PROGRESS_HINT
+        return compare.timed_out(seconds, where + why.where, cpu=why.cpu, hint=hint)
     stop(pid)
     code, cpu = STATUS.get(pid), CPU.get(pid, 0.0)
     limit = resource.getrlimit(resource.RLIMIT_CPU)[0]
     if code == -signal.SIGXCPU or (code == -signal.SIGKILL and limit > 0 and cpu >= limit - 0.5):
-        return f"ran out of CPU time ({limit} s){where}: {check.SLOW_HINT}"
+        return f"ran out of CPU time ({limit} s){where}: {compare.SLOW_HINT}"
     if code == 0:
         return (f"the submission ended the process{where} (exit code 0: os._exit, or an exit from another thread) "
                 f"before the grader got its outputs; rmsnorm.py must return its results, never exit")

@@ -1,7 +1,7 @@
 """The speed task (rubric item 10), the job's side: the submission's steps timed on the GPU.
 
 What is graded is one thing only: each step (the forward; the forward and backward through autograd)
-captured in a CUDA graph and replayed, which times its kernels alone (rmsnorm_timing). Around it, what
+captured in a CUDA graph and replayed, which times its kernels alone (rmsnorm_testkit.timing). Around it, what
 keeps that time honest, each checked here and judged by the grader (autograder/speed.py):
 
 - **Secret inputs.** Every input of the task is made from a seed this process draws from the OS with a
@@ -27,13 +27,12 @@ import threading
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
+from rmsnorm_testkit import text, timing
 
 from .norms import line_of, WATCHED
 from .phases import TRANSPORT_OPS
 from .protocol import plain, require_plain
-from .shared import load, text
 
-timing = load("rmsnorm_timing")
 
 # Kept before the submission is imported (this module is): the OS's randomness, the threads' frames, and the
 # threads running Python then (the grader's own: a test runner's, say).

@@ -18,14 +18,13 @@ from __future__ import annotations
 import dataclasses
 
 import torch
+from rmsnorm_testkit import compare, text
 
 from .errors import describe
 from .phases import MADE_IN, Phase, storage
 from .protocol import output_key, plain, require_plain, running
-from .shared import load, text
 from .speed import run_speed
 
-check = load("rmsnorm_check")
 
 
 @dataclasses.dataclass
@@ -46,7 +45,7 @@ class Run:
         device = task.get("device", "cpu")
         t = {k: inputs[v].to(device, copy=True) for k, v in task.get("tensors", {}).items()}   # fresh per task
         for k, spec in task.get("view", {}).items():
-            t[k] = check.apply_view(t[k], spec)
+            t[k] = compare.apply_view(t[k], spec)
         kw = {"eps": task["eps"]} if "eps" in task else {}
         return cls(task["op"], mod, triton, t, kw, progress, roles={k: storage(v) for k, v in t.items()})
 
@@ -138,7 +137,7 @@ def _after_forward(run: Run, y, fwd: Phase):
     info = run.info
     run.roles["y"] = storage(y)
     r_saved, info["saved"] = saved_r(y, run.t["x"].numel() // max(1, run.t["x"].shape[-1]))
-    info["ctx_tensors"] = check.ctx_tensors(y)
+    info["ctx_tensors"] = compare.ctx_tensors(y)
     if r_saved is not None:
         run.stored["r_saved"] = fwd.stored(r_saved)
         r_saved = r_saved.detach().clone()
@@ -154,7 +153,7 @@ def _after_forward(run: Run, y, fwd: Phase):
 def saved_r(y, rows):
     """What the autograd Function saved for its backward: the fp32 tensor of one value per row (its r), or
     None, and the shapes and dtypes of all it saved (what the backward will use), or None."""
-    r, saved = check.saved_for_backward(y, rows)
+    r, saved = compare.saved_for_backward(y, rows)
     return r, None if saved is None else [[list(t.shape), str(t.dtype).removeprefix("torch.")] for t in saved]
 
 

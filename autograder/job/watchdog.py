@@ -3,7 +3,7 @@
 A launch runs on the judge's simulator (launches.py), so a kernel's endless ``while`` loop spins here, not in
 the submission's process, and no wait on the channel ever looks at the group's CPU budget. While a launch
 runs, a profiling timer (SIGPROF, counted in this process's CPU time) samples the kernel's line and its
-loop's condition (rmsnorm_watch.Watch) and looks at the budget every ``SLICE_S``; once it is spent, the
+loop's condition (rmsnorm_testkit.watch.Watch) and looks at the budget every ``SLICE_S``; once it is spent, the
 kernel stops where it is (:class:`OutOfTime`), and the group ends as a time-out that names the line and says
 whether the loop was getting anywhere.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 import contextlib
 import signal
 
-from .shared import load
+from rmsnorm_testkit.watch import Watch
 
-watch_module = load("rmsnorm_watch")
+
 SLICE_S = 0.25                 # CPU seconds between looks at the budget
 
 
@@ -34,7 +34,7 @@ def budgeted(budget, path: str):
     if budget is None or not hasattr(signal, "setitimer"):
         yield
         return
-    watch = watch_module.Watch(path, SLICE_S)
+    watch = Watch(path, SLICE_S)
 
     def tick(signum, frame):
         watch.sample(frame)

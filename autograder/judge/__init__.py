@@ -2,7 +2,7 @@
 
 The submission's jobs (runner.py) bring back its outputs and what the simulator saw. Here every
 output is compared with the float64 reference, and each difference becomes a *finding* whose cause
-is named by the diagnosis the public tests share (starter/tests/rmsnorm_diagnose.py): elements no
+is named by the diagnosis the public tests share (starter/rmsnorm_testkit/diagnose.py): elements no
 kernel stored, a known wrong formula, a data race, an exception at the student's line... The rubric
 says which part owns each cause (rubric.CAUSE_OWNERS), and each cause is charged once:
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..check import diagnosis
+from rmsnorm_testkit import diagnose
+
 from ..rubric import CAUSE_FAMILIES, CAUSE_OWNERS, NEVER_EXCUSED, PARTS, SUBMISSION_RULES
 
-Finding = diagnosis.Finding
+Finding = diagnose.Finding
 
 
 @dataclasses.dataclass

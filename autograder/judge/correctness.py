@@ -7,10 +7,10 @@ dy untouched, r saved); 4.7 runs the same step twice.
 from __future__ import annotations
 
 import torch
+from rmsnorm_testkit import text
+from rmsnorm_testkit.compare import compare, ctx_tensors_message, partial_dtype_problem, reference
 
-from ..check import compare, ctx_tensors_message, partial_dtype_problem, reference
 from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of, robust_parts, task_name
-from ..job.shared import text
 from .charge import Finding, Ledger
 from .counts import IO_ROLES, order_dependence, others
 from .outputs import (backward_failure, backward_outputs, exchanged_on_the_gpu, failed, forward_outputs, given, got,

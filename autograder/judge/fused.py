@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
+from rmsnorm_testkit import text
+from rmsnorm_testkit.compare import host_work_problem
 
-from ..check import host_work_problem
 from ..hidden.cases import CORE, HOST_CHECK, task_name
-from ..job.shared import text
 from .charge import Finding, Ledger
 from .counts import (IO_ROLES, backward_io_problems, backward_traffic_problem, by_role, extent, io, order_dependence,
                      others, roles_of, scratch_extents, wrote_a_whole_output)

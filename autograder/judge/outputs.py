@@ -1,7 +1,7 @@
 """One output of one task: missing, not made by the kernels, or wrong, and why.
 
 Every output is compared with the float64 reference, and a difference becomes a *finding* whose
-cause the shared diagnosis names (starter/tests/rmsnorm_diagnose.py). Before the values, a task's
+cause the shared diagnosis names (starter/rmsnorm_testkit/diagnose.py). Before the values, a task's
 own record may name the cause first, so that one mistake is one charge: its crash (``task_error``,
 by the error's kind and kernel line: ``crash_site``), a compile rule it broke (``rule_broken``, with
 Triton's refusals on the GPU in ``REFUSALS``), two tensors passed the other way round (``exchanged``;
@@ -15,13 +15,13 @@ import dataclasses
 import math
 
 import torch
+from rmsnorm_testkit import causes, diagnose, text
+from rmsnorm_testkit.compare import apply_view, describe, reference
 
-from ..check import apply_view, causes as C, describe, diagnosis as D, reference
 from ..hidden.cases import kind_of, task_name
 from ..job.phases import MADE_BY, MADE_IN
 from ..job.protocol import output_key
 from ..job.provenance import LAUNCHES, SCALARS
-from ..job.shared import text
 from .charge import Finding, Ledger
 from .counts import IO_ROLES, others, roles_of
 
@@ -214,7 +214,7 @@ def traffic(outcome, task, phase, x, dy=None) -> tuple | None:
     copied = {a["copy_of"] for L in launches for a in L["args"].values() if a.get("copy_of") and not roles_of(a)}
     strides = {role: t.stride() for role, t in (("x", x), ("dy", dy))
                if t is not None and t.dim() == 2 and role not in copied}
-    return D.traffic_cause(phase, args, x.numel() // max(1, N), N, strides) if args else None
+    return diagnose.traffic_cause(phase, args, x.numel() // max(1, N), N, strides) if args else None
 
 
 def launch_args(outcome, task, phase) -> list:
@@ -244,7 +244,7 @@ def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(),
         return gate
     loads = undefined_lanes(outcome, task, MADE_IN[name])
     fmt = {**(fmt or {}), **({"loads": f" (the first: {loads})"} if loads else {})}
-    f = D.diagnose(name, returned, want, x, alternatives=alternatives, stored=got(outcome, task, name, "stored"),
+    f = diagnose.diagnose(name, returned, want, x, alternatives=alternatives, stored=got(outcome, task, name, "stored"),
                    race=race_of(outcome, task, MADE_IN[name]), story=story, source=SOURCES[kind_of(task)].get(name, ""),
                    n_rows=n_rows, fmt=fmt, nan_cause=nan_cause, if_zero=got(outcome, task, name, "if_zero"),
                    traffic=read[:2] if read else None)
@@ -279,24 +279,25 @@ def fmt_of(x, dy, eps):
 def forward_outputs(ledger, outcome, task, x, g, eps, story, names=("r", "y")):
     """r and y of a forward task (r first: y is made from it)."""
     y, r, _, _ = reference(x, g, eps=eps)
-    alts = C.forward_alternatives(x, g, eps)
+    alts = causes.forward_alternatives(x, g, eps)
     order = [("r", r, 1), ("y", y, 0)]
     unstored = [n for n, _, _ in order if _partly_stored(outcome, task, n)]
     if unstored:                                   # elements never stored come first: y is made from r
         order.sort(key=lambda o: (o[0] not in unstored, o[0] == "r"))    # y's pattern says more than r's
     order.sort(key=lambda o: got(outcome, task, o[0]) is not None)    # what did not come back says most of all
     rewrite, extra, read = {}, [], traffic(outcome, task, "fwd", x)
-    instead = D.read_instead_fwd(read, x, g, eps)          # from the memory the kernels read instead
+    instead = diagnose.read_instead_fwd(read, x, g, eps)          # from the memory the kernels read instead
     for name, want, i in order:
         if name not in names:
             continue
         mine = [(k, yr[i], says) for k, yr, says in instead]
-        f = output(ledger, outcome, task, name, x, want, story, C.pick(alts, i) + mine + (extra if name == "y" else []),
+        choices = causes.pick(alts, i) + mine + (extra if name == "y" else [])
+        f = output(ledger, outcome, task, name, x, want, story, choices,
                    fmt=fmt_of(x, None, eps), rewrite=rewrite, read=read)
         got_r = got(outcome, task, "r")
         if name == "r" and f is not None and f.cause and got_r is not None and got_r.numel() == r.numel():
             # a y that is right for the r this forward made has r's cause: one mistake, not two
-            y_of_r = C.forward_alternatives_plain(x, g, eps)[0] * (got_r.double().reshape(-1, 1) / r.reshape(-1, 1)
+            y_of_r = causes.forward_alternatives_plain(x, g, eps)[0] * (got_r.double().reshape(-1, 1) / r.reshape(-1, 1)
                                                                    ).reshape(*x.shape[:-1], 1)
             extra = [("r_from_forward", y_of_r, f"it is right for the r your forward made, and that r is wrong "
                                                 f"({f.message})")]
@@ -313,7 +314,7 @@ def coverage_cause(outcome, task, name) -> str | None:
     mask = got(outcome, task, name, "stored")
     if mask is None or got(outcome, task, name) is None or bool(mask.all()):
         return None
-    return D.unstored_cause(name, mask)
+    return diagnose.unstored_cause(name, mask)
 
 
 def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, r=None):
@@ -321,13 +322,13 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
     None). In an autograd task, a dx that is right for the r the forward saved gets that r's cause."""
     _, r_ref, dx_ref, dg_ref = reference(x, g, dy, eps)
     r_used = r_ref.float() if r is None else r
-    alts = C.backward_alternatives(x, g, dy, r_used, eps)
+    alts = causes.backward_alternatives(x, g, dy, r_used, eps)
     fmt = {**fmt_of(x, dy, eps), "old_memory": _adds_into_scratch(outcome, task)}
     extra, rewrite = {}, {}
     wrong_r = _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) if kind_of(task) == "ag" else None
     if wrong_r is not None:
         saved = _saved_r(outcome, task)
-        dx_r, dg_r = C.backward_plain(x, g, dy, saved)
+        dx_r, dg_r = causes.backward_plain(x, g, dy, saved)
         says = f"it is right for the r your forward saved, and that r is wrong ({wrong_r.message})"
         extra = {"dx": [("r_from_forward", dx_r, says)], "dg": [("r_from_forward", dg_r, says)]}
         rewrite = {"r_from_forward": wrong_r}
@@ -339,16 +340,16 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
     nan_cause = "masked_nan" if undefined_lanes(outcome, task, "bwd") or undefined_lanes(outcome, task, "fwd") \
         else None
     read = traffic(outcome, task, "bwd", x, dy)
-    for key, grads, says in D.read_instead(read, x, g, dy, r_used):   # from the tensors the kernels read instead
+    for key, grads, says in diagnose.read_instead(read, x, g, dy, r_used):   # from the tensors the kernels read instead
         extra = {n: [*extra.get(n, []), (key, grads[i], says)] for i, n in enumerate(("dx", "dg"))}
     for ledger, name, want, i in ((ledger_dx, "dx", dx_ref, 0), (ledger_dg, "dg", dg_ref, 1)):
-        choices = C.pick(alts, i) + extra.get(name, []) + ([C.dg_rows(x, dy, r_used)] if name == "dg" else [])
+        choices = causes.pick(alts, i) + extra.get(name, []) + ([causes.dg_rows(x, dy, r_used)] if name == "dg" else [])
         f = output(ledger, outcome, task, name, x, want, story, choices, fmt=fmt, rewrite=rewrite, nan_cause=nan_cause,
                    read=read)
         if f is not None and f.cause == "masked_nan":
             nan_cause = "masked_nan"                       # dg's NaN then comes from the same loads
         if f is not None and f.cause in ("rows_not_stored_bwd", "elements_not_stored_bwd"):
-            rewrite = {**rewrite, **{k: f for k in (*C.CAUSES, None)}}   # rows the backward skipped: dg lacks them
+            rewrite = {**rewrite, **{k: f for k in (*causes.CAUSES, None)}}   # rows the backward skipped: dg lacks them
         if no_r and f is not None and f.cause is None:
             ledger.findings[ledger.findings.index(f)] = no_r
 
@@ -360,9 +361,9 @@ def _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) -> Finding | Non
     saved = _saved_r(outcome, task)
     if saved is None or saved.numel() != r_ref.numel():
         return None
-    return D.saved_r_finding(saved, r_ref, x, g, eps, story=story, stored=got(outcome, task, "r_saved", "stored"),
-                             traffic=traffic(outcome, task, "fwd", x),
-                             fmt=fmt)
+    return diagnose.saved_r_finding(saved, r_ref, x, g, eps, story=story,
+                                    stored=got(outcome, task, "r_saved", "stored"),
+                                    traffic=traffic(outcome, task, "fwd", x), fmt=fmt)
 
 
 def _saved_r(outcome, task):
@@ -420,7 +421,7 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
     if text.autograd_hint(err):                     # the Function's own fault, wherever it shows: 4.6's
         return Finding("dx", f"your backward failed for {story}: {err}", "gradient_count")
     saved = outcome.info.get(task, {}).get("saved")
-    too_few = D.saved_too_few(None if saved is None else [(tuple(s), text.dtype_name(d)) for s, d in saved], err,
+    too_few = diagnose.saved_too_few(None if saved is None else [(tuple(s), text.dtype_name(d)) for s, d in saved], err,
                               story)
     if too_few:                                     # what the Function saved: 4.6's too
         return Finding("dx", too_few, "saved_tensors")
@@ -429,7 +430,7 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
         return Finding("dx", f"your backward failed for {story}: {err}. The cause: the r your forward saved has shape "
                              f"{shaped}; r has one fp32 value per row, shape ({x.numel() // max(1, x.shape[-1])},) "
                              f"whatever x's leading dimensions", "output_shape")
-    swap = D.launch_swap("bwd", launch_args(outcome, task_name("bwd", "d"), "bwd"))
+    swap = diagnose.launch_swap("bwd", launch_args(outcome, task_name("bwd", "d"), "bwd"))
     if swap:                                        # the launch's arguments out of order: a crash where shapes differ
         return Finding("dx", f"your backward failed for {story}: {err}. The cause: {swap[1]}", swap[0])
     if outcome.task_error(task_name("ag", "d")) is None:

@@ -7,7 +7,8 @@ same bytes is physically impossible and is rejected as a broken measurement (``P
 """
 from __future__ import annotations
 
-from ..job.shared import text
+from rmsnorm_testkit import text
+
 from ..speed import timing, traffic_bytes
 
 PLAUSIBLE = 1.15        # no kernel moves its bytes faster than this multiple of the measured copy

@@ -19,9 +19,10 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))             # rmsnorm_testkit, beside rmsnorm.py
 
-from rmsnorm_check import NO_PROGRESS_HINT, load_impl, timed_out  # noqa: E402
-from rmsnorm_watch import Watch  # noqa: E402
+from rmsnorm_testkit.compare import NO_PROGRESS_HINT, load_impl, timed_out  # noqa: E402
+from rmsnorm_testkit.watch import Watch  # noqa: E402
 
 TIME_LIMIT_S = float(os.environ.get("RMSNORM_TEST_TIMEOUT", 30))
 SAMPLE_S = 0.25                  # how often the time limit looks at where your code is
@@ -32,9 +33,9 @@ def _impl_path():
 
 
 def pytest_sessionstart(session):
-    """The autograder's static scan (rmsnorm_scan.py), before any test: a file it refuses scores 0, however
+    """The autograder's static scan (rmsnorm_testkit/scan.py), before any test: a file it refuses scores 0, however
     well its tests go, so what it would refuse is said first, with the line and the rule."""
-    from rmsnorm_scan import scan_rules
+    from rmsnorm_testkit.scan import scan_rules
     try:
         source = _impl_path().read_text(encoding="utf-8", errors="replace")
     except OSError:

@@ -3,15 +3,15 @@
 Each test launches the kernel itself, the way your wrapper will in part (c), so these tests pass
 as soon as part (a) is done: `make test PART=a`. Outputs start filled with 4096.0, so a lane that
 no program stores is reported as such. The simplest launch comes first, long rows in chunks last.
-A wrong output is diagnosed (rmsnorm_diagnose.py): the message names the mistake when it is a
+A wrong output is diagnosed (rmsnorm_testkit/diagnose.py): the message names the mistake when it is a
 known one (eps left out, a mean over the block instead of N...).
 """
 import pytest
 import torch
 
-from rmsnorm_check import FILL, describe, filled, random_inputs, reference, strided_inputs
-from rmsnorm_causes import forward_alternatives, pick
-from rmsnorm_diagnose import KernelLog, diagnose_all, fail_if, strides_named
+from rmsnorm_testkit.compare import FILL, describe, filled, random_inputs, reference, strided_inputs
+from rmsnorm_testkit.causes import forward_alternatives, pick
+from rmsnorm_testkit.diagnose import KernelLog, diagnose_all, fail_if, strides_named
 
 
 def launch_forward(impl, x, g, BLOCK_M, BLOCK_N=None, SINGLE_PASS=True, eps=1e-5):

@@ -4,15 +4,15 @@ Each test launches the kernel itself, one program per row, with r from the float
 your forward), and sums the partial dg rows itself: these tests pass as soon as part (b) is done, whatever
 the state of parts (a) and (c). Part (d) later changes the kernel; these tests keep passing
 (launch_backward passes rows_per_program=1 once the kernel takes it). The simplest launch comes first,
-long rows in chunks last. A wrong output is diagnosed (rmsnorm_diagnose.py): the message names the
+long rows in chunks last. A wrong output is diagnosed (rmsnorm_testkit/diagnose.py): the message names the
 mistake when it is a known one (r² for r³, g left out of dx, eps left out, dg summed over some rows only...).
 """
 import pytest
 import torch
 
-from rmsnorm_check import FILL, assert_untouched, describe, filled, random_inputs, reference, strided_inputs
-from rmsnorm_causes import backward_alternatives, dg_rows, pick
-from rmsnorm_diagnose import KernelLog, diagnose, fail_if, read_instead, strides_named
+from rmsnorm_testkit.compare import FILL, assert_untouched, describe, filled, random_inputs, reference, strided_inputs
+from rmsnorm_testkit.causes import backward_alternatives, dg_rows, pick
+from rmsnorm_testkit.diagnose import KernelLog, diagnose, fail_if, read_instead, strides_named
 
 
 # The kernel's parameters by name: part (b)'s, and the three that part (d) adds (BLOCK_M is optional).

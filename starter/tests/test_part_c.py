@@ -9,13 +9,14 @@ On the simulator, elements no kernel stored are named as such, and memory from t
 import pytest
 import torch
 
-from rmsnorm_check import (DTYPE_NAMES, STRIDED_SHAPE, apply_view, assert_untouched, ctx_tensors, ctx_tensors_message,
-                           describe, host_ops_of, host_work_problem, kernel_stored, leave_garbage,
-                           partial_dtype_problem, random_inputs, reference, strided_inputs, transposed_inputs)
-from rmsnorm_causes import backward_alternatives, backward_plain, dg_rows, forward_alternatives, pick
-from rmsnorm_diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, read_instead, read_instead_fwd,
-                              saved_r, saved_r_finding, saved_too_few, simulated)
-from rmsnorm_text import autograd_hint
+from rmsnorm_testkit.compare import (DTYPE_NAMES, STRIDED_SHAPE, apply_view, assert_untouched, ctx_tensors,
+                                     ctx_tensors_message, describe, host_ops_of, host_work_problem, kernel_stored,
+                                     leave_garbage, partial_dtype_problem, random_inputs, reference, strided_inputs,
+                                     transposed_inputs)
+from rmsnorm_testkit.causes import backward_alternatives, backward_plain, dg_rows, forward_alternatives, pick
+from rmsnorm_testkit.diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, read_instead,
+                                      read_instead_fwd, saved_r, saved_r_finding, saved_too_few, simulated)
+from rmsnorm_testkit.text import autograd_hint
 
 SHAPES = [(37, 100), (4, 16, 64), (2, 3, 513)]
 

@@ -13,8 +13,8 @@ every run: part (c)'s tests check both.
 import pytest
 import torch
 
-from rmsnorm_check import describe, random_inputs, reference, strided_inputs
-from rmsnorm_diagnose import KernelLog
+from rmsnorm_testkit.compare import describe, random_inputs, reference, strided_inputs
+from rmsnorm_testkit.diagnose import KernelLog
 from test_part_b import check_backward
 from test_part_c import check_given_r
 

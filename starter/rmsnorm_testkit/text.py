@@ -1,7 +1,7 @@
 """How the messages of the tests, the grader and `make bench` name dtypes, how long they may grow, and what a
 kernel parameter's name says it takes.
 
-Shared by the public tests (through rmsnorm_check), `make bench`, the grader and its sandboxed job. It
+Shared by the public tests (through compare.py), `make bench`, the grader and its sandboxed job. It
 imports nothing, not even torch, so that the grader's own process (which stays small while the
 submission's jobs run) reads it too.
 """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from rmsnorm_text import DTYPE_SHORT
+from .text import DTYPE_SHORT
 
 # Tolerances per dtype (atol, rtol) against a float64 reference; fp32 math inside.
 TOLERANCES = {
@@ -173,7 +173,7 @@ def compare(name, got, expected, x, dtype=None, tol=None, story=None, source="",
     (``story``: how it was made, when there is more to say than ``describe(x)``), how many
     elements are off, and the worst of them: the one furthest outside its tolerance, with
     the tolerance there. ``tol`` = (atol, rtol) overrides the rule; ``n_rows`` the rows dg sums.
-    ``hints=False`` leaves out the hints about NaN and 16-bit sums (rmsnorm_diagnose gives its own).
+    ``hints=False`` leaves out the hints about NaN and 16-bit sums (diagnose.py gives its own).
     """
     dtype = dtype or x.dtype
     what = f"{name}{source}"

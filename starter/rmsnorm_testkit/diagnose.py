@@ -1,6 +1,6 @@
 """Why an output is wrong: the diagnosis the public tests and the grader share.
 
-``compare`` (rmsnorm_check.py) says *that* an output is off, and where. ``diagnose`` says *why*,
+``compare`` (rmsnorm_testkit/compare.py) says *that* an output is off, and where. ``diagnose`` says *why*,
 looking for the most fundamental cause first:
 
 1. elements no kernel stored (the simulator's log of stores, or the value a test filled the output
@@ -14,6 +14,10 @@ looking for the most fundamental cause first:
 
 Every cause has a key. The grader's rubric says which part owns each key, so that one mistake costs
 points once, in that part (the handout's grading section).
+
+About 600 lines, kept in one module: the order above is the diagnosis, and each step reads what the steps
+before it found (the stores, the race, the traffic); the known mistakes themselves live in causes.py, and what
+only the public tests use is at the end.
 """
 from __future__ import annotations
 
@@ -22,10 +26,10 @@ import dataclasses
 
 import torch
 
-from rmsnorm_causes import (CAUSES, DEFAULT_EPS, FORMULA, backward_plain, forward_alternatives,
+from .causes import (CAUSES, DEFAULT_EPS, FORMULA, backward_plain, forward_alternatives,
                             cols_adjacent, forward_alternatives_plain, next_pow2, pick, rows_k_apart)
-from rmsnorm_check import DTYPE_NAMES, compare, describe, saved_for_backward, tolerance
-from rmsnorm_text import PARAM_ROLES, param_role  # noqa: F401 -- the launch check's words, re-exported
+from .compare import DTYPE_NAMES, compare, describe, saved_for_backward, tolerance
+from .text import PARAM_ROLES, param_role  # noqa: F401 -- the launch check's words, re-exported
 
 @dataclasses.dataclass(frozen=True)
 class Finding:

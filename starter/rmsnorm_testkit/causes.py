@@ -2,7 +2,7 @@
 formulas whose outputs identify them (``forward_alternatives``, ``backward_alternatives``).
 
 A cause is recognised when a wrong output matches, within the tolerance, a float64 reference computed
-the wrong way: eps left out, a mean over the block instead of N, r² for r³... rmsnorm_diagnose.py
+the wrong way: eps left out, a mean over the block instead of N, r² for r³... rmsnorm_testkit/diagnose.py
 decides which cause explains an output; this file only says what each cause is. To add one: its
 ``Cause`` here, and the wrong formula under its key in one of the ``*_alternatives``.
 """
@@ -140,7 +140,7 @@ CAUSES = {c.key: c for c in (
           "give each program its own output slot: a race-free kernel gives the same values in every run"),
     Cause("r_from_forward", "it is right for the r your forward saved, and that r is wrong: {r_cause}",
           "fix r in the forward; the backward is right"),
-    # -- addresses: what the kernels read, before any formula (rmsnorm_diagnose.traffic_cause) ----------------
+    # -- addresses: what the kernels read, before any formula (diagnose.traffic_cause) ----------------
     Cause("wrong_tensor_fwd", "{traffic}", "check each tl.load's pointer, and that the launch passes the tensors "
           "in the order of the kernel's parameters"),
     Cause("wrong_tensor_bwd", "{traffic}", "check each tl.load's pointer, and that the launch passes the tensors "

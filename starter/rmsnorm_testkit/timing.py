@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from rmsnorm_text import CODE_LINE_CHARS, error_line
+from .text import CODE_LINE_CHARS, error_line
 
 # -- the least a step must move -----------------------------------------------------------------------------
 

@@ -1,0 +1,73 @@
+"""`make bench` on the CPU simulator: times say nothing about a GPU there, so it shows what carries over, the
+bytes your kernels move against the minimum of a fused kernel, beside the bytes PyTorch eager moves for the same
+work (from the simulator's log of host-side torch ops).
+"""
+import torch
+from rmsnorm_testkit.compare import eager, load_impl
+from rmsnorm_testkit.timing import KERNELS, least_bytes
+
+from .measure import wrong_outputs
+from .plots import plot_sim
+
+
+def eager_traffic(rec, M, N, elem):
+    """Bytes the PyTorch ops of a record(host_ops=True) move through M·N tensors, and through the others:
+    each op (one kernel on a GPU) reads its inputs and writes its outputs once; views move nothing."""
+    big = other = 0
+    for op in rec.host_ops:
+        if op.reads == 0:                           # views, allocations
+            continue
+        for n in (*op.in_numels, *op.out_numels):
+            if n == M * N:
+                big += n * elem
+            else:
+                other += n * elem
+    return big, other
+
+
+def sim_report(impl_path, shapes, out_dir):
+    import mini_triton as triton
+    impl = load_impl(impl_path, backend="mini_triton")
+    print("CPU simulator: bytes moved through the M·N tensors (x, y, dy, dx, and an M x N partial dg buffer,")
+    print("which makes part (b)'s fused backward 1.33-1.67) against the minimum of a fused kernel (forward 2·M·N")
+    print("elements, backward 3·M·N), and through the small ones (g, r, a smaller partial dg buffer; on a")
+    print("GPU, g mostly hits in cache). 'yours' counts your kernels' loads and stores; 'eager' counts")
+    print("the PyTorch ops of x * rsqrt(mean(x²) + eps) * g and its autograd backward, each reading its")
+    print("inputs and writing its output once (one GPU kernel each). Time on a GPU follows the M·N bytes.\n")
+    print(f"{'shape':>10} {'pass':>9} {'who':>6} {'M·N bytes':>12} {'minimum':>12} {'ratio':>6} {'other bytes':>12} "
+          f"{'launches':>9}")
+    rows = []
+    for M, N in shapes:
+        x = torch.randn(M, N, requires_grad=True)
+        g = torch.randn(N, requires_grad=True)
+        dy = torch.randn(M, N)
+        with triton.record() as fwd:
+            y = impl.rmsnorm(x, g)
+        with triton.record() as bwd:
+            y.backward(dy)
+        xe, ge = x.detach().clone().requires_grad_(True), g.detach().clone().requires_grad_(True)
+        with triton.record(host_ops=True) as eager_fwd:
+            ye = eager(xe, ge)
+        with triton.record(host_ops=True) as eager_bwd:
+            ye.backward(dy)
+        wrong = wrong_outputs(impl, x, g, dy)
+        if wrong:
+            print(f"{f'{M}x{N}':>10}  your outputs are wrong here, so the counts below mean little: {wrong}")
+        for kernel, rec, erec in (("rmsnorm_fwd_kernel", fwd, eager_fwd), ("rmsnorm_bwd_kernel", bwd, eager_bwd)):
+            name, big, other = KERNELS[kernel][0], 0, 0
+            for L in rec.launches:
+                for a in L.args.values():
+                    moved = a.loaded_bytes + a.stored_bytes
+                    if a.numel == M * N:
+                        big += moved
+                    else:
+                        other += moved
+            minimum = least_bytes(kernel, (M, N), x.dtype)
+            e_big, e_other = eager_traffic(erec, M, N, x.element_size())
+            e_ops = sum(1 for op in erec.host_ops if op.reads)
+            rows.append((name, N, big / minimum, e_big / minimum))
+            print(f"{f'{M}x{N}':>10} {name:>9} {'yours':>6} {big:>12,} {minimum:>12,} {big / minimum:>6.2f} "
+                  f"{other:>12,} {len(rec.launches):>9}")
+            print(f"{'':>10} {'':>9} {'eager':>6} {e_big:>12,} {minimum:>12,} {e_big / minimum:>6.2f} "
+                  f"{e_other:>12,} {e_ops:>9}")
+    plot_sim(rows, out_dir / "bench_sim.png")

@@ -26,6 +26,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 from grade_in_process import Pool  # noqa: E402
 from mistakes import EDITS, SOLUTION, mistake  # noqa: E402
 
+def _line_of(code: str) -> int:
+    """The solution's line that holds ``code`` (the mistakes keep the solution's line numbers)."""
+    return next(i for i, ln in enumerate(SOLUTION.read_text().splitlines(), 1) if code in ln)
+
+
 CRASH = ["1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "6", "8", "9"]
 # mistake: (the causes the diagnosis names, the parts it costs, words the first of them must say)
 CHARGED = {
@@ -155,8 +160,9 @@ CHARGED = {
                                                      "shape [64]"),
     "helper_without_jit": (("compile_rule",), ["2", "9"], "bwd_tile is a Python function, which Triton cannot "
                                                           "compile"),
-    "block_not_constexpr": (("compile_rule",), ["2", "9"], "dg_sum_kernel line 281: block shape must be a "
-                                                           "compile-time constant"),
+    "block_not_constexpr": (("compile_rule",), ["2", "9"],
+                            f"dg_sum_kernel line {_line_of('acc = tl.zeros((BLOCK_P,')}: block shape must be a "
+                            "compile-time constant"),
 }
 # The hanging ones cost every part their job's time-out reaches; tests/test_autograder_corpus.py grades that.
 NOT_GRADED_HERE = {"endless_loop", "endless_chunk_loop"}

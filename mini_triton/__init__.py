@@ -28,7 +28,7 @@ from .launcher import JITFunction, jit
 from .races import get_race_mode, set_race_mode
 from .runtime import get_batching, set_batching, set_rule_mode, unrecorded
 from .memory import set_undefined_float
-from .stats import get_stats, record, reset_stats
+from .stats import get_stats, plan, record, reset_stats
 
 __version__ = "1.0.0"
 IS_MINI_TRITON = True
@@ -46,7 +46,7 @@ def next_power_of_2(n: int) -> int:
 
 
 __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
-           "testing", "get_stats", "reset_stats", "record", "set_race_mode", "get_race_mode",
+           "testing", "get_stats", "reset_stats", "record", "plan", "set_race_mode", "get_race_mode",
            "set_batching", "get_batching", "set_rule_mode", "set_undefined_float", "unrecorded",
            "MiniTritonError", "CompilationError", "OutOfBoundsError", "DataRaceError", "DataRaceWarning",
            "BlockTruthError", "DeviceAssertionError", "Int32OverflowError", "OrderDependenceWarning"]

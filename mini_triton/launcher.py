@@ -55,6 +55,8 @@ class Launch:
         self.undefined_lanes = None            # the first masked tl.load without other= (its lanes hold NaN)
         self.populated = set()                 # buffers whose pages are mapped for writing (memory.store)
         self.view_loads = None                 # may loads be views? None: not known yet (runtime.Chunk.writing)
+        self.waits = 0                         # reductions across a block, summed over programs (perf.py)
+        self.rounds = 0.0                      # load waits, summed over programs (runtime.Chunk.note_load)
 
     def lock_id(self, key) -> int:
         return self.lock_ids.setdefault(key, len(self.lock_ids))
@@ -156,6 +158,10 @@ class JITFunction:
         runtime.take_pending()                   # a rule noted for a launch that then never began is not this one's
         values = self.bind(args, kwargs)
         grid, rank = _normalize_grid(grid, values, self.__name__)
+        if runtime.PLANNING is not None:          # stats.plan(): noted, not run
+            runtime.PLANNING(self.__name__, grid, int(kwargs.get("num_warps") or 4),
+                             {n: v for n, v in values.items() if isinstance(v, torch.Tensor)})
+            return
         buffers, kargs = [], []
         for name, v in values.items():
             kargs.append(self._convert_arg(name, v, buffers))
@@ -242,6 +248,8 @@ class JITFunction:
         if launch.view_loads is None:
             launch.view_loads = True
         committed.extend(chunk.records)
+        launch.waits += chunk.waits
+        launch.rounds += chunk.rounds
         return chunk.max_numel
 
     def _views(self, launch, pids) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 
 import torch
 
@@ -77,6 +78,12 @@ class ViewHazard(Exception):
     """A chunk wrote into memory it had loaded as a view: its loads must copy (the launcher reruns it so)."""
 
 
+# A program keeps OVERLAP_BYTES / (its bytes per thread) executions of a load in flight, from 1 to OVERLAP_MAX: the
+# compiler unrolls and pipelines small loads. Fitted on the H200 (perf.py, the model that reads the waits counted
+# here): 128-column blocks at 4 and 2 bytes per thread keep their loads hidden, a row copy at 64 waits for each.
+OVERLAP_BYTES, OVERLAP_MAX = 64, 8
+
+
 class Chunk:
     """The programs executing together, plus what they did so far."""
 
@@ -88,6 +95,9 @@ class Chunk:
         self.undo = [] if (self.P > 1 and may_diverge) else None
         self.records = []                        # memory accesses, see memory.py
         self.max_numel = 1                       # largest block seen: sizes the next chunk
+        self.waits = 0                           # reductions across a block, summed over programs (perf.py)
+        self.rounds = 0.0                        # load waits, summed over programs (note_load; perf.py)
+        self.round_sites = None                  # the load sites of the round in flight, None when none is
         self.locks = None                        # per program: the lock it holds (an id), or -1
         self.turns = None                        # per program: its turn at a lock the chunk's programs share
         self._pid_cache = {}
@@ -104,6 +114,23 @@ class Chunk:
         self.launch.view_loads = False
         if self.views:
             raise ViewHazard()
+
+    def note_load(self, site, lanes: int, elem_bytes: int):
+        """A load of a block of ``lanes`` elements: on a GPU the program waits for it. The compiler issues the
+        loads of one pass through the code together (x, dy and r of one row), so they share one wait; the next
+        execution of a load already in the round (a loop's next iteration) waits again, or an OVERLAP-th of a wait
+        where the compiler keeps several small loads in flight (perf.py). A load of one element rides along."""
+        if lanes <= 1:
+            return
+        if self.round_sites is None or site in self.round_sites:
+            per_thread = lanes * elem_bytes / (32 * self.launch.num_warps)
+            self.rounds += self.P / max(1.0, min(OVERLAP_MAX, OVERLAP_BYTES / per_thread))
+            self.round_sites = set()
+        self.round_sites.add(site)
+
+    def note_wait(self):
+        """A reduction across the block: the program's threads wait for each other (one round, perf.py)."""
+        self.waits += self.P
 
     def hold(self, positions: torch.Tensor, lock_ids: torch.Tensor):
         """Programs at ``positions`` (of this chunk) now hold the locks ``lock_ids`` (-1: none)."""
@@ -164,6 +191,9 @@ def take_pending() -> str | None:
 
 
 CURRENT: Chunk | None = None
+# Set by stats.plan(): a function that takes each launch (kernel name, grid, programs, num_warps, tensor
+# arguments) instead of running it, so that the host's code can run at a shape too large to simulate.
+PLANNING = None
 KERNEL_CODES: set = set()        # the code objects of every @jit function: error messages find their lines
 
 
@@ -172,6 +202,17 @@ def current() -> Chunk:
         raise CompilationError("triton.language functions can only be called inside a kernel "
                                "launched as kernel[grid](...)")
     return CURRENT
+
+
+def call_path() -> tuple:
+    """The lines of every kernel frame running now, innermost first: where a load inside a @jit helper was called
+    from (the helper's line alone is the same for x and for dy)."""
+    f, path = sys._getframe(1), []
+    while f is not None:
+        if f.f_code in KERNEL_CODES:
+            path.append((f.f_code, f.f_lineno))
+        f = f.f_back
+    return tuple(path)
 
 
 def site():

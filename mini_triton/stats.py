@@ -110,6 +110,9 @@ class LaunchStats:
     race: str | None = None
     undefined_lanes: str | None = None
     rule: str | None = None
+    num_warps: int = 4            # the launch's num_warps: 32 threads each per program (perf.py reads it)
+    waits: int = 0                # reductions across a block the programs made, summed over them (perf.py)
+    rounds: float = 0.0           # the loads they waited for, summed over them (runtime.Chunk.note_load)
 
     @property
     def loaded(self):
@@ -147,6 +150,8 @@ class HostOp:
     in_numels: tuple = ()              # elements of each tensor input (bench.py: eager's traffic)
     out_numels: tuple = ()             # elements of each output
     where: str = ""                    # the line that ran it: "rmsnorm.py line 88 (`y = x * r`)"
+    in_bytes: tuple = ()               # bytes of each tensor input, and of each output (perf.py's time of the op)
+    out_bytes: tuple = ()
 
     @property
     def reads(self) -> int:
@@ -233,6 +238,43 @@ def record(host_ops: bool = False, poison: bool = False):
         rec.alive.clear()
 
 
+@dataclasses.dataclass
+class PlannedLaunch:
+    """A launch that ``plan()`` noted instead of running: its grid, and the bytes each tensor argument's view spans."""
+    kernel: str
+    grid: tuple
+    programs: int
+    num_warps: int
+    spans: dict                   # {argument: bytes from its first element to its last}
+
+
+def _span_bytes(t: torch.Tensor) -> int:
+    if t.numel() == 0:
+        return 0
+    return (1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()))) * t.element_size()
+
+
+@contextlib.contextmanager
+def plan(host_ops: bool = True):
+    """Run the block's host code without running its kernels: each launch is noted as a :class:`PlannedLaunch`
+    in ``rec.launches`` (and, with host_ops, every host-side torch op in ``rec.host_ops``). On tensors of torch's
+    meta device, which have a shape and no data, code meant for gigabytes runs in milliseconds: perf.py learns
+    the grid each launch would have at that shape. The kernels' outputs hold nothing, so code that reads them
+    back (``.item()``, a check of their values) fails here."""
+    rec = Recording(host_ops)
+
+    def note(name, grid, num_warps, tensors):
+        rec.launches.append(PlannedLaunch(name, grid, grid[0] * grid[1] * grid[2], num_warps,
+                                          {k: _span_bytes(t) for k, t in tensors.items()}))
+    old, runtime.PLANNING = runtime.PLANNING, note
+    mode = _HostOpMode(rec) if host_ops else contextlib.nullcontext()
+    try:
+        with mode:
+            yield rec
+    finally:
+        runtime.PLANNING = old
+
+
 def commit_launch(launch, records):
     """Add one finished launch's accesses to the global counters and any recorders."""
     args = {}
@@ -264,7 +306,7 @@ def commit_launch(launch, records):
             _GLOBAL[k] += getattr(a, k)
     if _RECORDERS:
         ls = LaunchStats(launch.name, launch.grid, launch.programs, args, launch.order_dependent, launch.race,
-                         launch.undefined_lanes, launch.rule)
+                         launch.undefined_lanes, launch.rule, launch.num_warps, launch.waits, launch.rounds)
         for rec in _RECORDERS:
             rec.launches.append(ls)
             rec.alive.extend(b.tensor.untyped_storage() for b in launch.buffers)
@@ -387,7 +429,8 @@ class _HostOpMode:
                                                tuple(_storage(o) for o in outs),
                                                str(outs[0].dtype).removeprefix("torch.") if outs else "",
                                                tuple(a.numel() for a in ins), tuple(o.numel() for o in outs),
-                                               _written_at()))
+                                               _written_at(), tuple(a.numel() * a.element_size() for a in ins),
+                                               tuple(o.numel() * o.element_size() for o in outs)))
                 return out
 
         self.mode = Mode()

@@ -380,20 +380,22 @@ def _bwd_config(n_cols, elem_size):
     return block_m, block_n, single, _warps(tile) if tile <= 8192 else 8, max(1, 8192 // tile)
 
 
+COURSE_GPU_SMS = 132         # the course GPU's streaming multiprocessors (an H200)
+
+
 @functools.lru_cache
 def _sm_count(device):
-    """The GPU's number of streaming multiprocessors (asked once per device)."""
+    """The GPU's number of streaming multiprocessors (asked once per device). On the CPU, the course GPU's:
+    the simulator then runs the grid the course GPU will run, and `make bench` predicts that grid's speed."""
+    if device.type != "cuda":
+        return COURSE_GPU_SMS
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 @functools.lru_cache
 def _num_programs_bwd(n_rows, per_sm, device):
-    """How many programs share the backward: each accumulates dg over many rows."""
-    if device.type == "cuda":
-        target = per_sm * _sm_count(device)
-    else:
-        target = 8                                   # a handful on the CPU simulators
-    return max(1, min(target, cdiv(n_rows, 8)))
+    """How many programs share the backward: each accumulates dg over many rows (at least 8 of them)."""
+    return max(1, min(per_sm * _sm_count(device), cdiv(n_rows, 8)))
 # [ELSE]
 # [/TODO]
 

@@ -28,6 +28,8 @@ def axis_index(axis, ndim):
 
 def _reduce_setup(x, axis):
     x = as_block(x)
+    if runtime.CURRENT is not None and x.shape and x.numel > 1:
+        runtime.CURRENT.note_wait()
     if not x.shape:
         raise CompilationError(f"{runtime.location()}: cannot reduce a scalar")
     if axis is None:

@@ -1,10 +1,12 @@
 """`make bench` on the CPU simulator: times say nothing about a GPU there, so it shows what carries over, the
 bytes your kernels move against the minimum of a fused kernel, beside the bytes PyTorch eager moves for the same
-work (from the simulator's log of host-side torch ops).
+work (from the simulator's log of host-side torch ops); then item 10's speed on the course GPU, predicted from
+the simulator's record of your kernels (rmsnorm_testkit/predict.py).
 """
 import torch
+from rmsnorm_testkit import predict
 from rmsnorm_testkit.compare import eager, load_impl
-from rmsnorm_testkit.timing import KERNELS, least_bytes
+from rmsnorm_testkit.timing import KERNELS, SPEED_SHAPE, least_bytes
 
 from .measure import wrong_outputs
 from .plots import plot_sim
@@ -71,3 +73,24 @@ def sim_report(impl_path, shapes, out_dir):
             print(f"{'':>10} {'':>9} {'eager':>6} {e_big:>12,} {minimum:>12,} {e_big / minimum:>6.2f} "
                   f"{e_other:>12,} {e_ops:>9}")
     plot_sim(rows, out_dir / "bench_sim.png")
+    print_prediction(impl)
+
+
+def print_prediction(impl, gpu: str = "H200"):
+    """Item 10's steps predicted on the course GPU, each as a share of a copy's bandwidth, with where the time
+    goes and what may make the prediction wrong."""
+    M, N = SPEED_SHAPE
+    print(f"\npredicted on an {gpu}, at item 10's shape {M}x{N} (a prediction from the simulator's record of your "
+          f"kernels, not a measurement: the handout's part (e) says how it is made and how close it comes):")
+    notes = []
+    for dtype in predict.DTYPES:
+        got = predict.item_10(impl, dtype, gpu)
+        print(f"  {got.line()}")
+        step = got.steps.get("fwdbwd") or got.steps.get("fwd")
+        if step is not None:
+            where = ", ".join(f"{name} {100 * share:.0f}%" for name, _, share in step.by_kernel()[:4])
+            print(f"    where the {dtype} {'forward+backward' if 'fwdbwd' in got.steps else 'forward'}'s time goes: "
+                  f"{where}")
+        notes += [n for n in got.notes if n not in notes]
+    for n in notes:
+        print(f"  note: {n}")

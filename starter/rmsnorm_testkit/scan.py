@@ -83,7 +83,7 @@ FILE_ATTRS = {"write_text", "write_bytes", "read_text", "read_bytes", "tofile", 
 FILE_ATTRS_OF = {"torch": {"save", "load"},
                  "numpy": {"save", "load", "savez", "loadtxt", "savetxt", "genfromtxt", "fromregex"}}
 SIMULATOR_INTERNALS = {"reset_stats", "get_stats", "set_race_mode", "stats", "races", "_GLOBAL",
-                       "_RECORDERS", "commit_launch", "record"}
+                       "_RECORDERS", "commit_launch", "record", "plan"}
 # The simulator's own modules: the counts and checks that grade the submission live there. A submission
 # needs only triton (jit, cdiv, ...), triton.language and triton.testing.
 # Every module of mini_triton but the public ones, read from the folder so that a new module is covered.

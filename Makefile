@@ -21,7 +21,7 @@ help:
 	@echo "make bench        time the implementation against PyTorch"
 	@echo "make bench-sim    mini_triton against Triton's interpreter, side by side"
 	@echo "make grade SUBMISSION=path [RESULTS=path]   grade one submission (file or folder)"
-	@echo "make grade-all EXPORT=dir [JOBS=N] [OUT=csv] [SHARD=K/N] regrade a Gradescope export into a CSV"
+	@echo "make grade-all EXPORT=dir [JOBS=N] [OUT=csv] [SHARD=K/N] [NAMES=1] regrade a Gradescope export into a CSV"
 	@echo "make autograder   build dist/autograder.zip, the Gradescope autograder"
 	@echo "make student      build dist/rmsnorm-student.zip, the student bundle"
 	@echo "make sandbox-accounts   as root: create the accounts submissions run as (grade and check do it)"
@@ -76,10 +76,12 @@ EXPORT ?=
 JOBS   ?= 1
 OUT    ?=
 SHARD  ?=
+NAMES  ?=
 
 grade-all: setup sandbox-accounts
-	@test -n "$(EXPORT)" || { echo "usage: make grade-all EXPORT=path/to/unzipped/export [JOBS=N] [OUT=grades.csv] [SHARD=K/N]"; exit 2; }
-	$(PY) -m autograder.grade_all "$(EXPORT)" --jobs $(JOBS) $(if $(OUT),--out "$(OUT)") $(if $(SHARD),--shard $(SHARD))
+	@test -n "$(EXPORT)" || { echo "usage: make grade-all EXPORT=path/to/unzipped/export [JOBS=N] [OUT=grades.csv] [SHARD=K/N] [NAMES=1]"; exit 2; }
+	$(PY) -m autograder.grade_all "$(EXPORT)" --jobs $(JOBS) $(if $(OUT),--out "$(OUT)") $(if $(SHARD),--shard $(SHARD)) \
+	    $(if $(NAMES),--leaderboard-names)
 
 autograder: setup
 	$(PY) -m autograder.package

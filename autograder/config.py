@@ -48,6 +48,18 @@ ACCOUNT_WAIT_S = 900.0
 
 # --- Limits -----------------------------------------------------------------------------------------------
 
+PREDICT_VAR = "RMSNORM_PREDICT"       # "off": a CPU grading makes no prediction of item 10 (predict_enabled)
+PREDICT_S, PREDICT_CPU_S = 20.0, 8.0
+"""Item 10's prediction on a CPU grading (hidden/cases.sim_jobs' group "predict": the steps at 1024 rows and their
+plan at item 10's shape, rmsnorm_testkit/predict.py): a group of its own with this wall and CPU time. It grades
+nothing, so a submission too slow for it gets a note, never a charge. The solution's takes about a second."""
+
+
+def predict_enabled() -> bool:
+    """Does a grading without a GPU predict item 10 (its note and the leaderboard's entries)? Yes unless
+    RMSNORM_PREDICT=off."""
+    return os.environ.get(PREDICT_VAR, "").strip().lower() != "off"
+
 SIM_LIMITS = Limits(timeout_s=120.0, cpu_s=150, group_cpu_s=30.0)
 """Each of the two groups of simulator tasks (the forward tasks; the autograd tasks), which share one job:
 each group gets 30 s of CPU time, the judge's process and the submission's together (job/remote.py), so a

@@ -38,6 +38,8 @@ def main(argv):
     ap.add_argument("export", type=Path, help="the unzipped Gradescope export")
     ap.add_argument("--out", type=Path, default=None, help="CSV path (default EXPORT/regrade.csv)")
     ap.add_argument("--jobs", type=int, default=1, help="workers on a CPU machine (GPU machines: one per GPU)")
+    ap.add_argument("--leaderboard-names", action="store_true",
+                    help="name the students in leaderboard.md and .csv (by default each row shows its submission)")
     ap.add_argument("--shard", default=None, metavar="K/N",
                     help="grade only the K-th of N shares of the class (no CSV: run without --shard afterwards)")
     args = ap.parse_args(argv)
@@ -47,7 +49,7 @@ def main(argv):
     export = export_folder(args.export)
     out = args.out or export / "regrade.csv"
     try:
-        rows, errors = regrade(export, None if shard else out, args.jobs, shard)
+        rows, errors = regrade(export, None if shard else out, args.jobs, shard, args.leaderboard_names)
     except GraderError as e:
         print(grade.explain(e), file=sys.stderr)
         return 1
@@ -62,7 +64,7 @@ def main(argv):
         print(f"shard {shard[0]}/{shard[1]} done ({len(errors)} autograder error(s)); once every shard is done, run "
               f"the same command without --shard: it grades nothing new and writes the CSV")
         return 1 if errors else 0
-    print(f"{len(rows)} rows written to {out}")
+    print(f"{len(rows)} rows written to {out}; the speed leaderboard to {out.parent / 'leaderboard.md'} (and .csv)")
     if not gpus() and any(r[k] == "" for r in rows for k in r if k.startswith("10 ")):
         print("item 10 (GPU speed) was not graded: no GPU is visible here, so its column is empty; regrade on "
               "the course GPU machine for it", file=sys.stderr)

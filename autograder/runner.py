@@ -72,9 +72,11 @@ def run_jobs(submission: Path, jobs: dict, inputs: dict, *, limits: Limits | Non
     which each group runs in a submission's process of its own and is ended at the limit's wall time
     (job/remote.py); the job's own limit is the groups' together, and a little for its start."""
     limits = limits or Limits()
-    whole = dataclasses.replace(limits, timeout_s=limits.timeout_s * len(jobs) + START_S)
-    outcome = run_job(submission, {}, inputs, limits=whole, groups=jobs, group_s=limits.timeout_s,
-                      group_cpu_s=limits.group_cpu_s, **kw)
+    group_s = {name: config.PREDICT_S if name == "predict" else limits.timeout_s for name in jobs}
+    group_cpu_s = {name: config.PREDICT_CPU_S if name == "predict" else limits.group_cpu_s for name in jobs}
+    whole = dataclasses.replace(limits, timeout_s=sum(group_s.values()) + START_S)
+    outcome = run_job(submission, {}, inputs, limits=whole, groups=jobs, group_s=group_s, group_cpu_s=group_cpu_s,
+                      **kw)
     return Combined({name: (set(tasks), outcome) for name, tasks in jobs.items()})
 
 

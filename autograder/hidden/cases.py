@@ -20,7 +20,7 @@ import typing
 import zlib
 
 import torch
-from rmsnorm_testkit import text, timing
+from rmsnorm_testkit import predict, text, timing
 
 
 class Case(typing.NamedTuple):
@@ -177,9 +177,21 @@ def _task(op, k, c: Case, tensors=("x", "g", "dy")) -> dict:
     return task
 
 
-def sim_jobs() -> dict:
+PREDICT_SEED = 1009
+
+
+def predict_tasks() -> dict:
+    """Item 10's prediction on the simulator (no points): per timed dtype, the two steps at predict.ROWS rows on
+    inputs the judge makes from a seed, and their plan at item 10's shape (job/remote.predict_item_10)."""
+    make = lambda d: {"shape": [predict.ROWS, SPEED_SHAPE[1]], "dtype": d, "seed": PREDICT_SEED}   # noqa: E731
+    return {task_name("predict", d): {"op": "predict", "dtype": d, "make": make(d),
+                                      "tensors": {t: t for t in ("x", "g", "dy")}} for d in predict.DTYPES}
+
+
+def sim_jobs(predict_item_10: bool = False) -> dict:
     """Two jobs: the forward alone (so a broken backward cannot cost forward points), then the backward
-    given the reference r, and autograd."""
+    given the reference r, and autograd; and, with ``predict_item_10`` (a CPU grading), item 10's prediction
+    in a third."""
     fwd, ag = {}, {}
     cases = all_sim_cases()
     for k in [*CORE, *HOST_CASES]:
@@ -194,7 +206,7 @@ def sim_jobs() -> dict:
         job = fwd if c.forward_only else ag
         job[task_name(c.kind, k)] = _task("forward" if c.forward_only else "autograd", k, c,
                                           ("x", "g") if c.forward_only else ("x", "g", "dy"))
-    return {"forward": fwd, "autograd": ag}
+    return {"forward": fwd, "autograd": ag, **({"predict": predict_tasks()} if predict_item_10 else {})}
 
 
 def sim_inputs(reference_r) -> dict:

@@ -14,9 +14,12 @@ import torch
 from rmsnorm_testkit.compare import reference
 from rmsnorm_testkit import scan
 
-from autograder import config, runner
-from autograder.hidden.cases import GPU_ROBUST, flat, gpu_jobs, make_inputs, sim_inputs, sim_jobs
-from autograder.rubric import GPU_NOTE
+from autograder import config, plugin, runner
+from autograder.hidden.cases import GPU_ROBUST, flat, gpu_jobs, make_inputs, sim_inputs, sim_jobs, task_name
+from autograder.judge.speed import prediction_note, predicted_leaderboard, predictions
+from autograder.rubric import COPY_NEEDED, GPU_NOTE
+
+PREDICTED = {}          # item 10's prediction on a CPU grading: {"note": ...} once the simulator's job ran
 
 class NotRun:
     """The outcome of a submission the grader refused to run."""
@@ -76,14 +79,21 @@ def sim(scanned):
     if refused:
         return inputs, refused
     limits = config.sim_limits(torch.cuda.is_available())
-    return inputs, runner.run_jobs(submission_path(), sim_jobs(), flat(inputs), limits=limits)
+    jobs = sim_jobs(predict_item_10=not torch.cuda.is_available() and config.predict_enabled())
+    outcome = runner.run_jobs(submission_path(), jobs, flat(inputs), limits=limits)
+    if "predict" in jobs:
+        predicted = predictions(outcome, {d: task_name("predict", d) for d in ("fp32", "bf16")})
+        PREDICTED["note"] = prediction_note(predicted, COPY_NEEDED)
+        plugin.LEADERBOARD.extend(predicted_leaderboard(predicted))
+    return inputs, outcome
 
 
 @pytest.fixture(scope="session")
-def gpu(scanned):
-    """(inputs, outcome) of the submission on the GPU tasks, with real Triton; skips without CUDA."""
+def gpu(scanned, sim):
+    """(inputs, outcome) of the submission on the GPU tasks, with real Triton; skips without CUDA (with item 10's
+    prediction, when the simulator's job made one)."""
     if not torch.cuda.is_available():
-        pytest.skip(GPU_NOTE)
+        pytest.skip(GPU_NOTE + (f"\n{PREDICTED['note']}" if PREDICTED.get("note") else ""))
     speed_only = config.gpu_speed_only()
     inputs = {} if speed_only else make_inputs(GPU_ROBUST)
     refused = _refused(scanned)

@@ -13,13 +13,13 @@ from rmsnorm_testkit.compare import compare
 
 from autograder.decorators import number, visibility, weight
 
-from autograder import config
+from autograder import config, plugin
 from autograder.errors import GraderError
 from autograder.judge import judge
 from autograder.judge.charge import note
 from autograder.judge.outputs import SOURCES, got, got_instead, not_made
 from autograder.rubric import COPY_NEEDED, PARTS
-from autograder.judge.speed import gpu_verdict, not_timed
+from autograder.judge.speed import gpu_verdict, measured_entry, not_timed, refusal
 from autograder.speed import baseline_times, full_reference, reference_at_rows
 
 from autograder.hidden.cases import SPEED_SEED, SPEED_SHAPE, kind_of, robust_parts, task_name
@@ -164,6 +164,10 @@ def _speed(gpu, baseline, own_functions, part, record_property):
     wrong = _replay_wrong(outcome, dtype, kind, info, f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)} "
                                                       f"(new timing inputs, every element compared)")
     ok, msg = gpu_verdict(kind, dtype, SPEED_SHAPE, info, baseline[dtype], COPY_NEEDED[part], wrong, own_functions)
+    entry = measured_entry(part, dtype, SPEED_SHAPE, info, baseline[dtype],
+                           refused=bool(wrong or refusal(kind, info, own_functions)) or "faster than copying" in msg)
+    if entry:
+        plugin.LEADERBOARD.append(entry)              # the measured leaderboard (no points ride on it)
     record_property("output", msg)
     if not ok:
         fail(msg)

@@ -8,6 +8,8 @@ each one:
 - ``forward`` / ``backward``: call rmsnorm_forward / rmsnorm_backward on the tensors given, which live in
   the judge's shared memory;
 - ``ag_forward`` / ``ag_backward``: the step through the submission's TritonRMSNorm, kept between the two;
+- ``plan``: item 10's steps at its shape on tensors without data, the launches noted and not run (advice for
+  item 10's prediction, which no grade reads);
 - ``quit``.
 
 Each answer carries the outputs as memory handles (the judge reads their values itself) and what this side
@@ -26,7 +28,7 @@ from pathlib import Path
 import torch
 
 from mini_triton.imports import as_triton
-from rmsnorm_testkit import compare
+from rmsnorm_testkit import compare, predict
 
 from . import client
 from .channel import Broken, Channel
@@ -34,6 +36,8 @@ from .errors import describe
 from .norms import watch_norms
 from .phases import HOST_OP_CAP, TRANSPORT_OPS, Phase
 from .protocol import not_plain, require_plain
+
+PLAN_CAP = 64               # launches and host ops a plan reports per step
 
 
 
@@ -44,6 +48,7 @@ class Host:
         self.step = {}                  # the autograd step between its forward and its backward
         self.maps = []                  # mmaps of the judge's memory, kept open
         self.given = {}                 # the tensors of the request being answered
+        self.request = {}               # the request being answered
 
     def serve(self):
         while True:
@@ -69,6 +74,7 @@ class Host:
         if cmd == "import":
             self.mod = load_submission(self.submission)
             return {"ok": True}, []
+        self.request = request
         tensors = {k: self.tensor(v, fds) for k, v in request.get("tensors", {}).items()}
         kw = {"eps": request["eps"]} if "eps" in request else {}
         # the roles of a task's tensors: the backward through autograd still reads the forward's x and g
@@ -132,6 +138,20 @@ class Host:
             "dx": returned.get("dx") is not None and step["x"].grad is not None and
             returned["dx"].untyped_storage().data_ptr() != step["x"].grad.untyped_storage().data_ptr()}})
 
+    def plan(self, t, kw):
+        """Item 10's steps at its shape on tensors without data, each launch noted and not run (predict.plans):
+        the grid each launch gets there, and the host's torch ops. Advice for the prediction, which the judge
+        combines with its own records of the steps at fewer rows; no grade reads it."""
+        request = self.request
+        planned = predict.plans(self.mod, str(request.get("dtype")), tuple(int(d) for d in request["shape"]))
+        out = {}
+        for kind, (launches, host_ops) in planned.items():
+            out[kind] = {"launches": [{"kernel": L.kernel, "programs": L.programs, "num_warps": L.num_warps,
+                                       "spans": dict(list(L.spans.items())[:32])} for L in launches[:PLAN_CAP]],
+                         "host_ops": [{"op": w.name, "kind": w.kind, "bytes": sum(w.first)}
+                                      for w in host_ops[:PLAN_CAP]]}
+        return {"plan": out}, []
+
     def outputs(self, out: dict, phases: dict, extra=None) -> tuple:
         """The answer: each output's memory handle (or what it is instead), and what this side noticed."""
         for k, v in out.items():
@@ -157,7 +177,8 @@ def _noticed(phase, roles) -> dict:
     ops = []
     if phase.rec is not None and phase.rec.host_ops is not None:
         ops = [{"op": o.name, "reads": o.reads, "output_numel": o.output_numel, "dtype": o.out_dtype,
-                "where": getattr(o, "where", ""), "roles": sorted({roles[s] for s in o.storages if s in roles})}
+                "where": getattr(o, "where", ""), "roles": sorted({roles[s] for s in o.storages if s in roles}),
+                "in_bytes": sum(o.in_bytes), "out_bytes": sum(o.out_bytes)}
                for o in phase.rec.host_ops if o.reads > 0][:HOST_OP_CAP]
     return {"host_ops": ops, "norms": phase.norms}
 

@@ -20,9 +20,10 @@ import os
 import resource
 import signal
 import time
+import types
 
 import torch
-from rmsnorm_testkit import compare, text
+from rmsnorm_testkit import compare, predict, text, timing
 
 from . import host, watchdog
 from . import provenance
@@ -101,8 +102,10 @@ class Task:
         judge.memory.close()
         judge.memory = judge.launcher.memory = provenance.Memory()
         self.given, self.handles, self.fds = {}, {}, []
+        self.recs = {}                                   # each phase's record of its launches (run_phase)
+        made = made_inputs(task["make"]) if "make" in task else {}
         for k, v in task.get("tensors", {}).items():
-            base = inputs[v].clone()
+            base = (made[v] if v in made else inputs[v]).clone()
             buf, fd = judge.memory.input(base)
             view = compare.apply_view(judge.memory.view(buf, base.dtype, 0, list(base.shape), list(base.stride())),
                                     task.get("view", {}).get(k))
@@ -133,8 +136,9 @@ class Task:
         request, fds = self.request(cmd, names)
         with self.judge.phase() as rec:
             answer, got = self.judge.ask(request, fds)
+        self.recs[name] = rec
         try:
-            if "error" not in answer:
+            if "error" not in answer and self.task.get("op") != "predict":    # the prediction reads no output
                 self.outputs(name, answer, got)
         finally:
             close(got)
@@ -316,7 +320,82 @@ def autograd(t: Task):
         t.info["dy_modified"] = t.dy_modified()
 
 
-TASKS = {"forward": forward, "backward": backward, "autograd": autograd}
+def made_inputs(spec: dict) -> dict:
+    """x, g and dy made here from a seed (a task that needs no particular values: the prediction's)."""
+    dtype = predict.DTYPES[str(spec["dtype"])]
+    x, g, dy = timing.speed_inputs(tuple(int(d) for d in spec["shape"]), dtype, int(spec["seed"]))
+    return {"x": x, "g": g, "dy": dy}
+
+
+def host_op_works(noticed: dict) -> list:
+    """The host ops the submission's side noticed in a phase, as the performance model's work (advice: they only
+    make the prediction's time longer or shorter)."""
+    perf = predict.perf_model()
+    works = []
+    for op in (noticed or {}).get("host_ops") or []:
+        try:
+            seen = types.SimpleNamespace(name=str(op["op"])[:40], is_view=False, in_bytes=(int(op["in_bytes"]),),
+                                         out_bytes=(int(op["out_bytes"]),))
+        except (KeyError, TypeError, ValueError):
+            continue
+        w = perf.host_op_work(seen)
+        if w is not None:
+            works.append(w)
+    return works
+
+
+def planned(answer: dict, kind: str):
+    """(launches, host-op works) of one step from the submission's side's plan (host.py's "plan"), checked to be
+    plain numbers; None when it has none."""
+    perf = predict.perf_model()
+    step = ((answer or {}).get("plan") or {}).get(kind)
+    if not isinstance(step, dict):
+        return None
+    try:
+        launches = [types.SimpleNamespace(kernel=str(L["kernel"])[:80], programs=max(1, int(L["programs"])),
+                                          num_warps=max(1, min(32, int(L["num_warps"]))),
+                                          spans={str(k)[:40]: max(0, int(v)) for k, v in dict(L["spans"]).items()})
+                    for L in step.get("launches", [])[:64]]
+        ops = [perf.Work(f"torch {str(o['op'])[:40]}", kind=o["kind"], programs=1.0, spans=(float(o["bytes"]),),
+                         first=(float(o["bytes"]),), again=(0.0,), touched=(float(o["bytes"]),))
+               for o in step.get("host_ops", [])[:64] if o.get("kind") in perf.TORCH_SHARE and int(o["bytes"]) >= 0]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return launches, ops
+
+
+def predict_item_10(t: Task):
+    """Item 10's prediction (rmsnorm_testkit/predict.py): the steps at predict.ROWS rows on inputs made here, as the
+    judge records them, and their plan at item 10's shape from the submission's side. No grade reads it."""
+    dtype = t.task["dtype"]
+    say("item 10's prediction", t.given["x"][1])
+
+    def work(phase):
+        return predict.perf_model().works(t.recs[phase]) + host_op_works(t.info[phase])
+    works = {}
+    try:
+        t.run_phase("fwd", "forward", ["x", "g"])
+        works["fwd"] = work("fwd")
+    except Failed:
+        pass
+    try:
+        t.run_phase("fwd", "ag_forward", ["x", "g"])
+        first = work("fwd")
+        t.run_phase("bwd", "ag_backward", ["dy"])
+        works["fwdbwd"] = first + work("bwd")
+    except Failed:
+        pass
+    answer, fds = t.judge.ask({"cmd": "plan", "dtype": dtype, "shape": list(timing.SPEED_SHAPE)})
+    close(fds)
+    plans = {kind: p for kind in works if (p := planned(answer, kind)) is not None}
+    got = predict.from_runs(works, plans, dtype, rows=int(t.task["make"]["shape"][0]))
+    t.info["prediction"] = {"gpu": got.gpu, "dtype": dtype, "shares": got.shares, "line": got.line(),
+                            "notes": got.notes[:8], "copies": got.copies,
+                            "kernels": {k: [[n, round(us, 2)] for n, us in p.kernels[:64]]
+                                        for k, p in got.steps.items()}}
+
+
+TASKS = {"forward": forward, "backward": backward, "autograd": autograd, "predict": predict_item_10}
 
 
 def run_task(judge: Judge, task: dict, inputs: dict, progress: dict) -> tuple:
@@ -389,8 +468,10 @@ def run_groups(hosts: list, groups: dict, inputs: dict, triton, submission, sour
     or a crash costs its own group only, and a busy machine costs nothing."""
     results, tensors = {}, {}
     for (channel, pid), (group, tasks) in zip(hosts, groups.items()):
-        channel.deadline = None if seconds is None else time.monotonic() + seconds
-        channel.budget = None if cpu_seconds is None else cpu_budget(pid, cpu_seconds)
+        wall = seconds.get(group) if isinstance(seconds, dict) else seconds
+        cpu = cpu_seconds.get(group) if isinstance(cpu_seconds, dict) else cpu_seconds
+        channel.deadline = None if wall is None else time.monotonic() + wall
+        channel.budget = None if cpu is None else cpu_budget(pid, cpu)
         judge = Judge(channel, triton, submission, source)
         try:
             say("importing rmsnorm.py")
@@ -401,7 +482,7 @@ def run_groups(hosts: list, groups: dict, inputs: dict, triton, submission, sour
             results.update(done)
             tensors.update(made)
         except Broken as e:
-            message = ended(pid, e, cpu_seconds if getattr(e, "cpu", False) else seconds)
+            message = ended(pid, e, cpu if getattr(e, "cpu", False) else wall)
             results.setdefault("_ended", {})[group] = message
             if SAID["now"] == "importing rmsnorm.py":
                 return results, tensors, message

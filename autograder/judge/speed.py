@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from rmsnorm_testkit import text
 
+from ..rubric import PARTS
 from ..speed import timing, traffic_bytes
 
 PLAUSIBLE = 1.15        # no kernel moves its bytes faster than this multiple of the measured copy
@@ -190,3 +191,78 @@ def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct
 def copy_bandwidth(shape, dtype: str, base: dict) -> float:
     """GB/s of the measured copy of x (``base["copy"]`` ms)."""
     return timing.copy_bytes(shape, dtype) / base["copy"] / 1e6
+
+
+# -- item 10 predicted on a CPU grading, and the leaderboard -----------------------------------------------------
+def _step_and_dtype(part: str) -> tuple:
+    """("fwd", "fp32") for 10.1: the step and dtype a speed part times, read from its name in the rubric."""
+    name = PARTS[part].name                                    # "forward fp32", "forward+backward bf16"
+    what, dtype = name.rsplit(" ", 1)
+    return next(kind for kind, w in WHAT.items() if w == what), dtype
+
+
+SPEED_PARTS = [p for p in PARTS if p.startswith("10.")]
+
+
+def predictions(outcome, tasks) -> dict:
+    """{dtype: the prediction the judge made} of the predict tasks (``tasks``: {dtype: task name}) that ran."""
+    out = {}
+    for dtype, task in tasks.items():
+        info = getattr(outcome, "info", {}).get(task)
+        got = info.get("prediction") if isinstance(info, dict) else None
+        if isinstance(got, dict) and isinstance(got.get("shares"), dict):
+            out[dtype] = got
+    return out
+
+
+def _share(pred: dict, kind: str):
+    value = pred.get("shares", {}).get(kind)
+    return float(value) if isinstance(value, (int, float)) and 0 <= value < 1000 else None
+
+
+def prediction_note(predicted: dict, needed: dict) -> str:
+    """The note a CPU grading adds to item 10: each speed part's predicted share of copy beside what it needs, and
+    what may make the prediction wrong; or why there is none."""
+    if not predicted:
+        return ("No prediction of item 10 this time: the simulator could not run item 10's steps within the "
+                "prediction's budget (it grades nothing).")
+    cells = []
+    for part in SPEED_PARTS:
+        kind, dtype = _step_and_dtype(part)
+        share = _share(predicted.get(dtype, {}), kind)
+        cells.append(f"{PARTS[part].name} ≈ {'n/a' if share is None else f'{share:.0f}%'} of copy "
+                     f"({part} needs {needed[part]:.0f}%)")
+    gpu = next(iter(predicted.values())).get("gpu", "H200")
+    notes = list(dict.fromkeys(str(n)[:text.SUMMARY_CHARS] for p in predicted.values() for n in p.get("notes", [])))
+    return (f"Predicted on an {gpu} from the simulator's record of your kernels (a prediction, no points: item 10 "
+            f"is measured on the course GPU after the deadline): " + "; ".join(cells) + "."
+            + "".join(f" Note: {n}." for n in notes[:4]))
+
+
+def predicted_leaderboard(predicted: dict) -> list:
+    """Gradescope's leaderboard entries of a CPU grading: each speed part's predicted share of copy (higher
+    first), and the forward+backward's traffic in copies of x (lower first). No points ride on them."""
+    entries = []
+    for part in SPEED_PARTS:
+        kind, dtype = _step_and_dtype(part)
+        share = _share(predicted.get(dtype, {}), kind)
+        if share is not None:
+            entries.append({"name": f"{PARTS[part].name}, % of copy (predicted)", "value": round(share, 1),
+                            "order": "desc"})
+    for dtype, pred in predicted.items():
+        copies = (pred.get("copies") or {}).get("fwdbwd")
+        if isinstance(copies, (int, float)):
+            entries.append({"name": f"forward+backward {dtype}, traffic in copies of x (predicted)",
+                            "value": round(float(copies), 2), "order": "asc"})
+    return entries
+
+
+def measured_entry(part: str, dtype: str, shape, info: dict, base: dict, refused: bool) -> dict | None:
+    """The leaderboard entry of a GPU grading's speed part (``dtype`` torch's name of its dtype): its measured share
+    of copy; None when it was not timed, or its time was refused."""
+    kind, _ = _step_and_dtype(part)
+    ms = info.get(f"{kind}_graph_ms")
+    if refused or not isinstance(ms, (int, float)) or ms <= 0:
+        return None
+    pct = 100 * traffic_bytes(kind, shape, dtype) / ms / 1e6 / copy_bandwidth(shape, dtype, base)
+    return {"name": f"{PARTS[part].name}, % of copy", "value": round(pct, 1), "order": "desc"}

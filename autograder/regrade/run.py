@@ -19,6 +19,7 @@ from ..errors import GraderError
 from ..plugin import open_private
 from ..rubric import PARTS, item_of
 from .export import META, export_folder, gradescope_scores, submissions, warn
+from . import leaderboard
 from .shards import shard_of
 from .table import write_csv
 
@@ -78,9 +79,11 @@ def keep_private(export: Path) -> None:
               file=sys.stderr)
 
 
-def regrade(export: Path, out_csv: Path | None, jobs: int = 1, shard=None) -> tuple[list[dict], dict]:
+def regrade(export: Path, out_csv: Path | None, jobs: int = 1, shard=None, names: bool = False) -> tuple[list[dict],
+                                                                                                       dict]:
     """Grade what is not graded yet (of ``shard`` only, when given); (CSV rows, {submission: autograder
-    error}). No CSV is written for a shard (``out_csv`` None): a plain run afterwards writes it."""
+    error}). No CSV is written for a shard (``out_csv`` None): a plain run afterwards writes it, and the speed
+    leaderboard beside it (leaderboard.py; students named only with ``names``)."""
     export = export_folder(export)
     subs = submissions(export)
     grade.preflight()                      # a grader that cannot grade stops here, before any submission
@@ -128,4 +131,6 @@ def regrade(export: Path, out_csv: Path | None, jobs: int = 1, shard=None) -> tu
         list(pool.map(one, todo))
     if out_csv is None:
         return [], errors
-    return write_csv(subs, results_dir, out_csv, errors, gradescope_scores(export / META)), errors
+    rows = write_csv(subs, results_dir, out_csv, errors, gradescope_scores(export / META))
+    leaderboard.write(subs, results_dir, out_csv.parent, names)
+    return rows, errors

@@ -27,7 +27,7 @@ import torch
 
 from .timing import SPEED_SHAPE, STEPS, copy_bytes, least_bytes, speed_inputs
 
-ROWS = 1024                     # the rows the traffic is simulated at
+ROWS = 512                      # the rows the traffic is simulated at
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
@@ -39,6 +39,7 @@ class Item10:
     shares: dict                # {"fwd": % of copy, "fwdbwd": % of copy}; None where the step did not run
     steps: dict                 # {"fwd": perf.Prediction, ...}
     notes: list                 # what may make it wrong, in a student's words
+    copies: dict = dataclasses.field(default_factory=dict)    # {step: bytes from memory, in copies of x}
 
     def line(self) -> str:
         """"forward fp32 ≈ 97% of copy, forward+backward ≈ 94%"."""
@@ -46,7 +47,7 @@ class Item10:
                          f"{STEPS[k][0]} ≈ {_pct(self.shares.get(k))}" for i, k in enumerate(STEPS))
 
 
-def _perf():
+def perf_model():
     """mini_triton's performance model, imported when first needed (the simulator's folder is then on the path:
     load_impl puts it there)."""
     from mini_triton import perf
@@ -75,7 +76,7 @@ def traffic(impl, dtype: str, rows: int = ROWS, n: int = SPEED_SHAPE[1]) -> dict
         try:
             with triton.record(host_ops=True) as rec:
                 step()
-            out[kind] = _perf().works(rec)
+            out[kind] = perf_model().works(rec)
         except Exception:                            # noqa: BLE001 -- the tests say why; here it is not predicted
             pass
     return out
@@ -100,7 +101,7 @@ def plans(impl, dtype: str, shape=SPEED_SHAPE) -> dict:
             try:
                 with triton.plan() as rec:
                     step()
-                out[kind] = (rec.launches, [w for w in map(_perf().host_op_work, rec.host_ops) if w is not None])
+                out[kind] = (rec.launches, [w for w in map(perf_model().host_op_work, rec.host_ops) if w is not None])
             except Exception:                        # noqa: BLE001 -- the other device, or no plan
                 pass
         del x, dy, g
@@ -124,9 +125,9 @@ def from_runs(works: dict, planned: dict, dtype: str, gpu: str = "H200", rows: i
               shape=SPEED_SHAPE) -> Item10:
     """The prediction from a step's traffic at ``rows`` (``traffic``; in a grading, the judge's own records) and
     its plan at ``shape`` (``plans``)."""
-    model = _perf().GPUS[gpu]
-    t_copy = _perf().copy_seconds(copy_bytes(shape, DTYPES[dtype]), model)
-    shares, steps, notes = {}, {}, []
+    model = perf_model().GPUS[gpu]
+    t_copy = perf_model().copy_seconds(copy_bytes(shape, DTYPES[dtype]), model)
+    shares, steps, notes, copies = {}, {}, [], {}
     for kind in STEPS:
         if kind not in works:
             shares[kind] = None
@@ -136,11 +137,12 @@ def from_runs(works: dict, planned: dict, dtype: str, gpu: str = "H200", rows: i
             at, note = at_shape(works[kind], planned[kind], rows, shape)
         else:
             at, note = [w.times(shape[0] / rows) for w in works[kind]], (
-                f"the {STEPS[kind][0]} could not run on tensors without data (it reads a result back), so the "
-                f"prediction grows its {rows}-row run with the rows")
+                f"the {STEPS[kind][0]} could not run at item 10's shape without its data (it reads a value back, "
+                f"or refuses that shape), so the prediction grows its {rows}-row run with the rows")
         if note and note not in notes:
             notes.append(note)
-        steps[kind] = _perf().predict_works(at, model)
+        steps[kind] = perf_model().predict_works(at, model)
+        copies[kind] = sum(w.hbm_bytes(model) for w in at) / copy_bytes(shape, DTYPES[dtype])
         seconds = steps[kind].us * 1e-6
         shares[kind] = 100 * (least_bytes(kind, shape, DTYPES[dtype]) / seconds) / (
             copy_bytes(shape, DTYPES[dtype]) / t_copy)
@@ -150,7 +152,7 @@ def from_runs(works: dict, planned: dict, dtype: str, gpu: str = "H200", rows: i
                 notes.append(f"{name} runs {w.programs:.0f} programs, fewer than the {model.name}'s {model.sms} SMs, "
                              f"so most of the GPU waits (a grid taken from the GPU's SM count on a GPU but a "
                              f"constant on the CPU runs another size there)")
-    return Item10(model.name, dtype, shares, steps, notes)
+    return Item10(model.name, dtype, shares, steps, notes, copies)
 
 
 def item_10(impl, dtype: str, gpu: str = "H200", shape=SPEED_SHAPE) -> Item10:

@@ -9,6 +9,8 @@ from autograder.job.main import load_submission
 from autograder.job.tasks import TASKS, run_task, run_tasks, saved_r
 from conftest import ROOT
 
+import gradescope_format
+
 pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
 
 
@@ -58,16 +60,37 @@ def test_gpu_parts_are_left_out_with_a_note_without_cuda(graded):
     if torch.cuda.is_available():
         assert len(gpu) == 4 and all(t["max_score"] == rubric.PARTS[t["number"]].points for t in gpu)
     else:
-        assert gpu == [] and graded["solution"]["output"] == rubric.GPU_NOTE
+        out = graded["solution"]["output"]
+        assert gpu == [] and out.startswith(rubric.GPU_NOTE + "\nPredicted on an H200"), out
+        for part, pct in rubric.COPY_NEEDED.items():
+            assert f"{rubric.PARTS[part].name} ≈ " in out and f"({part} needs {pct:.0f}%)" in out
+        assert "No prediction of item 10: its steps did not run" in graded["starter"]["output"]
 
 
 def test_results_follow_gradescopes_format(graded):
+    import torch
     res = graded["solution"]
     assert isinstance(res["execution_time"], (int, float)) and res["stdout_visibility"] == "hidden"
     for t in res["tests"]:
         assert set(t) >= {"name", "number", "score", "max_score", "status", "output", "visibility"}
         assert t["status"] in ("passed", "failed")
+    assert gradescope_format.problems(res) == []
+    board = {e["name"]: e for e in res["leaderboard"]}
+    suffix = "" if torch.cuda.is_available() else " (predicted)"
+    for part in ("10.1", "10.2", "10.3", "10.4"):
+        entry = board[f"{rubric.PARTS[part].name}, % of copy{suffix}"]
+        assert entry["order"] == "desc" and 50 < entry["value"] <= 110, entry   # the solution: near a copy's
     json.dumps(res)
+
+
+def test_the_format_check_finds_what_gradescope_refuses():
+    bad = {"tests": [{"name": "a", "score": "1", "status": "ok"}], "stdout_visibility": "later",
+           "leaderboard": [{"name": "speed", "value": None, "order": "up"}, {"value": 3}]}
+    assert gradescope_format.problems(bad) == [
+        "stdout_visibility 'later' is not one of ['after_due_date', 'after_published', 'hidden', 'visible']",
+        "tests[0].score is not a number", "tests[0].status is 'ok', not passed or failed",
+        "leaderboard[0].value is neither a number nor text", "leaderboard[0].order 'up' is not asc or desc",
+        "leaderboard[1] has no name"]
 
 
 def test_feedback_shows_no_hidden_test_code(graded):

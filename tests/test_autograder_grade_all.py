@@ -439,3 +439,28 @@ def test_shards_grade_disjoint_shares_and_a_plain_run_then_writes_every_row(tmp_
     for bad in ("0/2", "3/2", "1", "a/b"):
         with pytest.raises(SystemExit, match="--shard takes K/N"):
             grade_all.main([str(export), "--shard", bad])
+
+
+def test_the_leaderboard_ranks_each_submission_by_its_mean_share_and_names_nobody_unless_asked(tmp_path):
+    from autograder.regrade import leaderboard
+    results = tmp_path / "regrade"
+    results.mkdir()
+
+    def board(shares, predicted=False):
+        names = ["forward fp32", "forward bf16", "forward+backward fp32", "forward+backward bf16"]
+        return {"tests": [], "leaderboard": [{"name": f"{n}, % of copy" + (" (predicted)" if predicted else ""),
+                                              "value": v, "order": "desc"} for n, v in zip(names, shares)]}
+    (results / "s1.json").write_text(json.dumps(board([90, 90, 40, 40])))
+    (results / "s2.json").write_text(json.dumps(board([97, 96, 95, 94])))
+    (results / "s3.json").write_text(json.dumps({"tests": []}))                  # not timed: no row
+    subs = [("s1", results, [{"name": "Ada"}]), ("s2", results, [{"name": "Bo"}]), ("s3", results, [])]
+    rows = leaderboard.write(subs, results, tmp_path)
+    assert [(r["rank"], r["who"]) for r in rows] == [(1, "s2"), (2, "s1")]
+    table = (tmp_path / "leaderboard.md").read_text()
+    assert "| 1 | s2 | 97% | 96% | 95% | 94% | 96% |" in table and "Ada" not in table and "measured" in table
+    assert "Ada" not in (tmp_path / "leaderboard.csv").read_text()
+    named = leaderboard.write(subs, results, tmp_path, names=True)
+    assert [r["who"] for r in named] == ["Bo", "Ada"] and "| 2 | Ada |" in (tmp_path / "leaderboard.md").read_text()
+    (results / "s1.json").write_text(json.dumps(board([90, 90, 40, 40], predicted=True)))
+    leaderboard.write(subs, results, tmp_path)
+    assert "predicted from the simulator" in (tmp_path / "leaderboard.md").read_text()

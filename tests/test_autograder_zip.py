@@ -18,6 +18,8 @@ import pytest
 from autograder import accounts, grade, isolation, package
 from conftest import ROOT
 
+import gradescope_format
+
 POOL = "rmsnorm-sbxzip"               # the test's own sandbox accounts: created by setup.sh as root, removed after
 
 
@@ -145,6 +147,9 @@ def test_solution_gets_full_marks_through_run_autograder(gradescope):
     for t in res["tests"]:
         assert set(t) >= {"name", "number", "score", "max_score", "status", "output", "visibility"}
     assert "Fused forward" in res["output"] and "course GPU machine" in res["output"]
+    assert "Predicted on an H200" in res["output"] and gradescope_format.problems(res) == []
+    assert {e["name"] for e in res["leaderboard"]} >= {"forward fp32, % of copy (predicted)",
+                                                        "forward+backward bf16, traffic in copies of x (predicted)"}
     assert "--- pytest log (staff only) ---" in proc.stdout and "passed" in proc.stdout
 
 

@@ -146,3 +146,16 @@ def test_gpu_report_prints_each_shape_as_it_is_measured_and_starts_the_next_job_
     assert out.index("fp32: GPU time") < out.index("bf16: GPU time") < out.index("The model")
     assert "256x512" in out and "F.rms_norm: RuntimeError: boom" in out and "5 measurements in" in out
     assert len((tmp_path / "bench_gpu.jsonl").read_text().splitlines()) == 5
+
+
+def test_the_handouts_prediction_example_is_what_the_solution_prints(capsys):
+    """Section 7 shows `make bench`'s prediction for the reference solution: it must be the solution's own."""
+    from rmsnorm_testkit.compare import load_impl
+    traffic.print_prediction(load_impl(ROOT / "solution" / "rmsnorm.py", backend="mini_triton"))
+    printed = [ln.strip() for ln in capsys.readouterr().out.splitlines()
+               if ln.strip().startswith(("forward ", "where "))]
+    assert len(printed) == 4, printed
+    for handout in ("README.md", "README.zh-CN.md"):
+        text = (ROOT / "handout" / handout).read_text(encoding="utf-8")
+        block = next(b for b in re.findall(r"^```text\n(.*?)^```", text, flags=re.M | re.S) if "≈" in b)
+        assert [ln.strip() for ln in block.splitlines() if ln.strip()] == printed, f"update handout/{handout}"

@@ -6,6 +6,7 @@ within 15 points of the measured one, and the microbenchmarks its parameters com
 alone, the plan of a launch at a shape too large to simulate, and the prediction's notes.
 """
 import json
+import re
 import math
 import sys
 import warnings
@@ -137,3 +138,18 @@ def test_every_gpu_of_the_table_names_its_source():
     for gpu in perf.GPUS.values():
         assert gpu.source and gpu.hbm_gbs > 0 and gpu.sms > 0 and gpu.l2_bytes > 0
     assert perf.GPUS["A100"].hbm_gbs < perf.GPUS["H100"].hbm_gbs < perf.GPUS["H200"].hbm_gbs
+
+
+@pytest.mark.filterwarnings("ignore::mini_triton.OrderDependenceWarning")
+def test_the_handouts_accuracy_table_is_the_models_beside_the_h200s(designs):
+    """Part (e)'s table, in both handouts: per design, the forward+backward's predicted / measured share."""
+    expected = []
+    for name in perf_designs.DESIGNS:
+        impl = load_impl(designs[name], backend="mini_triton")
+        expected.append([f"{predict.item_10(impl, d).shares['fwdbwd']:.0f} / "
+                         f"{MEASURED['designs'][name][d]['fwdbwd_share']:.0f}" for d in ("fp32", "bf16")])
+    for handout in ("README.md", "README.zh-CN.md"):
+        text = (ROOT / "handout" / handout).read_text(encoding="utf-8")
+        rows = [[c.strip() for c in ln.strip("|").split("|")][1:] for ln in text.splitlines()
+                if re.match(r"^\| [^|]+ \| \d+ / \d+ \| \d+ / \d+ \|$", ln)]
+        assert rows == expected, f"handout/{handout}'s table of part (e) differs from the model's: update it"

@@ -223,9 +223,9 @@ def _share(pred: dict, kind: str):
 def prediction_note(predicted: dict, needed: dict) -> str:
     """The note a CPU grading adds to item 10: each speed part's predicted share of copy beside what it needs, and
     what may make the prediction wrong; or why there is none."""
-    if not predicted:
-        return ("No prediction of item 10 this time: the simulator could not run item 10's steps within the "
-                "prediction's budget (it grades nothing).")
+    if not any(_share(p, kind) is not None for p in predicted.values() for kind in WHAT):
+        return ("No prediction of item 10: its steps did not run to the end on the simulator (the parts above say "
+                "why, or they took longer than the prediction's few seconds).")
     cells = []
     for part in SPEED_PARTS:
         kind, dtype = _step_and_dtype(part)

@@ -56,7 +56,7 @@ class Launch:
         self.populated = set()                 # buffers whose pages are mapped for writing (memory.store)
         self.view_loads = None                 # may loads be views? None: not known yet (runtime.Chunk.writing)
         self.waits = 0                         # reductions across a block, summed over programs (perf.py)
-        self.rounds = 0.0                      # load waits, summed over programs (runtime.Chunk.note_load)
+        self.rounds = {}                       # load waits by bytes per thread (runtime.Chunk.note_load)
 
     def lock_id(self, key) -> int:
         return self.lock_ids.setdefault(key, len(self.lock_ids))
@@ -249,7 +249,8 @@ class JITFunction:
             launch.view_loads = True
         committed.extend(chunk.records)
         launch.waits += chunk.waits
-        launch.rounds += chunk.rounds
+        for per_thread, programs in chunk.rounds.items():
+            launch.rounds[per_thread] = launch.rounds.get(per_thread, 0) + programs
         return chunk.max_numel
 
     def _views(self, launch, pids) -> bool:

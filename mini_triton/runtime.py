@@ -78,12 +78,6 @@ class ViewHazard(Exception):
     """A chunk wrote into memory it had loaded as a view: its loads must copy (the launcher reruns it so)."""
 
 
-# A program keeps OVERLAP_BYTES / (its bytes per thread) executions of a load in flight, from 1 to OVERLAP_MAX: the
-# compiler unrolls and pipelines small loads. Fitted on the H200 (perf.py, the model that reads the waits counted
-# here): 128-column blocks at 4 and 2 bytes per thread keep their loads hidden, a row copy at 64 waits for each.
-OVERLAP_BYTES, OVERLAP_MAX = 64, 8
-
-
 class Chunk:
     """The programs executing together, plus what they did so far."""
 
@@ -96,7 +90,7 @@ class Chunk:
         self.records = []                        # memory accesses, see memory.py
         self.max_numel = 1                       # largest block seen: sizes the next chunk
         self.waits = 0                           # reductions across a block, summed over programs (perf.py)
-        self.rounds = 0.0                        # load waits, summed over programs (note_load; perf.py)
+        self.rounds = {}                         # load waits: {bytes per thread of the load: programs} (perf.py)
         self.round_sites = None                  # the load sites of the round in flight, None when none is
         self.locks = None                        # per program: the lock it holds (an id), or -1
         self.turns = None                        # per program: its turn at a lock the chunk's programs share
@@ -118,13 +112,14 @@ class Chunk:
     def note_load(self, site, lanes: int, elem_bytes: int):
         """A load of a block of ``lanes`` elements: on a GPU the program waits for it. The compiler issues the
         loads of one pass through the code together (x, dy and r of one row), so they share one wait; the next
-        execution of a load already in the round (a loop's next iteration) waits again, or an OVERLAP-th of a wait
-        where the compiler keeps several small loads in flight (perf.py). A load of one element rides along."""
+        execution of a load already in the round (a loop's next iteration) waits again (perf.py weighs each wait
+        by its load's bytes per thread: the compiler keeps several small loads in flight). A load of one element
+        rides along."""
         if lanes <= 1:
             return
         if self.round_sites is None or site in self.round_sites:
             per_thread = lanes * elem_bytes / (32 * self.launch.num_warps)
-            self.rounds += self.P / max(1.0, min(OVERLAP_MAX, OVERLAP_BYTES / per_thread))
+            self.rounds[per_thread] = self.rounds.get(per_thread, 0) + self.P
             self.round_sites = set()
         self.round_sites.add(site)
 

@@ -112,7 +112,7 @@ class LaunchStats:
     rule: str | None = None
     num_warps: int = 4            # the launch's num_warps: 32 threads each per program (perf.py reads it)
     waits: int = 0                # reductions across a block the programs made, summed over them (perf.py)
-    rounds: float = 0.0           # the loads they waited for, summed over them (runtime.Chunk.note_load)
+    rounds: dict = dataclasses.field(default_factory=dict)   # the loads they waited for: {bytes per thread: programs}
 
     @property
     def loaded(self):

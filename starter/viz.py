@@ -8,7 +8,8 @@ touched more than once. A fused forward paints each row of x once, in its progra
 in every cell of x means your kernel reads x twice. Red marks a mistake: elements that several
 programs stored (a data race: here it is drawn, not raised), or, when a kernel makes an
 out-of-bounds access, every program's lanes past the end of its row or of the tensor (a second
-picture, traffic_*_out_of_bounds.png).
+picture, traffic_*_out_of_bounds.png). Last, which kernel the time of item 10's forward+backward would go to on
+the course GPU (rmsnorm_testkit/predict.py, as `make bench` predicts it).
 """
 import argparse
 import os
@@ -71,7 +72,18 @@ def main(argv):
              f"rmsnorm_bwd_kernel on x of shape {SHAPE}, {per_program} row{'s' * (per_program > 1)} per program: "
              f"{-(-M // per_program)} programs"),
     ]
+    where_the_time_goes(impl)
     return 0 if any(drawn) else 1
+
+
+def where_the_time_goes(impl):
+    """Which kernel item 10's time would go to on the course GPU, as `make bench` predicts it."""
+    from rmsnorm_testkit import predict
+    got = predict.item_10(impl, "fp32")
+    step = got.steps.get("fwdbwd")
+    if step is not None:
+        print("on an H200, at item 10's shape, the fp32 forward+backward's time would go to (predicted): "
+              + ", ".join(f"{name} {100 * share:.0f}%" for name, _, share in step.by_kernel()))
 
 
 if __name__ == "__main__":

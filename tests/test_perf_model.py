@@ -153,3 +153,27 @@ def test_the_handouts_accuracy_table_is_the_models_beside_the_h200s(designs):
         rows = [[c.strip() for c in ln.strip("|").split("|")][1:] for ln in text.splitlines()
                 if re.match(r"^\| [^|]+ \| \d+ / \d+ \| \d+ / \d+ \|$", ln)]
         assert rows == expected, f"handout/{handout}'s table of part (e) differs from the model's: update it"
+
+
+@triton.jit
+def _waiting_kernel(x_ptr, dy_ptr, r_ptr, out_ptr, n_rows, BLOCK: tl.constexpr):
+    pid, programs = tl.program_id(0), tl.num_programs(0)
+    cols = tl.arange(0, BLOCK)
+    for row in range(pid, n_rows, programs):
+        x = tl.load(x_ptr + row * BLOCK + cols)
+        dy = tl.load(dy_ptr + row * BLOCK + cols)      # issued with x: the same wait
+        r = tl.load(r_ptr + row)                       # one element: rides along
+        dot = tl.sum(x * dy, axis=0)                   # its threads wait for each other: a wait of its own
+        tl.store(out_ptr + row * BLOCK + cols, x * r - dot)
+
+
+def test_the_waits_of_a_program_are_counted_as_the_kernel_runs():
+    """Per row: one wait for the loads issued together (x and dy; r rides along) and one for the reduction, each
+    counted over the programs, the loads keyed by their bytes per thread (1024 fp32 on 4 warps: 32)."""
+    x, dy, r, out = torch.randn(12, 1024), torch.randn(12, 1024), torch.randn(12), torch.empty(12, 1024)
+    with triton.record() as rec:
+        _waiting_kernel[(4,)](x, dy, r, out, 12, BLOCK=1024, num_warps=4)
+    (launch,) = rec.launches
+    assert launch.rounds == {32.0: 12} and launch.waits == 12       # 4 programs x 3 rows each
+    assert perf.launch_work(launch).rounds == 12 / perf.overlap(32.0) + 12
+    torch.testing.assert_close(out, x * r[:, None] - (x * dy).sum(1, keepdim=True))

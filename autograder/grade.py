@@ -179,17 +179,25 @@ def start_preflight():
         return None
     out = tempfile.NamedTemporaryFile("r", prefix="rmsnorm-preflight-", suffix=".out", encoding="utf-8",
                                       errors="replace")
-    return key, warm.start("autograder.preflight", [], env=dict(os.environ), cwd=config.ROOT, out=out.name), out
+    env, made = dict(os.environ), None
+    if not env.get(RUNTIME_VAR):              # a runtime folder made here and removed here: a child forked from the
+        made = Path(tempfile.mkdtemp(prefix="rmsnorm-runtime-"))    # warm server ends without its exit handlers
+        env[RUNTIME_VAR] = str(runtime.copy_into(made))
+    return key, warm.start("autograder.preflight", [], env=env, cwd=config.ROOT, out=out.name), out, made
 
 
 def check_preflight(started) -> None:
     """Wait for a preflight that start_preflight started; raise GraderError (cause and fix) if it failed."""
     if started is None:
         return
-    key, run, out = started
-    with out:
-        code = run.wait()
-        said = out.read()
+    key, run, out, made = started
+    try:
+        with out:
+            code = run.wait()
+            said = out.read()
+    finally:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
     if code:
         text = said.strip().rpartition("preflight failed: ")[2] or f"exit code {code}"
         cause, _, fix = text.partition("\nFix: ")

@@ -1,6 +1,7 @@
 """End to end: the hidden tests grade the solution and the starter as they should."""
 import concurrent.futures
 import json
+from pathlib import Path
 
 import pytest
 
@@ -192,7 +193,7 @@ def test_a_failed_preflight_makes_the_grading_an_autograder_error_not_a_grade(tm
 
     def start():
         out = tempfile.NamedTemporaryFile("r", dir=tmp_path, suffix=".out")
-        return "key", warm.start("says_no", [], env=dict(os.environ), cwd=tmp_path, out=out.name), out
+        return "key", warm.start("says_no", [], env=dict(os.environ), cwd=tmp_path, out=out.name), out, None
     monkeypatch.setattr(grade, "start_preflight", start)
     results = tmp_path / "results.json"
     with pytest.raises(grade.GraderError, match="the probe said no") as e:         # part 0 alone: the scan
@@ -200,3 +201,24 @@ def test_a_failed_preflight_makes_the_grading_an_autograder_error_not_a_grade(tm
     assert e.value.fix == "make it say yes"
     assert json.loads(results.read_text()) == json.loads(json.dumps(grade.FALLBACK))
     assert "key" not in grade._PREFLIGHT_PASSED
+
+
+def test_a_preflight_without_a_runtime_folder_gets_one_that_is_removed_after_it(monkeypatch, tmp_path):
+    """A child forked from the warm server ends without its exit handlers, so the folder it would make for its
+    jobs would stay behind: the grader makes it, hands it down, and removes it once the preflight is judged."""
+    from autograder import config, warm
+    seen = {}
+
+    class Done:
+        def wait(self, timeout=None):
+            return 0
+
+    def start(module, args, *, env, cwd, out):
+        seen["folder"] = env.get(config.RUNTIME_VAR)
+        seen["held_job"] = (Path(seen["folder"]) / "autograder" / "job" / "__main__.py").is_file()
+        return Done()
+    monkeypatch.delenv(config.RUNTIME_VAR, raising=False)
+    monkeypatch.setattr(warm, "start", start)
+    monkeypatch.setattr(grade, "_PREFLIGHT_PASSED", set())
+    grade.preflight()
+    assert seen["folder"] and seen["held_job"] and not Path(seen["folder"]).exists()

@@ -42,7 +42,7 @@ def rows(subs, results_dir: Path, names: bool = False) -> list:
             continue
         who = "; ".join(p.get("name", "") for p in people if p.get("name")) if names else sid
         shares = {part: got[part][0] for part in SPEED if part in got}
-        mean = sum(shares.values()) / len(SPEED) if len(shares) == len(SPEED) else None
+        mean = round(sum(shares.values()) / len(SPEED), 1) if len(shares) == len(SPEED) else None
         table.append({"who": who or sid, **{PARTS[p].name: shares.get(p) for p in SPEED}, "mean": mean,
                       "predicted": any(pred for _, pred in got.values())})
     table.sort(key=lambda r: -(r["mean"] if r["mean"] is not None else -1))

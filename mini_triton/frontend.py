@@ -440,7 +440,8 @@ def loop_types(where, line, names, before=None):
                 f"{where} line {line}: the loop carries `{n}`, which is {say(was)} before the loop and {say(shape)} "
                 f"inside it; Triton's compiler keeps a loop-carried variable's type (\"Loop-carried variable {n} has "
                 f"initial type ... but is re-assigned to ... in loop\"): start it as a block of that shape, "
-                f"{n} = tl.zeros({list(shape) if shape else '()'}, dtype=...)")
+                f"{n} = tl.zeros({list(shape) if shape else '()'}, dtype=...), written with the block sizes that "
+                f"make it (the constexprs of its tl.arange) so that it holds at every launch")
     return None
 
 

@@ -251,11 +251,13 @@ class Prediction:
         return sum(us for _, us in self.kernels) + GPUS[self.gpu].graph_us
 
     def by_kernel(self) -> list:
-        """[(name, microseconds, share of the step)] summed per name, the largest first."""
+        """[(name, microseconds, share of the kernels' time)] summed per name, the largest first (the graph's own
+        fixed cost, in ``us``, is no kernel's)."""
         total = {}
         for name, us in self.kernels:
             total[name] = total.get(name, 0.0) + us
-        return sorted(((n, us, us / self.us) for n, us in total.items()), key=lambda t: -t[1])
+        whole = sum(total.values()) or 1.0
+        return sorted(((n, us, us / whole) for n, us in total.items()), key=lambda t: -t[1])
 
     def table(self) -> str:
         rows = [f"{'predicted on an ' + self.gpu:<34}{'us':>9}{'share':>7}"]

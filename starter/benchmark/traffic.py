@@ -6,6 +6,7 @@ the simulator's record of your kernels (rmsnorm_testkit/predict.py).
 import torch
 from rmsnorm_testkit import predict
 from rmsnorm_testkit.compare import eager, load_impl
+from rmsnorm_testkit.text import error_line
 from rmsnorm_testkit.timing import KERNELS, SPEED_SHAPE, least_bytes
 
 from .measure import wrong_outputs
@@ -43,20 +44,24 @@ def sim_report(impl_path, shapes, out_dir):
         x = torch.randn(M, N, requires_grad=True)
         g = torch.randn(N, requires_grad=True)
         dy = torch.randn(M, N)
-        with triton.record() as fwd:
-            y = impl.rmsnorm(x, g)
-        with triton.record() as bwd:
-            y.backward(dy)
+        fwd, bwd, why = step_records(triton, impl, x, g, dy)
         xe, ge = x.detach().clone().requires_grad_(True), g.detach().clone().requires_grad_(True)
         with triton.record(host_ops=True) as eager_fwd:
             ye = eager(xe, ge)
         with triton.record(host_ops=True) as eager_bwd:
             ye.backward(dy)
-        wrong = wrong_outputs(impl, x, g, dy)
+        try:
+            wrong = wrong_outputs(impl, x, g, dy)
+        except Exception:                                # noqa: BLE001 -- a step that does not run: said below
+            wrong = None
         if wrong:
             print(f"{f'{M}x{N}':>10}  your outputs are wrong here, so the counts below mean little: {wrong}")
         for kernel, rec, erec in (("rmsnorm_fwd_kernel", fwd, eager_fwd), ("rmsnorm_bwd_kernel", bwd, eager_bwd)):
-            name, big, other = KERNELS[kernel][0], 0, 0
+            name = KERNELS[kernel][0]
+            if rec is None:
+                print(f"{f'{M}x{N}':>10} {name:>9} {'yours':>6}   not run: {why[kernel]}")
+                continue
+            big, other = 0, 0
             for L in rec.launches:
                 for a in L.args.values():
                     moved = a.loaded_bytes + a.stored_bytes
@@ -74,6 +79,35 @@ def sim_report(impl_path, shapes, out_dir):
                   f"{e_other:>12,} {e_ops:>9}")
     plot_sim(rows, out_dir / "bench_sim.png")
     print_prediction(impl)
+
+
+def step_records(triton, impl, x, g, dy):
+    """(the forward's record, the backward's, {kernel: why it did not run}) of one step: through autograd
+    (``rmsnorm`` and its backward), or, where that does not run yet, through rmsnorm_forward and rmsnorm_backward
+    (a forward written before its Function); a pass that raises has no record, and the reason."""
+    why = {}
+    try:
+        with triton.record() as fwd:
+            y = impl.rmsnorm(x, g)
+        with triton.record() as bwd:
+            y.backward(dy)
+        return fwd, bwd, why
+    except Exception:                                    # noqa: BLE001 -- the passes one at a time, below
+        pass
+    fwd = bwd = r = None
+    try:
+        with triton.record() as fwd:
+            _, r = impl.rmsnorm_forward(x.detach(), g.detach())
+    except Exception as e:                               # noqa: BLE001
+        fwd, why["rmsnorm_fwd_kernel"] = None, error_line(e)
+    try:
+        if r is None:
+            raise RuntimeError("the forward did not run, so there is no r for it")
+        with triton.record() as bwd:
+            impl.rmsnorm_backward(dy, x.detach(), g.detach(), r)
+    except Exception as e:                               # noqa: BLE001
+        bwd, why["rmsnorm_bwd_kernel"] = None, error_line(e)
+    return fwd, bwd, why
 
 
 def print_prediction(impl, gpu: str = "H200"):

@@ -159,3 +159,19 @@ def test_the_handouts_prediction_example_is_what_the_solution_prints(capsys):
         text = (ROOT / "handout" / handout).read_text(encoding="utf-8")
         block = next(b for b in re.findall(r"^```text\n(.*?)^```", text, flags=re.M | re.S) if "≈" in b)
         assert [ln.strip() for ln in block.splitlines() if ln.strip()] == printed, f"update handout/{handout}"
+
+
+def test_a_backward_not_written_yet_still_shows_the_forwards_rows_and_prediction(tmp_path, capsys, monkeypatch):
+    """Parts (a) and (c) answered, (b) not: the forward's traffic and predicted speed, and the backward named as not
+    run with its TODO, instead of a traceback."""
+    import subprocess
+    monkeypatch.setenv("MINI_TRITON", "1")
+    path = tmp_path / "rmsnorm.py"
+    subprocess.run([sys.executable, str(ROOT / "starter" / "generate.py"), "--parts", "ac", "--out", str(path)],
+                   check=True, capture_output=True)
+    (tmp_path / "mini_triton").symlink_to(ROOT / "mini_triton")
+    assert bench.main(["--impl", str(path), "--shapes", "32x4096", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert sim_rows(out)[("32x4096", "forward", "yours")][0] == "1.00"
+    assert re.search(r"backward +yours +not run: NotImplementedError: TODO: Part \(b\)", out), out
+    assert "forward fp32 ≈ " in out and "forward+backward ≈ n/a" in out and "is not predicted" in out

@@ -212,8 +212,11 @@ def host_op_work(op) -> Work | None:
     kind = "fill" if name in FILLS else "reduction" if name in REDUCTIONS else "copy" if name in COPIES \
         else "elementwise"
     moved = writes if kind == "fill" else reads + writes
-    if moved == 0:
-        return None
+    return torch_work(name, kind, moved) if moved else None
+
+
+def torch_work(name: str, kind: str, moved: float) -> Work:
+    """The Work of a torch op of ``kind`` (a key of TORCH_SHARE) that moves ``moved`` bytes: one kernel."""
     return Work(f"torch {name}", kind=kind, programs=1.0, spans=(float(moved),), first=(float(moved),),
                 again=(0.0,), touched=(float(moved),))
 

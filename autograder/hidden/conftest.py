@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from rmsnorm_testkit.compare import reference
-from rmsnorm_testkit import scan
+from rmsnorm_testkit import scan, timing
 
 from autograder import config, plugin, runner
 from autograder.hidden.cases import GPU_ROBUST, flat, gpu_jobs, make_inputs, sim_inputs, sim_jobs, task_name
@@ -82,7 +82,7 @@ def sim(scanned):
     jobs = sim_jobs(predict_item_10=not torch.cuda.is_available() and config.predict_enabled())
     outcome = runner.run_jobs(submission_path(), jobs, flat(inputs), limits=limits)
     if "predict" in jobs:
-        predicted = predictions(outcome, {d: task_name("predict", d) for d in ("fp32", "bf16")})
+        predicted = predictions(outcome, {d: task_name("predict", d) for d in timing.TIMED_DTYPES})
         PREDICTED["note"] = prediction_note(predicted, COPY_NEEDED)
         plugin.LEADERBOARD.extend(predicted_leaderboard(predicted))
     return inputs, outcome

@@ -23,6 +23,7 @@ import time
 import types
 
 import torch
+from mini_triton.stats import PlannedLaunch
 from rmsnorm_testkit import compare, predict, text, timing
 
 from . import host, watchdog
@@ -322,7 +323,7 @@ def autograd(t: Task):
 
 def made_inputs(spec: dict) -> dict:
     """x, g and dy made here from a seed (a task that needs no particular values: the prediction's)."""
-    dtype = predict.DTYPES[str(spec["dtype"])]
+    dtype = compare.DTYPES[str(spec["dtype"])]
     x, g, dy = timing.speed_inputs(tuple(int(d) for d in spec["shape"]), dtype, int(spec["seed"]))
     return {"x": x, "g": g, "dy": dy}
 
@@ -352,13 +353,12 @@ def planned(answer: dict, kind: str):
     if not isinstance(step, dict):
         return None
     try:
-        launches = [types.SimpleNamespace(kernel=str(L["kernel"])[:80], programs=max(1, int(L["programs"])),
-                                          num_warps=max(1, min(32, int(L["num_warps"]))),
-                                          spans={str(k)[:40]: max(0, int(v)) for k, v in dict(L["spans"]).items()})
+        launches = [PlannedLaunch(str(L["kernel"])[:80], (max(1, int(L["programs"])), 1, 1),
+                                  max(1, int(L["programs"])), max(1, min(32, int(L["num_warps"]))),
+                                  {str(k)[:40]: max(0, int(v)) for k, v in dict(L["spans"]).items()})
                     for L in step.get("launches", [])[:64]]
-        ops = [perf.Work(f"torch {str(o['op'])[:40]}", kind=o["kind"], programs=1.0, spans=(float(o["bytes"]),),
-                         first=(float(o["bytes"]),), again=(0.0,), touched=(float(o["bytes"]),))
-               for o in step.get("host_ops", [])[:64] if o.get("kind") in perf.TORCH_SHARE and int(o["bytes"]) >= 0]
+        ops = [perf.torch_work(str(o["op"]).removeprefix("torch ")[:40], o["kind"], max(0, int(o["bytes"])))
+               for o in step.get("host_ops", [])[:64] if o.get("kind") in perf.TORCH_SHARE]
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
     return launches, ops

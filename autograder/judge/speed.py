@@ -201,7 +201,12 @@ def _step_and_dtype(part: str) -> tuple:
     return next(kind for kind, w in WHAT.items() if w == what), dtype
 
 
-SPEED_PARTS = [p for p in PARTS if p.startswith("10.")]
+ITEM_10_PARTS = [p for p in PARTS if p.startswith("10.")]
+
+
+def board_name(part: str, predicted: bool) -> str:
+    """A speed part's name on the leaderboard: "forward fp32, % of copy" (" (predicted)" on a CPU grading)."""
+    return f"{PARTS[part].name}, % of copy" + (" (predicted)" if predicted else "")
 
 
 def predictions(outcome, tasks) -> dict:
@@ -227,7 +232,7 @@ def prediction_note(predicted: dict, needed: dict) -> str:
         return ("No prediction of item 10: its steps did not run to the end on the simulator (the parts above say "
                 "why, or they took longer than the prediction's few seconds).")
     cells = []
-    for part in SPEED_PARTS:
+    for part in ITEM_10_PARTS:
         kind, dtype = _step_and_dtype(part)
         share = _share(predicted.get(dtype, {}), kind)
         cells.append(f"{PARTS[part].name} ≈ {'n/a' if share is None else f'{share:.0f}%'} of copy "
@@ -243,12 +248,11 @@ def predicted_leaderboard(predicted: dict) -> list:
     """Gradescope's leaderboard entries of a CPU grading: each speed part's predicted share of copy (higher
     first), and the forward+backward's traffic in copies of x (lower first). No points ride on them."""
     entries = []
-    for part in SPEED_PARTS:
+    for part in ITEM_10_PARTS:
         kind, dtype = _step_and_dtype(part)
         share = _share(predicted.get(dtype, {}), kind)
         if share is not None:
-            entries.append({"name": f"{PARTS[part].name}, % of copy (predicted)", "value": round(share, 1),
-                            "order": "desc"})
+            entries.append({"name": board_name(part, True), "value": round(share, 1), "order": "desc"})
     for dtype, pred in predicted.items():
         copies = (pred.get("copies") or {}).get("fwdbwd")
         if isinstance(copies, (int, float)):
@@ -265,4 +269,4 @@ def measured_entry(part: str, dtype: str, shape, info: dict, base: dict, refused
     if refused or not isinstance(ms, (int, float)) or ms <= 0:
         return None
     pct = 100 * traffic_bytes(kind, shape, dtype) / ms / 1e6 / copy_bandwidth(shape, dtype, base)
-    return {"name": f"{PARTS[part].name}, % of copy", "value": round(pct, 1), "order": "desc"}
+    return {"name": board_name(part, False), "value": round(pct, 1), "order": "desc"}

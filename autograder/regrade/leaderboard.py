@@ -11,10 +11,9 @@ import csv
 import json
 from pathlib import Path
 
+from ..judge.speed import ITEM_10_PARTS as SPEED, board_name
 from ..plugin import open_private
 from ..rubric import PARTS
-
-SPEED = [p for p in PARTS if p.startswith("10.")]
 
 
 def entries(res: dict) -> dict:
@@ -25,8 +24,9 @@ def entries(res: dict) -> dict:
             continue
         name = str(e.get("name", ""))
         for part in SPEED:
-            if name.startswith(f"{PARTS[part].name}, % of copy"):
-                out[part] = (float(e["value"]), name.endswith("(predicted)"))
+            for predicted in (False, True):
+                if name == board_name(part, predicted):
+                    out[part] = (float(e["value"]), predicted)
     return out
 
 

@@ -2,9 +2,7 @@
 against a fused kernel's minimum, yours beside PyTorch eager's (build/bench_sim.png). Without matplotlib: no plot.
 """
 from rmsnorm_testkit.compare import DTYPES
-from rmsnorm_testkit.timing import STEPS, copy_bytes, least_bytes
-
-from .schedule import TIMED_DTYPES
+from rmsnorm_testkit.timing import STEPS, TIMED_DTYPES, copy_bytes, least_bytes
 
 
 def plot_gpu(rows, path):

@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 from rmsnorm_testkit.text import LOG_TAIL_CHARS
+from rmsnorm_testkit.timing import TIMED_DTYPES
 
 from .measure import PROGRESS
 
 ENTRY = Path(__file__).resolve().parents[1] / "bench.py"      # what a job's process runs (--one, --model)
-TIMED_DTYPES = ("fp32", "bf16")
 
 
 class Progress:

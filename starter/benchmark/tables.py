@@ -4,9 +4,7 @@ bandwidth, the kernels' summed durations and wall time; and the model's rows.
 import sys
 
 from rmsnorm_testkit.compare import DTYPES
-from rmsnorm_testkit.timing import STEPS, copy_bytes, least_bytes
-
-from .schedule import TIMED_DTYPES
+from rmsnorm_testkit.timing import STEPS, TIMED_DTYPES, copy_bytes, least_bytes
 
 
 def print_gpu_tables(rows):

@@ -25,10 +25,11 @@ import dataclasses
 
 import torch
 
-from .timing import SPEED_SHAPE, STEPS, copy_bytes, least_bytes, speed_inputs
+from .compare import DTYPES as ALL_DTYPES
+from .timing import SPEED_SHAPE, STEPS, TIMED_DTYPES, copy_bytes, least_bytes, speed_inputs
 
 ROWS = 512                      # the rows the traffic is simulated at
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+DTYPES = {name: ALL_DTYPES[name] for name in TIMED_DTYPES}      # "fp32" -> torch.float32, the dtypes item 10 times
 
 
 @dataclasses.dataclass

@@ -36,7 +36,8 @@ KERNELS = {"rmsnorm_fwd_kernel": ("forward", ("x",), ("y",)),
 STEPS = {"fwd": ("forward", ("rmsnorm_fwd_kernel",)),
          "fwdbwd": ("forward+backward", ("rmsnorm_fwd_kernel", "rmsnorm_bwd_kernel"))}
 COPY_ELEMENTS = 2           # a copy of x reads and writes each element once: the unit of "copies of x"
-SPEED_SHAPE = (16384, 4096)  # the shape item 10 times (and predict.py predicts), in fp32 and bf16
+SPEED_SHAPE = (16384, 4096)  # the shape item 10 times (and predict.py predicts), in each of TIMED_DTYPES
+TIMED_DTYPES = ("fp32", "bf16")
 
 
 def kernels_of(what) -> tuple:

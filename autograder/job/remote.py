@@ -23,6 +23,7 @@ import time
 import types
 
 import torch
+from mini_triton import perf
 from mini_triton.stats import PlannedLaunch
 from rmsnorm_testkit import compare, predict, text, timing
 
@@ -331,7 +332,6 @@ def made_inputs(spec: dict) -> dict:
 def host_op_works(noticed: dict) -> list:
     """The host ops the submission's side noticed in a phase, as the performance model's work (advice: they only
     make the prediction's time longer or shorter)."""
-    perf = predict.perf_model()
     works = []
     for op in (noticed or {}).get("host_ops") or []:
         try:
@@ -348,7 +348,6 @@ def host_op_works(noticed: dict) -> list:
 def planned(answer: dict, kind: str):
     """(launches, host-op works) of one step from the submission's side's plan (host.py's "plan"), checked to be
     plain numbers; None when it has none."""
-    perf = predict.perf_model()
     step = ((answer or {}).get("plan") or {}).get(kind)
     if not isinstance(step, dict):
         return None
@@ -371,7 +370,7 @@ def predict_item_10(t: Task):
     say("item 10's prediction", t.given["x"][1])
 
     def work(phase):
-        return predict.perf_model().works(t.recs[phase]) + host_op_works(t.info[phase])
+        return perf.works(t.recs[phase]) + host_op_works(t.info[phase])
     works = {}
     try:
         t.run_phase("fwd", "forward", ["x", "g"])

@@ -139,12 +139,12 @@ def order_dependent(ch, why: str, stacklevel: int = 5):
 # ---------------------------------------------------------------------------
 # locks: a program that wins atomic_cas(lock, 0, 1) holds the lock until it writes it back
 # ---------------------------------------------------------------------------
-def lock_keys(acc, active):
+def lock_keys(acc, active) -> list:
     """Launch-wide lock ids of the scalar addresses each program's lane touches."""
     offs = acc.offsets().expand(acc.pids.numel()).reshape(-1)[active]
     launch = runtime.current().launch
     base = (acc.buf.storage_key, acc.buf.storage_offset)
-    return torch.tensor([launch.lock_id((base, int(o))) for o in offs.tolist()], dtype=torch.int64)
+    return [launch.lock_id((base, o)) for o in offs.tolist()]
 
 
 def track_locks(ch, acc, op, old, new, cmp, active):
@@ -152,10 +152,11 @@ def track_locks(ch, acc, op, old, new, cmp, active):
     positions = active.nonzero().reshape(-1)
     if positions.numel() == 0:
         return
-    keys = lock_keys(acc, active)
+    ids = lock_keys(acc, active)
+    keys = torch.tensor(ids, dtype=torch.int64)
     if ch.held() is not None:
         release(ch, acc, positions, keys)
-    if op == "cas" and ch.turns is None and keys.numel() > 1:
+    if op == "cas" and ch.turns is None and len(set(ids)) < len(ids):     # two programs try one lock
         note_turns(ch, positions, keys)
     if op == "cas":
         took = (old == cmp) & (new != cmp)
@@ -182,7 +183,7 @@ def release(ch, acc, positions=None, keys=None):
         positions = active.nonzero().reshape(-1)
         if positions.numel() == 0:
             return
-        keys = lock_keys(acc, active)
+        keys = torch.tensor(lock_keys(acc, active), dtype=torch.int64)
     held = ch.held()
     if held is None:
         return

@@ -46,13 +46,15 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None
         module = simulator_module(name)
         return importlib.machinery.ModuleSpec(name, self, is_package=hasattr(module, "__path__"),
-                                              loader_state=module)
+                                              loader_state=(module, module.__spec__))
 
     def create_module(self, spec):
-        return spec.loader_state
+        return spec.loader_state[0]
 
     def exec_module(self, module):
-        pass                                        # the simulator's module is already loaded
+        """The simulator's module is already loaded: only give it back its own spec, which the import system
+        replaced with this one (``importlib.reload`` of the module would look for it as ``triton...``)."""
+        module.__spec__ = module.__spec__.loader_state[1]
 
 
 @contextlib.contextmanager

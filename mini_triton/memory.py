@@ -100,9 +100,9 @@ class Access:
     """
 
     __slots__ = ("kind", "op", "buf", "shape", "ptr", "mask_h", "lead", "aff", "lo", "hi", "count",
-                 "dense", "pids", "line", "site", "locks", "_offs")
+                 "dense", "pids", "line", "site", "locks", "perm", "_offs", "_box")
 
-    def __init__(self, op: str, ptr: tensor, mask_h, shape, pids):
+    def __init__(self, op: str, ptr: tensor, mask_h, shape, pids, box=False):
         self.op = op                           # "load", "store", "atomic_add", ... (for messages)
         self.kind = Kind.ATOMIC if op.startswith("atomic") else Kind(op)
         self.buf, self.shape, self.ptr, self.mask_h = ptr.buf, shape, ptr, mask_h
@@ -111,6 +111,8 @@ class Access:
         aff = ptr.affine()
         self.aff = broadcast_affine(aff, ptr.shape, shape) if aff is not None else None
         self._offs = None
+        self._box = box                        # box_lanes(), once computed (False: not yet)
+        self.perm = None                       # a store's view holds the programs in this order (view())
         self.line = ""
         self.site = ("", 0, "")                # (kernel function, line, file) of the access
         self.locks = None                      # per program: the lock held during the access (races.py)
@@ -129,6 +131,8 @@ class Access:
             if llo == 0 and lhi == 0:                      # one lane: each program's range is its base
                 self.lo = self.hi = self.aff.base
                 return
+        elif self._analyse_box():
+            return
         else:
             lanes = _lanes(self.aff.strides, self.shape)
             active = lanes[self.mask_h.expand_as(lanes)]
@@ -146,6 +150,26 @@ class Access:
         self.hi = self.aff.base + lhi
         if int(self.count[0]) == 0:
             self.hi = self.lo - 1
+
+    def _analyse_box(self) -> bool:
+        """A mask every program shares that keeps a box of lanes (``cols < n``): the range and count from the box's
+        corners, without listing its lanes. False where there is no box, or lanes of the box share elements."""
+        if self.mask_h.shape[0] != 1:
+            return False
+        box = self.box_lanes()
+        if box is None:
+            return False
+        sizes = [n for _, n in box]
+        strides = self.aff.strides
+        if not _no_self_overlap(list(zip(sizes, strides))):
+            return False
+        ends = [(a * s, (a + n - 1) * s) for (a, n), s in zip(box, strides)]
+        llo, lhi = sum(min(e) for e in ends), sum(max(e) for e in ends)
+        self.count = _count(math.prod(sizes))
+        self.dense = _dense_box(strides, sizes)
+        self.lo = self.aff.base + llo
+        self.hi = self.aff.base + lhi
+        return True
 
     def _analyse_general(self):
         offs = self.offsets()
@@ -200,12 +224,14 @@ class Access:
         """How many programs the record holds."""
         return int(self.pids.numel())
 
-    def program_ranges(self) -> list:
+    def program_ranges(self, ids=None) -> list:
         """[(lo, hi, program id)] of each program with active lanes, as Python numbers: where there are few
-        (``FEW``), the analyses that merge ranges do it in Python, faster than torch's fixed cost per op."""
+        (``FEW``), the analyses that merge ranges do it in Python, faster than torch's fixed cost per op. ``ids``:
+        a tensor, per program, to name it by instead of its id."""
         cnt, lo, hi = self.count.reshape(-1).tolist(), self.lo.reshape(-1).tolist(), self.hi.reshape(-1).tolist()
         at = lambda xs, i: xs[0] if len(xs) == 1 else xs[i]      # noqa: E731 -- one entry shared by all
-        return [(at(lo, i), at(hi, i), pid) for i, pid in enumerate(self.pids.tolist()) if at(cnt, i) > 0]
+        names = (self.pids if ids is None else ids).tolist()
+        return [(at(lo, i), at(hi, i), pid) for i, pid in enumerate(names) if at(cnt, i) > 0]
 
     def total(self) -> int:
         """Active lanes summed over the chunk's programs."""
@@ -263,9 +289,9 @@ class Access:
     def _rows(self, for_store, dims, box):
         """Programs whose bases follow no single step (a shuffled order, ``row % groups``): for a load, each program's
         block gathered from one view whose first dimension runs over every base (one index per program, not per
-        lane); None for a store (whose view would overlap itself)."""
+        lane); for a store, see :meth:`_sorted_rows`."""
         if for_store:
-            return None
+            return self._sorted_rows(dims, box)
         base, strides = self.aff.base, self.aff.strides
         sizes = [n for _, n in dims]
         lo, hi = int(base.min()), int(base.max())
@@ -278,8 +304,40 @@ class Access:
         v = every.index_select(0, base - lo)
         return (v, tuple(slice(a, a + n) for a, n in dims)) if box else v
 
+    def _sorted_rows(self, dims, box):
+        """A store whose programs run in a shuffled order (an order-dependent launch runs so, launcher.py) while their
+        bases, sorted, follow one step: the view of the sorted rows, ``perm`` the programs in its order (store()
+        permutes the values to match); None where no such view exists (a view that would overlap itself: two
+        programs storing one element, whose order matters)."""
+        base, strides = self.aff.base, self.aff.strides
+        order = torch.argsort(base)
+        ordered = base[order]
+        lead, step = int(ordered.numel()), int(ordered[1] - ordered[0])
+        if step <= 0 or not bool((ordered == ordered[0] + step * torch.arange(lead)).all()):
+            return None
+        sizes = [n for _, n in dims]
+        start = int(ordered[0]) + sum(a * s for (a, _), s in zip(dims, strides))
+        blo, bhi = Affine(base, strides).lane_range(sizes)
+        if start + blo < 0 or start + step * (lead - 1) + bhi >= self.buf.span:
+            return None
+        if not _no_self_overlap([(lead, step)] + list(zip(sizes, strides))):
+            return None
+        flat = self.buf.flat
+        v = flat.as_strided((lead, *sizes), (step, *strides), flat.storage_offset() + start)
+        self.perm = order
+        return (v, tuple(slice(a, a + n) for a, n in dims)) if box else v
+
+    def in_view_order(self, values: torch.Tensor) -> torch.Tensor:
+        """Per-program ``values`` (lead first) in the order of the programs in this store's view."""
+        return values if self.perm is None or values.shape[0] == 1 else values[self.perm]
+
     def box_lanes(self):
         """[(first, size)] per dimension of the lanes a shared mask keeps, where they form a box; else None."""
+        if self._box is False:
+            self._box = self._find_box()
+        return self._box
+
+    def _find_box(self):
         m = self.mask_h[0]
         count = int(m.sum())
         if m.dim() == 0 or count == 0:
@@ -360,15 +418,32 @@ def _prepare(op, pointer, mask, *extra):
     if shape != ptr.shape:
         ptr = tensor(None if ptr.aff is not None else full_handle(ptr, shape), ptr.dtype, shape,
                      aff=_broadcast_ptr(ptr, shape), buf=ptr.buf)
-    mask_h = None if mask_blk is None else full_handle(mask_blk, shape)
-    if mask_h is not None and bool(mask_h.all()):
-        mask_h = None                           # every lane active: the fast, unmasked case
+    mask_h, memo = _mask_handle(mask_blk, shape)
     ch.max_numel = max(ch.max_numel, math.prod(shape))
-    acc = Access(op, ptr, mask_h, shape, ch.pids)
+    acc = Access(op, ptr, mask_h, shape, ch.pids, box=memo[3] if memo else False)
+    if memo:
+        memo[3] = acc._box
     acc.site = runtime.site()
     acc.line = runtime.location(acc.site)
     acc.locks = ch.held()
     return ch, acc
+
+
+_LAST_MASK = [None, None, None, False]          # (handle, shape, its handle at shape or None, its box_lanes())
+
+
+def _mask_handle(mask_blk, shape):
+    """(the mask's handle at ``shape``, None where every lane is active; the memo of what is known about it). One
+    mask usually guards several accesses of a program (``cols < n``): what they learn about it (whether it keeps
+    every lane, the box it keeps) is learnt once. A block's handle never changes while it is in use (a chunk that
+    writes memory it loaded copies its loads, runtime.Chunk.writing)."""
+    if mask_blk is None:
+        return None, None
+    memo = _LAST_MASK
+    if memo[0] is not mask_blk.handle or memo[1] != shape:
+        mask_h = full_handle(mask_blk, shape)
+        memo[:] = [mask_blk.handle, shape, None if bool(mask_h.all()) else mask_h, False]
+    return memo[2], (memo if memo[2] is not None else None)
 
 
 def _broadcast_ptr(ptr, shape):
@@ -461,30 +536,41 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     ch.writing(acc.buf)
     acc.check_bounds("store")                       # a rejected store writes nothing
     val = cast(as_block(value), acc.buf.elem)
-    view = acc.view(for_store=True)
+    view = acc.view(for_store=True) if acc.mask_h is None else None
     if ch.undo is not None:
         _populate_once(ch.launch, acc.buf)
     if _store_pending(ch, acc, val, view):
         ch.records.append(acc)
         return
     vh = full_handle(val, acc.shape).to(acc.buf.elem.torch)
-    if view is not None and (view.shape[0] == ch.P or vh.shape[0] == 1):
-        if ch.undo is not None:
-            ch.undo.append((view, view.clone()))
-        if acc.mask_h is None:
-            view.copy_(vh.expand(view.shape) if vh.shape != view.shape else vh)
-        else:
-            view.copy_(torch.where(acc.mask_h, vh, view))
-    elif not _store_box(ch, acc, vh):
+    if acc.mask_h is not None:                      # a mask that keeps a box writes only the box
+        done = _store_box(ch, acc, vh) or _store_view(ch, acc, acc.view(for_store=True), vh)
+    else:
+        done = _store_view(ch, acc, view, vh)
+    if not done:
         _scatter(ch, acc, vh)
     ch.records.append(acc)
     if acc.locks is not None and acc.shape == ():
         atomics.release(ch, acc)                    # a plain store can release a lock too
 
 
+def _store_view(ch, acc, view, vh) -> bool:
+    """Store through a strided view of every accessed element (masked-off lanes keep what memory holds)."""
+    if view is None or not (view.shape[0] == ch.P or vh.shape[0] == 1):
+        return False
+    vh = acc.in_view_order(vh)
+    if ch.undo is not None:
+        ch.undo.append((view, view.clone()))
+    if acc.mask_h is None:
+        view.copy_(vh.expand(view.shape) if vh.shape != view.shape else vh)
+    else:
+        view.copy_(torch.where(acc.mask_h, vh, view))
+    return True
+
+
 def _store_box(ch, acc, vh) -> bool:
     """A masked store whose active lanes form a box of the block: copy the box into memory."""
-    boxed = acc.view(for_store=True, box=True) if acc.mask_h is not None else None
+    boxed = acc.view(for_store=True, box=True)
     if boxed is None:
         return False
     sub, index = boxed
@@ -492,7 +578,7 @@ def _store_box(ch, acc, vh) -> bool:
         return False
     if ch.undo is not None:
         ch.undo.append((sub, sub.clone()))
-    part = vh[(slice(None), *index)]
+    part = acc.in_view_order(vh)[(slice(None), *index)]
     sub.copy_(part.expand(sub.shape) if part.shape != sub.shape else part)
     return True
 
@@ -501,7 +587,7 @@ def _store_pending(ch, acc, val, view) -> bool:
     """Store a pending element-wise result (blocks.tensor.pending) by computing it into memory, where it fills the
     accessed elements exactly: no mask, one value per element, the buffer's dtype. Its operands cannot be views of
     this memory: a chunk that writes what it loaded copies its loads (runtime.Chunk.writing)."""
-    if val.pending is None or view is None or acc.mask_h is not None or val.shape != acc.shape:
+    if val.pending is None or view is None or acc.mask_h is not None or val.shape != acc.shape or acc.perm is not None:
         return False
     op, a, b, lead = val.pending
     if view.shape[0] != lead or view.dtype != torch.promote_types(a.dtype, b.dtype) or lead != ch.P:

@@ -60,14 +60,20 @@ def _intervals(recs):
         off, size = r.buf.storage_offset, r.buf.tensor_element_size
         lo.append((rlo[keep] + off) * size)
         hi.append((rhi[keep] + off + 1) * size - 1)
-        pid.append(r.pids[keep])
+        pid.append(_who(r)[keep])
         st.append(torch.full((int(keep.sum()),), r.kind is Kind.STORE))
     return torch.cat(lo), torch.cat(hi), torch.cat(pid), torch.cat(st)
 
 
+def _who(r) -> torch.Tensor:
+    """Per program of a record, who made the access: the program, or the lock it held (as ``-1 - lock``): accesses
+    made under one lock cannot overlap in time, so the sieves count them as one program's."""
+    return r.pids if r.locks is None else torch.where(r.locks >= 0, -1 - r.locks, r.pids)
+
+
 def _may_race(recs) -> bool:
     """Do two programs' byte ranges overlap where one of them stores? (A cheap sieve: _exact then checks the
-    elements.)"""
+    elements.) Accesses under one lock count as one program's (_who)."""
     if sum(r.programs() for r in recs) <= FEW:
         return _may_race_few(recs)
     return _overlap(*_intervals(recs))
@@ -110,9 +116,7 @@ def _runs(r):
     base = r.aff.base.expand(P) if r.aff.base.numel() == 1 else r.aff.base
     lo = (base[:, None] + first + starts[None, :]).reshape(-1)
     off, size = r.buf.storage_offset, r.buf.tensor_element_size
-    # who made each access: its program, or the lock it held (accesses under one lock cannot overlap in time)
-    who = r.pids if r.locks is None else torch.where(r.locks >= 0, -1 - r.locks, r.pids)
-    pid = who.repeat_interleave(starts.numel())
+    pid = _who(r).repeat_interleave(starts.numel())
     return ((lo + off) * size, (lo + run + off) * size - 1, pid,
             torch.full((lo.numel(),), r.kind is Kind.STORE))
 
@@ -139,7 +143,8 @@ def _may_race_few(recs) -> bool:
     spans = []
     for r in recs:
         off, size, store = r.buf.storage_offset, r.buf.tensor_element_size, r.kind is Kind.STORE
-        spans += [((lo + off) * size, (hi + off + 1) * size - 1, pid, store) for lo, hi, pid in r.program_ranges()]
+        spans += [((lo + off) * size, (hi + off + 1) * size - 1, pid, store)
+                  for lo, hi, pid in r.program_ranges(_who(r) if r.locks is not None else None)]
     reach, first, other, stores = None, None, False, False
     for lo, hi, pid, store in sorted(spans, key=lambda s: s[0]):
         if reach is None or lo > reach:                  # a new cluster: did the last one race?

@@ -93,6 +93,7 @@ class Chunk:
         self.rounds = {}                         # load waits: {bytes per thread of the load: programs} (perf.py)
         self.round_sites = None                  # the load sites of the round in flight, None when none is
         self.locks = None                        # per program: the lock it holds (an id), or -1
+        self._held = None                        # held()'s answer since the last hold() (False: none held)
         self.turns = None                        # per program: its turn at a lock the chunk's programs share
         self._pid_cache = {}
         # A load is a copy of memory, as a program's registers are. Where the chunk never writes what it
@@ -132,12 +133,16 @@ class Chunk:
         if self.locks is None:
             self.locks = torch.full((self.P,), -1, dtype=torch.int64)
         self.locks[positions] = lock_ids
+        self._held = None
 
     def held(self):
-        """A copy of each program's lock, or None when no program holds one."""
-        if self.locks is None or not bool((self.locks >= 0).any()):
+        """A copy of each program's lock, or None when no program holds one: one copy, shared by the accesses
+        until the locks change (records keep it, and never write it)."""
+        if self.locks is None:
             return None
-        return self.locks.clone()
+        if self._held is None:
+            self._held = self.locks.clone() if bool((self.locks >= 0).any()) else False
+        return None if self._held is False else self._held
 
     def program_id(self, axis: int) -> torch.Tensor:
         if axis not in self._pid_cache:

@@ -375,3 +375,32 @@ def test_a_mask_that_keeps_a_box_of_lanes_reads_and_writes_that_box_as_a_view(mo
     args = rec.launches[0].args
     assert args["x_ptr"].loaded == 3700 and args["y_ptr"].stored == 3700 and args["z_ptr"].stored == 37 * 128
     assert (rec.launches[0].undefined_lanes is not None) == (other is None)
+
+
+@pytest.mark.filterwarnings("ignore::mini_triton.OrderDependenceWarning")
+@pytest.mark.parametrize("masked", [False, True], ids=["whole_rows", "cols_lt_n"])
+def test_a_shuffled_launch_stores_its_rows_through_one_view(monkeypatch, masked):
+    """A launch that runs in a shuffled order (a float atomic_add makes it order-dependent) still stores each
+    program's row where it belongs, through one strided view of the rows in sorted order (no lane-by-lane
+    scatter), and a chunk that is undone puts every row back."""
+    from mini_triton import memory
+    tl = mini_triton.language
+
+    @mini_triton.jit
+    def rows_and_total(x_ptr, y_ptr, total_ptr, n_cols, MASKED: tl.constexpr, BLOCK: tl.constexpr):
+        row, cols = tl.program_id(0), tl.arange(0, BLOCK)
+        keep = cols < n_cols if MASKED else cols < BLOCK
+        x = tl.load(x_ptr + row * n_cols + cols, mask=keep, other=0.0)
+        tl.store(y_ptr + row * n_cols + cols, x * 2.0 + row, mask=keep)
+        tl.atomic_add(total_ptr, tl.sum(x, axis=0))
+
+    def no_lane_by_lane(*a, **k):
+        raise AssertionError("a lane-by-lane scatter")
+    monkeypatch.setattr(memory, "_scatter", no_lane_by_lane)
+    n = 100 if masked else 128
+    x, y, total = torch.randn(64, n), torch.zeros(64, n), torch.zeros(1)
+    for _ in range(2):                       # the second launch runs shuffled from its first chunk
+        y.zero_()
+        rows_and_total[(64,)](x, y, total, n, MASKED=masked, BLOCK=128)
+        assert torch.equal(y, x * 2 + torch.arange(64.0)[:, None])
+    torch.testing.assert_close(total, 2 * x.sum().reshape(1), rtol=1e-4, atol=1e-3)

@@ -39,3 +39,12 @@ def test_outside_the_block_triton_is_what_it_was():
         assert sys.modules["triton"] is mini_triton
     after = {k: v for k, v in sys.modules.items() if k == "triton" or k.startswith("triton.")}
     assert after == before
+
+
+def test_a_simulator_module_imported_as_triton_keeps_its_own_name():
+    """A module imported through ``import triton...`` is still mini_triton's module afterwards, under its own name
+    (importlib.reload, which the README's recipe for a tl op uses in its test, looks a module up by its spec's)."""
+    import mini_triton.language.math as tl_math
+    with as_triton():
+        exec("import triton.language.math", {})
+    assert tl_math.__spec__.name == "mini_triton.language.math"

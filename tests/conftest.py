@@ -5,7 +5,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import torch
+
+# `make check` runs two workers on two cores: torch's intra-op threads would only wait for a core (and spin while
+# they wait, about a fifth of the simulator's CPU). One thread per process, here and in every process the tests
+# start (the warm server, the gradings' children), unless the environment says otherwise; set before torch loads.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+import torch  # noqa: E402
 
 # Triton's own library functions (tl.sum...) are themselves @triton.jit functions, built
 # when triton is first imported: the interpreter must be chosen before that, once per

@@ -316,12 +316,12 @@ def _library_names(tree, imported) -> set:
             bindings.append((_bound_names(node.target), node.iter))
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             bindings += [(_bound_names(i.optional_vars), i.context_expr) for i in node.items if i.optional_vars]
+    uses = [(set(bound), {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}) for bound, value in bindings]
     names, grew = set(imported), True
     while grew:
         grew = False
-        for bound, value in bindings:
-            used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-            if used & names and not set(bound) <= names:
+        for bound, used in uses:
+            if used & names and not bound <= names:
                 names |= set(bound)
                 grew = True
     return names - set(imported)

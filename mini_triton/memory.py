@@ -308,7 +308,10 @@ class Access:
         """A store whose programs run in a shuffled order (an order-dependent launch runs so, launcher.py) while their
         bases, sorted, follow one step: the view of the sorted rows, ``perm`` the programs in its order (store()
         permutes the values to match); None where no such view exists (a view that would overlap itself: two
-        programs storing one element, whose order matters)."""
+        programs storing one element, whose order matters). Not for one element per program: its scatter is one
+        indexing already."""
+        if not self.shape:
+            return None
         base, strides = self.aff.base, self.aff.strides
         order = torch.argsort(base)
         ordered = base[order]

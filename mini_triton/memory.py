@@ -274,12 +274,18 @@ class Access:
         step = int(base[1] - base[0]) if lead > 1 else 0
         if lead > 1 and (step < 0 or not bool((base == base[0] + step * torch.arange(lead)).all())):
             return self._rows(for_store, dims, box)
+        return self._stepped(int(base[0]), step, lead, dims, for_store, box)
+
+    def _stepped(self, first_base, step, lead, dims, for_store, box):
+        """The view of ``lead`` programs whose bases run from ``first_base`` by ``step``, each its lanes ``dims``;
+        None where lanes stick out of the buffer (masked-off ones: gather instead) or a store's view would overlap
+        itself."""
+        strides = self.aff.strides
         sizes = [n for _, n in dims]
-        start = int(base[0]) + sum(a * s for (a, _), s in zip(dims, strides))
-        blo, bhi = Affine(base, strides).lane_range(sizes)
-        first, last = start + blo, start + step * (lead - 1) + bhi
-        if first < 0 or last >= self.buf.span:
-            return None                        # masked-off lanes stick out: gather instead
+        start = first_base + sum(a * s for (a, _), s in zip(dims, strides))
+        blo, bhi = Affine(self.aff.base, strides).lane_range(sizes)
+        if start + blo < 0 or start + step * (lead - 1) + bhi >= self.buf.span:
+            return None
         if for_store and not _no_self_overlap([(lead, step)] + list(zip(sizes, strides))):
             return None
         flat = self.buf.flat
@@ -312,23 +318,15 @@ class Access:
         indexing already."""
         if not self.shape:
             return None
-        base, strides = self.aff.base, self.aff.strides
-        order = torch.argsort(base)
-        ordered = base[order]
+        order = torch.argsort(self.aff.base)
+        ordered = self.aff.base[order]
         lead, step = int(ordered.numel()), int(ordered[1] - ordered[0])
         if step <= 0 or not bool((ordered == ordered[0] + step * torch.arange(lead)).all()):
             return None
-        sizes = [n for _, n in dims]
-        start = int(ordered[0]) + sum(a * s for (a, _), s in zip(dims, strides))
-        blo, bhi = Affine(base, strides).lane_range(sizes)
-        if start + blo < 0 or start + step * (lead - 1) + bhi >= self.buf.span:
-            return None
-        if not _no_self_overlap([(lead, step)] + list(zip(sizes, strides))):
-            return None
-        flat = self.buf.flat
-        v = flat.as_strided((lead, *sizes), (step, *strides), flat.storage_offset() + start)
-        self.perm = order
-        return (v, tuple(slice(a, a + n) for a, n in dims)) if box else v
+        v = self._stepped(int(ordered[0]), step, lead, dims, True, box)
+        if v is not None:
+            self.perm = order
+        return v
 
     def in_view_order(self, values: torch.Tensor) -> torch.Tensor:
         """Per-program ``values`` (lead first) in the order of the programs in this store's view."""
@@ -421,32 +419,41 @@ def _prepare(op, pointer, mask, *extra):
     if shape != ptr.shape:
         ptr = tensor(None if ptr.aff is not None else full_handle(ptr, shape), ptr.dtype, shape,
                      aff=_broadcast_ptr(ptr, shape), buf=ptr.buf)
-    mask_h, memo = _mask_handle(mask_blk, shape)
+    memo = _mask_memo(mask_blk, shape)
     ch.max_numel = max(ch.max_numel, math.prod(shape))
-    acc = Access(op, ptr, mask_h, shape, ch.pids, box=memo[3] if memo else False)
-    if memo:
-        memo[3] = acc._box
+    acc = Access(op, ptr, memo.mask_h, shape, ch.pids, box=memo.box)
+    if memo.mask_h is not None:
+        memo.box = acc._box                     # what this access learnt of its mask, for the next one
     acc.site = runtime.site()
     acc.line = runtime.location(acc.site)
     acc.locks = ch.held()
     return ch, acc
 
 
-_LAST_MASK = [None, None, None, False]          # (handle, shape, its handle at shape or None, its box_lanes())
+class _MaskMemo:
+    """What is known of the last mask an access used: its handle at the access's shape (None: every lane active)
+    and its box_lanes() (False: not computed yet)."""
+    __slots__ = ("handle", "shape", "mask_h", "box")
+
+    def __init__(self, handle=None, shape=None, mask_h=None):
+        self.handle, self.shape, self.mask_h, self.box = handle, shape, mask_h, False
 
 
-def _mask_handle(mask_blk, shape):
-    """(the mask's handle at ``shape``, None where every lane is active; the memo of what is known about it). One
-    mask usually guards several accesses of a program (``cols < n``): what they learn about it (whether it keeps
-    every lane, the box it keeps) is learnt once. A block's handle never changes while it is in use (a chunk that
-    writes memory it loaded copies its loads, runtime.Chunk.writing)."""
+_NO_MASK = _MaskMemo()
+_last_mask = _MaskMemo()
+
+
+def _mask_memo(mask_blk, shape) -> _MaskMemo:
+    """What is known of ``mask_blk`` at ``shape``. One mask usually guards several accesses of a program
+    (``cols < n``): whether it keeps every lane, and the box it keeps, are learnt once. A block's handle never
+    changes while it is in use (a chunk that writes memory it loaded copies its loads, runtime.Chunk.writing)."""
+    global _last_mask
     if mask_blk is None:
-        return None, None
-    memo = _LAST_MASK
-    if memo[0] is not mask_blk.handle or memo[1] != shape:
+        return _NO_MASK
+    if _last_mask.handle is not mask_blk.handle or _last_mask.shape != shape:
         mask_h = full_handle(mask_blk, shape)
-        memo[:] = [mask_blk.handle, shape, None if bool(mask_h.all()) else mask_h, False]
-    return memo[2], (memo if memo[2] is not None else None)
+        _last_mask = _MaskMemo(mask_blk.handle, shape, None if bool(mask_h.all()) else mask_h)
+    return _last_mask if _last_mask.mask_h is not None else _NO_MASK
 
 
 def _broadcast_ptr(ptr, shape):

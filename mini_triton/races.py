@@ -144,7 +144,7 @@ def _may_race_few(recs) -> bool:
     for r in recs:
         off, size, store = r.buf.storage_offset, r.buf.tensor_element_size, r.kind is Kind.STORE
         spans += [((lo + off) * size, (hi + off + 1) * size - 1, pid, store)
-                  for lo, hi, pid in r.program_ranges(_who(r) if r.locks is not None else None)]
+                  for lo, hi, pid in r.program_ranges(_who(r))]
     reach, first, other, stores = None, None, False, False
     for lo, hi, pid, store in sorted(spans, key=lambda s: s[0]):
         if reach is None or lo > reach:                  # a new cluster: did the last one race?

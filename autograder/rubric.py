@@ -104,7 +104,7 @@ CAUSE_OWNERS = {
     **dict.fromkeys(("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3", "padding_nan",
                      "r_recomputed_without_eps", "r_recomputed", "lanes_undefined"), "4.5"),
     **dict.fromkeys(("dy_modified", "no_dg", "no_r_saved", "output_dtype", "output_shape", "gradient_count",
-                     "ctx_tensors", "saved_tensors", "partial_dtype"), "4.6"),
+                     "ctx_tensors", "saved_tensors", "partial_dtype", "needs_input_grad"), "4.6"),
     "order_dependent": "4.7",
     "race": "8",
 }
@@ -114,12 +114,15 @@ CAUSE_OWNERS = {
 FIRST_FINDER = frozenset({"compile_rule"})
 # A cause its owner may find under a kindred name: NaN that masked-off rows make (1/sqrt(0)) is eps's doing
 # when the owner of eps finds eps missing.
-# So are elements never stored: which pattern they make (whole rows, some elements) depends on the input.
+# So are elements never stored: which pattern they make (whole rows, some elements) depends on the input; and rows
+# the backward's grid misses show as rows its kernels never loaded where dg is the only gradient checked (a step
+# where x does not require grad: 4.6's).
 _UNSTORED_FWD = ("r_not_stored", "rows_not_stored_fwd", "elements_not_stored_fwd")
 _UNSTORED_BWD = ("rows_not_stored_bwd", "elements_not_stored_bwd")
 CAUSE_FAMILIES = {"padding_nan": ("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3",
                                   "r_recomputed_without_eps", "r_recomputed"),
-                  **{k: _UNSTORED_FWD for k in _UNSTORED_FWD}, **{k: _UNSTORED_BWD for k in _UNSTORED_BWD}}
+                  **{k: _UNSTORED_FWD for k in _UNSTORED_FWD}, **{k: _UNSTORED_BWD for k in _UNSTORED_BWD},
+                  "unread_bwd": _UNSTORED_BWD}
 # Rules of the whole submission rather than of one case's output: charged in their owner wherever they show
 # (a tl.load without other= whose lanes, read as 0.0, give the right output: at most 4.5's 2 points, once).
 SUBMISSION_RULES = frozenset({"lanes_undefined"})

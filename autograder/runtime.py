@@ -1,8 +1,9 @@
 """The runtime folder: what a submission's process may read, and nothing else.
 
-A job runs the package ``autograder/job``, which imports only itself, ``mini_triton`` and the five modules
+A job runs the package ``autograder/job``, which imports only itself, ``mini_triton`` and the six modules
 of ``rmsnorm_testkit`` it shares with the public tests (``FOR_JOBS``: the messages' words, the comparisons,
-GPU timing, the watch on endless loops, item 10's prediction; all are in the student bundle), as a sandbox account.
+GPU timing, the watch on endless loops, the course GPU as item 10's prediction shows it to the file, the
+prediction; all are in the student bundle), as a sandbox account.
 So those are all that account needs, besides the Python it runs, laid out as in the checkout. On Gradescope,
 setup.sh makes this folder (``python -m autograder.runtime FOLDER``) out of the grader's private folder and sets
 RMSNORM_RUNTIME.
@@ -26,7 +27,7 @@ from .config import ROOT, RUNTIME_VAR
 
 ENTRY = Path("autograder") / "job" / "__main__.py"      # what a job runs, relative to the runtime folder
 # The modules of rmsnorm_testkit a job imports, each importing only those before it
-FOR_JOBS = ("text", "compare", "timing", "watch", "predict")
+FOR_JOBS = ("text", "compare", "timing", "watch", "gpu_view", "predict")
 
 
 def copy_into(folder: Path) -> Path:

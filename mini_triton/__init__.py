@@ -29,8 +29,10 @@ from .races import get_race_mode, set_race_mode
 from .runtime import get_batching, set_batching, set_rule_mode, unrecorded
 from .memory import set_undefined_float
 from .stats import get_stats, plan, record, reset_stats
+from .imports import install_as_triton
 
-__version__ = "1.0.0"
+# The version of Triton whose language the simulator models: a kernel file's version shim reads it as Triton's.
+__version__ = "3.6.0"
 IS_MINI_TRITON = True
 
 
@@ -47,6 +49,6 @@ def next_power_of_2(n: int) -> int:
 
 __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
            "testing", "get_stats", "reset_stats", "record", "plan", "set_race_mode", "get_race_mode",
-           "set_batching", "get_batching", "set_rule_mode", "set_undefined_float", "unrecorded",
+           "set_batching", "get_batching", "set_rule_mode", "set_undefined_float", "unrecorded", "install_as_triton",
            "MiniTritonError", "CompilationError", "OutOfBoundsError", "DataRaceError", "DataRaceWarning",
            "BlockTruthError", "DeviceAssertionError", "Int32OverflowError", "OrderDependenceWarning"]

@@ -82,8 +82,12 @@ class tensor:
         self._h = handle
         self.dtype = dtype
         self.shape = tuple(shape)
-        if self.shape and math.prod(self.shape) > MAX_NUMEL:
+        n = math.prod(self.shape) if self.shape else 1
+        if n > MAX_NUMEL:
             check_numel(self.shape)
+        chunk = runtime.CURRENT
+        if chunk is not None and dtype.kind == "float":    # a kernel's float operation: its lanes over the threads
+            chunk.issued += -(-n // chunk.threads)
         self.aff = aff
         self.buf = buf
         # (op, a, b, lead): a large element-wise result not computed yet. A tl.store of it computes it straight into
@@ -188,6 +192,36 @@ def scalar(value, dtype=None) -> tensor:
     """A block of shape () shared by all programs (a literal or a kernel argument)."""
     dtype = dtype or dtypes.of_python_scalar(value)
     return tensor(torch.tensor([value], dtype=dtypes.storage_dtype(dtype)), dtype, ())
+
+
+class loop_index(int):
+    """The variable of a runtime loop whose bounds every program of the chunk shares (``for i in range(n)``): kept as
+    a Python int, for speed, but a runtime value as Triton has it (the loop's int32 index, not a compile-time
+    constant). So it has a block's methods (``i.to(tl.int64)``, read through :meth:`block`), its arithmetic stays a
+    runtime value, and a block shape refuses it (:func:`const_int`), as Triton's compiler does."""
+    __slots__ = ()
+
+    def block(self) -> tensor:
+        return scalar(int(self))
+
+    def __repr__(self):
+        return f"loop index {int(self)}"
+
+
+def _keeps_loop_index(name):
+    plain = getattr(int, name)
+
+    def op(self, *other):
+        out = plain(self, *other)
+        return loop_index(out) if type(out) is int else out
+    op.__name__ = name
+    return op
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__",
+              "__mod__", "__rmod__", "__neg__", "__pos__", "__abs__", "__lshift__", "__rlshift__", "__rshift__",
+              "__rrshift__", "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__invert__"):
+    setattr(loop_index, _name, _keeps_loop_index(_name))
 
 
 def make_int(dtype, shape, aff=None, handle=None) -> tensor:
@@ -337,6 +371,12 @@ def const_int(v, what):
             raise CompilationError(message)        # not one int that every program shares: nothing to run on
         runtime.refuse(message)                    # recorded: the value the launch passed
         return int(h.item())
+    if isinstance(v, loop_index):
+        message = (f"{runtime.location()}: {what} must be a compile-time constant (tl.constexpr), but it is a loop's "
+                   f"variable, a runtime value for Triton's compiler; loop with tl.static_range to unroll the loop "
+                   f"at compile time")
+        runtime.refuse(message)                    # recorded: the value it has
+        return int(v)
     if isinstance(v, bool) or not isinstance(v, int):
         raise CompilationError(f"{runtime.location()}: {what} must be an int, got {v!r}")
     return v

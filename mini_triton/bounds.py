@@ -139,6 +139,28 @@ def tensor_lanes(buf, offs, bad, shown=3):
     return text, _hints(buf.name, t, merged)
 
 
+def _kernel_parameters() -> tuple:
+    """The names of the running kernel's parameters (the hints name only what the kernel has)."""
+    code = runtime.current().launch.code
+    return code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+
+
+def _past_the_last_row(name, rows, params) -> str:
+    """What to check when lanes reach rows past a tensor's last one. A kernel that takes a row count can mask a tile
+    of rows with it; one that takes none (one row per program) has a row index or a row stride that is off, and the
+    stride to look at is the one this tensor has."""
+    counts = [p for p in params if p in ("M", "n_rows", "num_rows", "rows") or p.lower().endswith("_rows")]
+    stem = name.removesuffix("_ptr").removesuffix("_Ptr").lower()
+    strides = [p for p in params if "stride" in p.lower() and stem and stem in p.lower().replace("stride", "")]
+    head = f"Rows {rows} and up do not exist ({name} has {rows} rows): "
+    stride = f"its own row stride ({' or '.join(strides)})" if strides else "the stride of its own rows"
+    check = f"check how the row index is computed and that {name}'s offset uses {stride}."
+    if counts:
+        return head + f"if a tile runs past the last row, mask them (rows < {counts[0]}); if no program should " \
+                      f"reach them, {check}"
+    return head + f"each program's row comes from its program id: {check}"
+
+
 def _merge_rows(runs):
     """Consecutive rows with the same columns as one slice: [lead index, last row, first col, last col]."""
     merged = []
@@ -160,20 +182,21 @@ def _index_text(name, lead, last_row, c0, c1) -> str:
 def _hints(name, t, merged) -> list[str]:
     """What to fix, from where the runs lie: past a row's end, past the last row, before the start."""
     n, rows = t.shape[-1], t.shape[0]
+    params = _kernel_parameters()
+    n_cols = next((p for p in ("n_cols", "N", "ncols", "num_cols", "n_col", "n") if p in params), None)
     hints = []
     if any(c1 >= n for *_, c1 in merged):
         if all(0 < c0 < n for *_, c0, _ in merged):
             # a run that starts inside a row and runs past its end: the row's offset is off, not the mask
             hints.append(f"These lanes start at column {merged[0][2]} of a row, not at column 0: the offset of "
                          f"each row is not a multiple of the row's {n} elements; step from row to row by the "
-                         f"tensor's row length or stride (n_cols, or the stride the wrapper passes), not by the "
-                         f"block width.")
+                         f"tensor's row length or stride ({n_cols + ', or ' if n_cols else ''}the stride the "
+                         f"wrapper passes), not by the block width.")
         else:
-            hints.append(f"Columns {n} and up are past the end of a row of {n}: mask them (cols < n_cols).")
+            hints.append(f"Columns {n} and up are past the end of a row of {n}: mask them "
+                         f"({'cols < ' + n_cols if n_cols else 'with the row length'}).")
     if t.dim() == 2 and any(r[1] >= rows for r in merged):
-        hints.append(f"Rows {rows} and up do not exist ({name} has {rows} rows): if a tile runs past the "
-                     f"last row, mask them (rows < n_rows for x, y and dx); if no program should reach them, "
-                     f"check how the row index is computed.")
+        hints.append(_past_the_last_row(name, rows, params))
     elif any(i >= size for r in merged for i, size in zip((*r[0][:-1], r[1]), t.shape)):
         hints.append("Some indices are past their dimension's size: mask those lanes.")
     if any(r[0][0] < 0 or r[2] < 0 for r in merged):

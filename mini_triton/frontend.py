@@ -3,7 +3,8 @@
 A ``@jit`` function is not Python. Triton's compiler reads its source and accepts a small language:
 ``tl`` operations, calls of other ``@jit`` functions, a few builtins (``range``, ``len``, ``min``,
 ``max``, ``int``, ``float``, ``list``, ``isinstance``, ``getattr``, ``hasattr``, ``print``), globals that
-are ``tl.constexpr`` values, dtypes or modules, and the attributes of Triton's tensors and dtypes.
+are ``tl.constexpr`` values, dtypes or modules (the language's, or a module of ``@jit`` helpers), and the
+attributes of Triton's tensors and dtypes.
 A Python function without ``@triton.jit``, torch, a plain global number, a ``break``, a ``lambda``:
 none of them compiles on a GPU.
 
@@ -36,11 +37,11 @@ import types
 
 from . import boolops, runtime
 from . import dtypes
-from .blocks import constexpr, tensor
+from .blocks import constexpr, loop_index, tensor
 from .errors import CompilationError
 
 ATTRIBUTE = "_mini_triton_attribute"        # what the compiled source calls to read an attribute
-LOOP_TYPES = "_mini_triton_loop_types"       # what it calls around a loop, to keep its carried variables' shapes
+LOOP_TYPES = "_mini_triton_loop_types"       # what it calls around a loop, to keep its carried variables' types
 IF_TYPES = "_mini_triton_if_types"           # what it calls around an if, to keep the types its branches join
 
 # Constructs Triton's code generator has no visitor for, with what to write instead.
@@ -111,6 +112,8 @@ def _guarded_getattr(obj, name, *default):
 
 def _guarded_hasattr(obj, name) -> bool:
     """``hasattr`` in a kernel: False for a name a kernel may not read."""
+    if isinstance(obj, HelperModule):
+        return isinstance(name, str) and not name.startswith("_") and hasattr(obj.module, name)
     if not isinstance(name, str) or name.startswith("_") or _allowed(obj, name) is False:
         return False
     return hasattr(obj, name)
@@ -148,6 +151,10 @@ def _allowed(obj, name):
 def attribute(obj, name, *default):
     """``obj.name`` read in a kernel: Triton's names of tensors, dtypes, constexprs and the language's
     modules, nothing else. A module of the language answers for a name it lacks itself (names.py)."""
+    if isinstance(obj, HelperModule):
+        return obj.read(name, *default)
+    if isinstance(obj, loop_index):
+        obj = obj.block()                              # a loop's variable is a runtime scalar: i.to(tl.int64)
     allowed = _allowed(obj, name) if not name.startswith("_") else False
     if allowed is None:                                # tl, tl.math, libdevice, tl.extra: their own __all__
         if name in getattr(obj, "__all__", ()):
@@ -192,15 +199,46 @@ def _language_module(value) -> bool:
                                                     or value.__name__.startswith("mini_triton.language"))
 
 
+# Modules of the host's libraries: a kernel that names one is refused with what it can use instead (Triton's compiler
+# would read their attributes, and fail on the first one it cannot compile: torch.float32 is not a Triton dtype).
+HOST_LIBRARIES = ("torch", "numpy", "os", "sys", "builtins")
+
+
+class HelperModule:
+    """A module of the kernel file's own helpers, read as a global (``from lib import helpers as tle``, then
+    ``tle.program_id(0)`` where that is a ``@triton.jit`` function): Triton's compiler reads a module's attributes
+    as they are, so each is bound when the kernel first reads it, as :func:`bind` binds a global (a @jit function,
+    a constexpr, a dtype, a module), and a plain number is a constant."""
+
+    def __init__(self, module: types.ModuleType, where: str, kernels: tuple):
+        self.module, self.where, self.kernels, self.bound = module, where, kernels, {}
+
+    def read(self, name: str, *default):
+        if name not in self.bound:
+            if name.startswith("_") or not hasattr(self.module, name):
+                if default:
+                    return default[0]
+                raise CompilationError(f"{runtime.location()}: the module {self.module.__name__} has no attribute "
+                                       f"`{name}` a kernel can read")
+            value = getattr(self.module, name)
+            constant = isinstance(value, (bool, int, float, str, type(None)))
+            self.bound[name] = value if constant else bind(self.where, f"{self.module.__name__}.{name}", value,
+                                                           self.kernels)
+        return self.bound[name]
+
+
 def bind(where: str, name: str, value, kernels: tuple):
     """What the global (or closure) ``name`` of a kernel is bound to, as Triton's compiler binds it:
     another @jit function, a tl.constexpr, a dtype, the language (tl, triton, libdevice, math) or one
-    of its functions. Anything else is refused with the error Triton gives."""
+    of its functions, a module of @jit helpers (:class:`HelperModule`). Anything else is refused with
+    the error Triton gives."""
     if isinstance(value, kernels) or isinstance(value, (constexpr, dtypes.dtype)) or _language_module(value):
         return value
     module = getattr(value, "__module__", None) or ""
     if module.startswith("mini_triton.language") and callable(value):
         return value                                   # from triton.language.extra.libdevice import rsqrt
+    if type(value) is types.ModuleType and value.__name__.split(".")[0] not in HOST_LIBRARIES:
+        return HelperModule(value, where, kernels)
     message = f"{where}: {_refusal(name, value)}"
     runs = _as_written(value, kernels)
     if runs is not None and runtime.RULES == "record":
@@ -245,7 +283,7 @@ def _refusal(name, value) -> str:
         module_name, type_name = getattr(value, "__name__", name), type(value).__name__
     if module:
         return (f"{head}: {name} is the module {module_name}, which runs on the host; a kernel can use "
-                f"triton.language (tl) and math only")
+                f"triton.language (tl), math and modules of @triton.jit helpers")
     if function:
         return (f"{head}: {name} is a Python function, which Triton cannot compile; decorate it with "
                 f"@triton.jit to call it from a kernel (Triton's compiler refuses a call of a plain function)")
@@ -280,10 +318,10 @@ class _Attributes(ast.NodeTransformer):
 
 
 class _LoopTypes(ast.NodeTransformer):
-    """Around each ``for`` and ``while`` loop: note the shapes of the variables it carries (those bound before
+    """Around each ``for`` and ``while`` loop: note the types of the variables it carries (those bound before
     it and again inside it) before the loop, and check them at the top of each pass and after the loop.
     Triton's compiler gives a loop-carried variable one type: ``acc = 0.0`` made a block inside the loop
-    does not compile."""
+    does not compile, nor a bf16 accumulator given fp32 values."""
 
     def __init__(self, where, fdef):
         self.where = where
@@ -415,34 +453,45 @@ def _say(ty) -> str:
     return f"a scalar of {dtype}" if not shape else f"a block of shape {list(shape)} of {dtype}"
 
 
-def _shape_of(value):
-    """A value's shape as Triton types it: a block's, () for a scalar; None when it has none to keep."""
-    if isinstance(value, tensor):
-        return tuple(value.shape)
-    if isinstance(value, (bool, int, float, constexpr)):
-        return ()
-    return None
-
-
 def loop_types(where, line, names, before=None):
-    """Before a loop (``before`` None): the shapes of its carried ``names`` in the caller's frame. At the top of
-    a pass and after the loop: refuse a carried variable whose shape changed, as Triton's compiler does."""
+    """Before a loop (``before`` None): the types of its carried ``names`` in the caller's frame. At the top of a
+    pass and after the loop: refuse a carried variable whose type changed, its shape or its dtype, as Triton's
+    compiler does (a literal is typed as Triton types it: ``acc = 0.0`` is an fp32 scalar)."""
     local = sys._getframe(1).f_locals
-    now = {n: _shape_of(local[n]) for n in names if n in local}
+    now = {n: _type_of(local[n]) for n in names if n in local}
     if before is None:
         return now
-    for n, shape in now.items():
+    for n, ty in now.items():
         was = before.get(n)
-        if was is not None and shape is not None and was != shape:
-            def say(s):
-                return "a scalar" if s == () else f"a block of shape {list(s)}"
-            runtime.refuse(
-                f"{where} line {line}: the loop carries `{n}`, which is {say(was)} before the loop and {say(shape)} "
-                f"inside it; Triton's compiler keeps a loop-carried variable's type (\"Loop-carried variable {n} has "
-                f"initial type ... but is re-assigned to ... in loop\"): start it as a block of that shape, "
-                f"{n} = tl.zeros({list(shape) if shape else '()'}, dtype=...), written with the block sizes that "
-                f"make it (the constexprs of its tl.arange) so that it holds at every launch")
+        if was is not None and ty is not None and (tuple(was[0]), was[1]) != ty:
+            runtime.refuse(f"{where} line {line}: the loop carries `{n}`, which is {_change(was, ty)}; Triton's "
+                           f"compiler keeps a loop-carried variable's type, its shape and its dtype (\"Loop-carried "
+                           f"variable {n} has initial type ... but is re-assigned to ... in loop\"): "
+                           f"{_start_as(n, was, ty)}")
     return None
+
+
+def _change(was, now) -> str:
+    """"a scalar before the loop and a block of shape [32] inside it", or, where only the dtype changed, "of
+    tl.bfloat16 before the loop and of tl.float32 inside it (a block of shape [16])"."""
+    def shape(s):
+        return "a scalar" if not s else f"a block of shape {list(s)}"
+    if was[1] == now[1]:
+        return f"{shape(was[0])} before the loop and {shape(now[0])} inside it"
+    if tuple(was[0]) == tuple(now[0]):
+        return f"of {was[1]} before the loop and of {now[1]} inside it ({shape(now[0])})"
+    return f"{_say(was)} before the loop and {_say(now)} inside it"
+
+
+def _start_as(n, was, now) -> str:
+    """What to write before the loop so that ``n`` keeps the type the loop gives it."""
+    shape, dtype = now
+    if tuple(was[0]) == tuple(shape):
+        return (f"start it in the dtype the loop gives it ({n} = tl.zeros(..., dtype={dtype}) with the shape it has), "
+                f"or cast what the loop assigns back with .to({was[1]})")
+    return (f"start it as a block of that shape, {n} = tl.zeros({list(shape) if shape else '()'}, dtype={dtype}), "
+            f"written with the block sizes that make it (the constexprs of its tl.arange) so that it holds at every "
+            f"launch")
 
 
 def parse(fn):

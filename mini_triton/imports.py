@@ -6,9 +6,16 @@ each of those imports gets the simulator's module of the same path (``triton.lan
 ``mini_triton.language``), whether or not Triton itself is installed; a path the simulator does not
 have fails at the line that imports it, with its name. Outside the block, ``triton`` is whatever it was
 before: Triton's own, if it is installed, so that one process can load a file on both backends.
+
+Only the kernel file and what it imports get the simulator. PyTorch looks for Triton on its own, to decide
+what ``torch.compile`` and its code generator may use (``import triton.backends.compiler``, ``from
+triton.runtime.autotuner import ...``): torch's modules see what they would see outside the block, Triton's
+own if it is installed and nothing if not, as on any machine without a GPU. So a file that compiles a helper
+of its own with ``torch.compile`` at import loads here as it does there.
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
 import importlib
 import importlib.abc
@@ -19,6 +26,9 @@ import types
 # Triton's public modules the simulator answers: the package itself, and these with their submodules;
 # ``triton.runtime`` and the rest are Triton's machinery, which the simulator does not model.
 PUBLIC = ("triton", "triton.language", "triton.testing")
+# Whose imports of Triton see the world outside ``as_triton()``: torch, which looks for Triton itself, and Triton's
+# own modules, which torch may load there (the simulator's modules are named mini_triton...).
+LOOKS_FOR_TRITON = ("torch", "functorch", "triton")
 
 
 def simulator_module(name: str) -> types.ModuleType:
@@ -57,19 +67,78 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__spec__ = module.__spec__.loader_state[1]
 
 
-@contextlib.contextmanager
-def as_triton():
-    """Within the block, ``import triton...`` gives the simulator's modules; afterwards sys.modules holds
-    what it held before (a file imported within keeps the modules it bound)."""
-    saved = {k: v for k, v in sys.modules.items() if k == "triton" or k.startswith("triton.")}
-    for k in saved:
-        del sys.modules[k]
+def _is_triton(name: str) -> bool:
+    return name == "triton" or name.startswith("triton.")
+
+
+def _take_triton_modules() -> dict:
+    """Remove ``triton`` and its submodules from sys.modules, and give them back."""
+    return {k: sys.modules.pop(k) for k in [k for k in sys.modules if _is_triton(k)]}
+
+
+class _TwoWorlds:
+    """``import`` while the block is open: the simulator's Triton for the kernel file, the world outside the block
+    for torch's own modules (``LOOKS_FOR_TRITON``). Whatever torch loads of Triton's own is kept for the world
+    outside, which sys.modules holds again when the block ends."""
+
+    def __init__(self, outside: dict, finder):
+        self.outside, self.finder, self.depth = outside, finder, 0
+        self.builtin = builtins.__import__
+
+    def __call__(self, name, globals=None, locals=None, fromlist=(), level=0):
+        importer = (globals or {}).get("__name__") or ""
+        target = name if level == 0 else (globals or {}).get("__package__") or ""    # from .jit import ...
+        if _is_triton(target) and not self.depth and importer.split(".")[0] in LOOKS_FOR_TRITON:
+            return self.from_outside(name, globals, locals, fromlist, level)
+        return self.builtin(name, globals, locals, fromlist, level)
+
+    def from_outside(self, *args):
+        simulated = _take_triton_modules()
+        sys.modules.update(self.outside)
+        sys.meta_path.remove(self.finder)
+        self.depth += 1
+        try:
+            return self.builtin(*args)
+        finally:
+            self.depth -= 1
+            self.outside.update(_take_triton_modules())
+            sys.modules.update(simulated)
+            sys.meta_path.insert(0, self.finder)
+
+
+_OPEN = []                   # the as_triton() blocks open now, and install_as_triton()'s for good
+
+
+def _enter() -> tuple:
+    saved = _take_triton_modules()
     finder = _Finder()
     sys.meta_path.insert(0, finder)
+    importer = _TwoWorlds(saved, finder)
+    builtins.__import__ = importer
+    _OPEN.append(importer)
+    return saved, finder, importer
+
+
+@contextlib.contextmanager
+def as_triton():
+    """Within the block, ``import triton...`` gives the simulator's modules, except to torch's own modules (see the
+    module's docstring); afterwards sys.modules holds what it held before, and what torch loaded of Triton's own
+    meanwhile (a file imported within keeps the modules it bound)."""
+    saved, finder, importer = _enter()
     try:
         yield
     finally:
+        _OPEN.remove(importer)
+        builtins.__import__ = importer.builtin
         sys.meta_path.remove(finder)
-        for k in [k for k in sys.modules if k == "triton" or k.startswith("triton.")]:
-            del sys.modules[k]
+        _take_triton_modules()
         sys.modules.update(saved)
+
+
+def install_as_triton():
+    """From here on, in this process, ``import triton...`` gives the simulator's modules, as within ``as_triton()``
+    (torch's own imports excepted). A kernel file's backend block calls it when the file runs on the simulator, so
+    that ``python rmsnorm.py`` imports as the tests and the grader do; where they load the file (an ``as_triton()``
+    block), or once done, it does nothing."""
+    if not _OPEN:
+        _enter()

@@ -57,6 +57,7 @@ class Launch:
         self.view_loads = None                 # may loads be views? None: not known yet (runtime.Chunk.writing)
         self.waits = 0                         # reductions across a block, summed over programs (perf.py)
         self.rounds = {}                       # load waits by bytes per thread (runtime.Chunk.note_load)
+        self.issued = 0                        # float block operations per thread, summed over programs (perf.py)
 
     def lock_id(self, key) -> int:
         return self.lock_ids.setdefault(key, len(self.lock_ids))
@@ -249,6 +250,7 @@ class JITFunction:
             launch.view_loads = True
         committed.extend(chunk.records)
         launch.waits += chunk.waits
+        launch.issued += chunk.issued * chunk.P
         for per_thread, programs in chunk.rounds.items():
             launch.rounds[per_thread] = launch.rounds.get(per_thread, 0) + programs
         return chunk.max_numel

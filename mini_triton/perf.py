@@ -15,6 +15,11 @@ memory-bound kernel's time on a GPU follows from those, the way a roofline model
   kernel runs). Programs on one SM overlap (as many as its warps allow, ``max_warps_per_sm``), so a grid runs
   ``programs / (SMs x resident)`` waves of a program's waits: a grid of few programs has little in flight and is
   latency-bound, whatever its bytes;
+- **arithmetic**: each float operation of a program, once per element a thread holds (``issued``, counted as
+  the kernel runs: blocks.tensor), is a warp instruction for each of its warps; an SM issues ``schedulers`` of
+  them a clock. A kernel takes at least the time its SMs need to issue them all (the datasheet's peak), and a
+  program whose scheduler has no other warp to switch to (one of 4 warps alone on its SM) waits for its own
+  arithmetic beside its loads: their share that no other warp hides adds to its waits;
 - **atomics**: updates of one address are serialised (``atomic_same_ns`` each), and all of them together
   go at ``atomic_rate``;
 - each kernel has a fixed cost inside a CUDA graph (``launch_us``); a torch operation on the host side
@@ -22,17 +27,18 @@ memory-bound kernel's time on a GPU follows from those, the way a roofline model
   bandwidth torch's kernels of that kind reach.
 
 Bandwidth and latency overlap only partly: a kernel takes sqrt(bandwidth² + latency² + atomics²), which is
-how a copy kernel's time grows as its grid shrinks on the H200. The handout's part (e) shows the model beside
-the H200's measured times for kernels of seven designs.
+how a copy kernel's time grows as its grid shrinks on the H200, and never less than its arithmetic's issue time.
+The handout's part (e) shows the model beside the H200's measured times for kernels of seven designs.
 
     with triton.record(host_ops=True) as rec:
         y = rmsnorm(x, g)
     perf.predict(rec, "H200")     -> Prediction: each kernel's microseconds, and the total
 
-Where it can be wrong: it knows no arithmetic cost (a kernel that computes much per byte), no register spills,
-no cache behaviour beyond the rule above, and it times the grid the code launched on the CPU, which may differ
-from the one it launches on a GPU (a grid taken from the GPU's SM count, say). Its parameters are named below,
-each with its source; the course GPU's were measured on it.
+Where it can be wrong: it counts the operations a kernel's code writes, not the instructions the compiler makes
+of them (address arithmetic, conversions fused or split); no register spills, no cache behaviour beyond the rule
+above, no slow access pattern beyond the bytes; and it times the grid the code launched where it was recorded
+(rmsnorm_testkit/predict.py shows the code the course GPU, so that a grid taken from the device is the GPU's).
+Its parameters are named below, each with its source; the course GPU's were measured on it.
 """
 from __future__ import annotations
 
@@ -59,33 +65,44 @@ class GPU:
     atomic_rate: float = 2.8e11     # atomic updates per second, all addresses together
     max_warps_per_sm: int = 64
     max_programs_per_sm: int = 32
+    clock_ghz: float = 1.98     # the SMs' clock under load, GHz
+    schedulers: int = 4         # warp schedulers per SM, each issuing one warp instruction a clock
+    device_name: str = ""       # as torch.cuda.get_device_name says it
+    memory_gb: float = 0.0      # device memory, GB
+    capability: tuple = (9, 0)  # compute capability
     source: str = ""
 
 
 # The H200 (the course GPU): measured on it, 2026-12-04, by the course's benchmark of this model: a 512 MB copy;
 # a row-copy kernel over 16 to 16384 programs (one load wait: 0.61 us); graphs of 1 and 64 tiny kernels; re-reads
 # of rows served by L2; fp32 atomic_add of 16384 rows into one row of 4096, and into rows of their own. SMs and L2
-# as torch.cuda.get_device_properties reports them.
-H200 = GPU("H200", hbm_gbs=4183, sms=132, l2_bytes=62914560, l2_gbs=14100,
-           source="measured on an H200 SXM (141 GB), 2026-12-04")
+# as torch.cuda.get_device_properties reports them. The issue rate is the datasheet's: 1980 MHz (the SM clock
+# nvidia-smi showed while the benchmark ran), 4 warp schedulers per SM (Hopper's four SM partitions), so 132 x 4 x
+# 1.98e9 warp instructions a second; 32 lanes each, 128 FP32 lanes an SM: the datasheet's 67 TFLOPS of FP32 FMA.
+H200 = GPU("H200", hbm_gbs=4183, sms=132, l2_bytes=62914560, l2_gbs=14100, device_name="NVIDIA H200",
+           memory_gb=141, source="measured on an H200 SXM (141 GB), 2026-12-04")
 # The others: datasheet bandwidth times the H200's measured share of its own (4183 of 4800 GB/s: 0.87), their
-# datasheet SMs and L2, the L2 bandwidth scaled by SMs, and the H200's latencies and atomic costs (not measured
-# on them: a prediction there is rougher).
+# datasheet SMs, L2 and boost clock, the L2 bandwidth scaled by SMs, and the H200's latencies and atomic costs (not
+# measured on them: a prediction there is rougher).
 _COPY_SHARE = 4183 / 4800
 
 
-def _like_h200(name, peak_gbs, sms, l2_mb, source):
-    return dataclasses.replace(H200, name=name, hbm_gbs=round(peak_gbs * _COPY_SHARE), sms=sms,
-                               l2_bytes=int(l2_mb * 2 ** 20), l2_gbs=round(H200.l2_gbs * sms / H200.sms),
-                               source=source)
+def _like_h200(name, device_name, peak_gbs, sms, l2_mb, clock_ghz, memory_gb, capability, source):
+    return dataclasses.replace(H200, name=name, device_name=device_name, hbm_gbs=round(peak_gbs * _COPY_SHARE),
+                               sms=sms, l2_bytes=int(l2_mb * 2 ** 20), l2_gbs=round(H200.l2_gbs * sms / H200.sms),
+                               clock_ghz=clock_ghz, memory_gb=memory_gb, capability=capability, source=source)
 
 
 GPUS = {g.name: g for g in (
     H200,
-    _like_h200("H100", 3350, 132, 50, "datasheet H100 SXM5: 3.35 TB/s HBM3, 132 SMs, 50 MB L2"),
-    _like_h200("A100", 2039, 108, 40, "datasheet A100 SXM4 80 GB: 2.04 TB/s HBM2e, 108 SMs, 40 MB L2"),
-    _like_h200("L4", 300, 58, 48, "datasheet L4: 300 GB/s GDDR6, 58 SMs, 48 MB L2"),
-    _like_h200("RTX 4090", 1008, 128, 72, "datasheet GeForce RTX 4090: 1008 GB/s GDDR6X, 128 SMs, 72 MB L2"),
+    _like_h200("H100", "NVIDIA H100 80GB HBM3", 3350, 132, 50, 1.98, 80, (9, 0),
+               "datasheet H100 SXM5: 3.35 TB/s HBM3, 132 SMs, 50 MB L2, 1.98 GHz"),
+    _like_h200("A100", "NVIDIA A100-SXM4-80GB", 2039, 108, 40, 1.41, 80, (8, 0),
+               "datasheet A100 SXM4 80 GB: 2.04 TB/s HBM2e, 108 SMs, 40 MB L2, 1.41 GHz"),
+    _like_h200("L4", "NVIDIA L4", 300, 58, 48, 2.04, 24, (8, 9), "datasheet L4: 300 GB/s GDDR6, 58 SMs, 48 MB L2, "
+                                                                 "2.04 GHz"),
+    _like_h200("RTX 4090", "NVIDIA GeForce RTX 4090", 1008, 128, 72, 2.52, 24, (8, 9),
+               "datasheet GeForce RTX 4090: 1008 GB/s GDDR6X, 128 SMs, 72 MB L2, 2.52 GHz"),
 )}
 
 # A tensor larger than this share of the L2 is re-read from device memory (a small one, from the L2).
@@ -119,6 +136,7 @@ class Work:
     programs: float = 0.0
     warps: int = 4
     rounds: float = 0.0           # load (and reduction) waits, summed over programs
+    issued: float = 0.0           # block operations in elements per thread, summed over programs (the issue term)
     atomics: float = 0.0
     contended: float = 0.0        # the most updates any one element received
     arg_names: tuple = ()
@@ -151,12 +169,14 @@ class Work:
             first=tuple(b * r for b, r in zip(self.first, ratio)), again=tuple(b * r for b, r in zip(self.again,
                                                                                                        ratio)),
             touched=tuple(b * r for b, r in zip(self.touched, ratio)), rounds=self.rounds * whole,
+            issued=self.issued * whole,
             atomics=self.atomics * whole, contended=self.contended * whole)
 
     def times(self, factor: float) -> "Work":
         """This work grown ``factor`` times, its grid too (a launch that did not plan: scaled with the rows)."""
         grow = lambda xs: tuple(x * factor for x in xs)      # noqa: E731
         return dataclasses.replace(self, programs=max(1.0, round(self.programs * factor)), rounds=self.rounds * factor,
+                                   issued=self.issued * factor,
                                    atomics=self.atomics * factor, contended=self.contended * factor,
                                    spans=grow(self.spans), first=grow(self.first), again=grow(self.again),
                                    touched=grow(self.touched))
@@ -196,6 +216,7 @@ def launch_work(launch) -> Work:
             w.contended = max(w.contended, _contended(a))
     w.rounds = sum(programs / overlap(per_thread) for per_thread, programs in (launch.rounds or {}).items()) + \
         launch.waits                              # the waits runtime.Chunk.note_load and note_wait counted
+    w.issued = float(getattr(launch, "issued", 0) or 0)
     w.arg_names, w.spans, w.first, w.again, w.touched = (tuple(names), tuple(spans), tuple(first), tuple(again),
                                                          tuple(touched))
     return w
@@ -221,6 +242,21 @@ def torch_work(name: str, kind: str, moved: float) -> Work:
                 again=(0.0,), touched=(float(moved),))
 
 
+def issue_seconds(w: Work, gpu: GPU) -> float:
+    """The time the SMs take to issue a kernel's arithmetic: its warp instructions (each float operation of a
+    program, per element a thread holds, once per warp: ``issued`` x warps) over the SMs its programs occupy, each
+    issuing ``schedulers`` warp instructions a clock. A datasheet's peak: the least time that work can take."""
+    return w.issued * w.warps / (min(gpu.sms, max(1.0, w.programs)) * gpu.schedulers * gpu.clock_ghz * 1e9)
+
+
+def warps_per_scheduler(w: Work, gpu: GPU) -> float:
+    """How many warps each scheduler of an occupied SM can choose from: the programs an SM holds at once (as
+    many as there are, up to what its warps allow), times their warps, over its schedulers."""
+    resident = max(1, min(gpu.max_programs_per_sm, gpu.max_warps_per_sm // max(1, w.warps)))
+    held = min(resident, math.ceil(max(1.0, w.programs) / gpu.sms))
+    return max(1.0, min(held * w.warps, gpu.max_warps_per_sm) / gpu.schedulers)
+
+
 def seconds(w: Work, gpu: GPU | str = "H200") -> float:
     """The model's time for one Work on ``gpu``, in seconds (its fixed cost inside a graph included)."""
     gpu = GPUS[gpu] if isinstance(gpu, str) else gpu
@@ -233,7 +269,10 @@ def seconds(w: Work, gpu: GPU | str = "H200") -> float:
     waves = max(1.0, w.programs / (gpu.sms * resident))
     latency = waves * (w.rounds / max(1.0, w.programs)) * gpu.load_us * 1e-6
     atomics = max(w.contended * gpu.atomic_same_ns * 1e-9, w.atomics / gpu.atomic_rate)
-    return math.sqrt(bandwidth ** 2 + latency ** 2 + atomics ** 2) + launch
+    issue = issue_seconds(w, gpu)
+    # a program's issue waits beside its loads where no other warp of its scheduler has work to issue meanwhile
+    chain = latency + issue / warps_per_scheduler(w, gpu)
+    return max(math.sqrt(bandwidth ** 2 + chain ** 2 + atomics ** 2), issue) + launch
 
 
 def copy_seconds(nbytes: float, gpu: GPU | str = "H200") -> float:

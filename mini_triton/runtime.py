@@ -91,6 +91,8 @@ class Chunk:
         self.max_numel = 1                       # largest block seen: sizes the next chunk
         self.waits = 0                           # reductions across a block, summed over programs (perf.py)
         self.rounds = {}                         # load waits: {bytes per thread of the load: programs} (perf.py)
+        self.threads = 32 * launch.num_warps     # a program's threads: a block's lanes are spread over them
+        self.issued = 0                          # float operations, per element a thread holds, of a program
         self.round_sites = None                  # the load sites of the round in flight, None when none is
         self.locks = None                        # per program: the lock it holds (an id), or -1
         self._held = None                        # held()'s answer since the last hold() (False: none held)

@@ -113,6 +113,7 @@ class LaunchStats:
     num_warps: int = 4            # the launch's num_warps: 32 threads each per program (perf.py reads it)
     waits: int = 0                # reductions across a block the programs made, summed over them (perf.py)
     rounds: dict = dataclasses.field(default_factory=dict)   # the loads they waited for: {bytes per thread: programs}
+    issued: int = 0               # float block operations per thread, summed over programs (perf.py's issue term)
 
     @property
     def loaded(self):
@@ -306,7 +307,8 @@ def commit_launch(launch, records):
             _GLOBAL[k] += getattr(a, k)
     if _RECORDERS:
         ls = LaunchStats(launch.name, launch.grid, launch.programs, args, launch.order_dependent, launch.race,
-                         launch.undefined_lanes, launch.rule, launch.num_warps, launch.waits, launch.rounds)
+                         launch.undefined_lanes, launch.rule, launch.num_warps, launch.waits, launch.rounds,
+                         launch.issued)
         for rec in _RECORDERS:
             rec.launches.append(ls)
             rec.alive.extend(b.tensor.untyped_storage() for b in launch.buffers)

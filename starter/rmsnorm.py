@@ -39,11 +39,10 @@ else:
         BACKEND = "mini_triton"
 
 if BACKEND == "mini_triton":
-    import mini_triton as triton
-    tl = triton.language
-else:
-    import triton
-    import triton.language as tl
+    import mini_triton
+    mini_triton.install_as_triton()      # from here on, `import triton` gives the simulator (as in the tests)
+import triton
+import triton.language as tl
 
 DEVICE = torch.device("cuda" if BACKEND == "triton" else "cpu")
 

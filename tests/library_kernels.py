@@ -457,11 +457,11 @@ def cases(small=False):
     per = _cdiv(NUMEL, E)
     max_padded = NUMEL + E * (BS - 1)
 
-    def moe():
-        counts, cum = torch.zeros((E + 1) * E, dtype=torch.int64), torch.zeros(E + 1, dtype=torch.int64)
-        total = torch.zeros(1, dtype=torch.int64)
-        sorted_ids = torch.full((max_padded,), NUMEL, dtype=torch.int64)
-        expert_ids = torch.zeros(_cdiv(max_padded, BS), dtype=torch.int64)
+    def moe():                   # int32 counts and ids, as vLLM's: the scalar loops carry int32 sums
+        counts, cum = torch.zeros((E + 1) * E, dtype=torch.int32), torch.zeros(E + 1, dtype=torch.int32)
+        total = torch.zeros(1, dtype=torch.int32)
+        sorted_ids = torch.full((max_padded,), NUMEL, dtype=torch.int32)
+        expert_ids = torch.zeros(_cdiv(max_padded, BS), dtype=torch.int32)
         moe_count_kernel[(E,)](topk, counts, E, NUMEL, per)
         moe_prefix_kernel[(E,)](counts, E)
         moe_cumsum_kernel[(1,)](total, counts, cum, E, BS)
@@ -470,9 +470,9 @@ def cases(small=False):
 
     def moe_ref():
         padded = (torch.bincount(topk, minlength=E) + BS - 1) // BS * BS
-        cum = torch.cat([torch.zeros(1, dtype=torch.int64), padded.cumsum(0)])
-        sorted_ids = torch.full((max_padded,), NUMEL, dtype=torch.int64)
-        expert_ids = torch.zeros(_cdiv(max_padded, BS), dtype=torch.int64)
+        cum = torch.cat([torch.zeros(1, dtype=torch.int32), padded.cumsum(0).to(torch.int32)])
+        sorted_ids = torch.full((max_padded,), NUMEL, dtype=torch.int32)
+        expert_ids = torch.zeros(_cdiv(max_padded, BS), dtype=torch.int32)
         fill = cum[:-1].clone()
         for i, e in enumerate(topk.tolist()):
             sorted_ids[fill[e]] = i

@@ -30,6 +30,11 @@ SQ_LOOP = ("        for start in range(0, n_cols, BLOCK_N):\n            c = sta
            "            x = load_tile(x_ptr, rows, x_row_stride, c, mask).to(tl.float32)\n            sq += x * x")
 DOT = "c = tl.sum(dyg * x, axis=1) * (r * r * r) / n_cols"
 SINGLE = "    if SINGLE_PASS:\n        # The whole row fits in registers: read x once, write y once."
+CHUNK_MASK_FWD = "            c = start + cols\n            mask = row_mask[:, None] & (c < n_cols)[None, :]\n"
+CHUNK_MASK_BWD = "                c = start + cols\n                mask = row_mask[:, None] & (c < n_cols)[None, :]\n"
+FIRST_CHUNK_MASK = "mask = row_mask[:, None] & (cols < n_cols)[None, :]\n"      # from the first chunk's columns
+SQ_ZEROS = "        sq = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)\n"
+ACC_ZEROS = "            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)\n"
 
 EDITS = {
     # -- addresses: a kernel reads one tensor where another is expected ------------------------------------
@@ -295,6 +300,25 @@ EDITS = {
     # correct: dx allocated like the dy that _rows made contiguous
     "dx_allocated_like_dy2": [("    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)\n",
                                "    dx = torch.empty_like(dy2)\n")],
+    # -- a long row's last chunk, and the gradients an autograd step asks for --------------------------------------
+    # the chunk loops' mask made once, before them, from the first chunk's columns: right while N is a multiple of
+    # the chunk, and the last chunk of any other row reads past the row's end (in the forward, then in the backward)
+    "chunk_mask_from_the_first_chunk": [(CHUNK_MASK_FWD, "            c = start + cols\n", 2),
+                                        (SQ_ZEROS, " " * 8 + FIRST_CHUNK_MASK + SQ_ZEROS)],
+    "chunk_mask_from_the_first_chunk_bwd": [(CHUNK_MASK_BWD, "                c = start + cols\n", 2),
+                                            (ACC_ZEROS, " " * 12 + FIRST_CHUNK_MASK + ACC_ZEROS)],
+    # ctx.needs_input_grad read with x's and g's flags exchanged: right while both require grad, None otherwise
+    "needs_input_grad_swapped": [("        return dx, dg, None\n",
+                                  "        return (dx if ctx.needs_input_grad[1] else None), "
+                                  "(dg if ctx.needs_input_grad[0] else None), None\n")],
+    # the backward's dg accumulator made in g's dtype, then given fp32 terms in the loop: Triton refuses the kernel
+    # for a 16-bit g (a loop-carried variable keeps its dtype), and compiles it for an fp32 g
+    "dg_accumulator_in_g_dtype": [("        dg = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)\n",
+                                   "        dg = tl.zeros((BLOCK_M, BLOCK_N), dtype=g_ptr.dtype.element_ty)\n")],
+    # correct: only the gradients the inputs ask for
+    "needs_input_grad_honoured": [("        return dx, dg, None\n",
+                                   "        return (dx if ctx.needs_input_grad[0] else None), "
+                                   "(dg if ctx.needs_input_grad[1] else None), None\n")],
 }
 
 

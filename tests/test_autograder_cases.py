@@ -91,8 +91,61 @@ def test_every_robust_case_names_a_part_of_item_4_that_the_rubric_grades():
     from autograder.hidden.cases import GPU_ROBUST, ROBUST, robust_parts
     for name, c in {**ROBUST, **GPU_ROBUST}.items():
         assert c.part in rubric.PARTS and c.part.startswith("4."), (name, c.part)
-    assert sorted(robust_parts()) == ["4.1", "4.2", "4.3", "4.4", "4.5"]
+    assert sorted(robust_parts()) == ["4.1", "4.2", "4.3", "4.4", "4.5", "4.6"]
     assert sum(map(len, robust_parts().values())) == len(ROBUST)
+
+
+def test_each_autograd_task_says_which_inputs_require_grad_and_only_4_6_asks_for_fewer_than_both():
+    """The choice travels from the Case to the task (host.py makes those inputs leaves that require grad); job/tasks.py
+    runs the GPU's steps with both, so every GPU case has both."""
+    from autograder.hidden.cases import GPU_ROBUST, ROBUST, gpu_jobs, sim_jobs, task_name
+    tasks = {k: v for job in [*sim_jobs().values(), *gpu_jobs().values()] for k, v in job.items()}
+    fewer = {k for k, c in ROBUST.items() if c.requires_grad != ("x", "g")}
+    assert {ROBUST[k].requires_grad for k in fewer} == {("x",), ("g",), ()}
+    assert {ROBUST[k].part for k in fewer} == {"4.6"} and not any(c.forward_only for c in map(ROBUST.get, fewer))
+    for name, task in tasks.items():
+        if task["op"] == "autograd":
+            case = name.removeprefix("ag_").removesuffix("_again")
+            want = list(ROBUST[case].requires_grad) if case in ROBUST else ["x", "g"]
+            assert task["requires_grad"] == want, name
+    assert all(c.requires_grad == ("x", "g") for c in GPU_ROBUST.values())
+    assert tasks[task_name("ag", "no_grad")]["requires_grad"] == []
+
+
+def test_a_long_case_takes_every_power_of_2_chunk_with_a_last_chunk_partly_past_the_row():
+    """Rows longer than the single-pass limit (16384 in fp32), N odd: whatever power-of-2 chunk a file picks, its
+    last chunk is partly masked, in the forward alone and through autograd."""
+    from autograder.hidden.cases import ROBUST
+    long_odd = [c for c in ROBUST.values() if c.shape[-1] > 16384 and c.shape[-1] % 2 and c.dtype == "float32"]
+    assert {c.forward_only for c in long_odd} == {True, False} and {c.part for c in long_odd} == {"4.4"}
+
+
+def _grads_outcome(tensors, only_x_info):
+    """An outcome of the core step "d" (x and g both requiring grad) and of 4.6's step where only x does."""
+    from autograder.hidden.cases import task_name
+    return runner.Outcome(tensors, {task_name("ag", "d"): {"ok": True}, task_name("ag", "only_x_grad"): only_x_info},
+                          None, None)
+
+
+def test_a_gradient_asked_for_that_the_step_with_both_gets_is_named_by_needs_input_grad():
+    from autograder.hidden.cases import task_name
+    from autograder.judge.outputs import needs_input_grad
+    d, only_x = task_name("ag", "d"), task_name("ag", "only_x_grad")
+    none = {"ok": True, "not_tensors": {"dx": "NoneType", "dg": "NoneType"}}
+    found = needs_input_grad(_grads_outcome({f"{d}.dx": torch.ones(2, 3), f"{d}.dg": torch.ones(3)}, none), only_x,
+                             ("x",), "x of shape (2, 3) fp32")
+    assert found.cause == "needs_input_grad" and rubric.CAUSE_OWNERS[found.cause] == "4.6"
+    assert found.message.startswith("x.grad is None after y.backward(dy) for x of shape (2, 3) fp32")
+    assert "ctx.needs_input_grad[0] is True" in found.message and "[0] is x's, [1] is g's" in found.message
+    # missing in the step with both too: not a matter of the flags (output() names it where it shows)
+    assert needs_input_grad(_grads_outcome({f"{d}.dg": torch.ones(3)}, none), only_x, ("x",), "x") is None
+    # the gradient asked for came back, none for g: nothing to say before the values
+    given = {"ok": True, "not_tensors": {"dg": "NoneType"}}
+    assert needs_input_grad(_grads_outcome({f"{only_x}.dx": torch.ones(2, 3)}, given), only_x, ("x",), "x") is None
+    # g.grad set although g does not require grad
+    extra = needs_input_grad(_grads_outcome({f"{only_x}.dx": torch.ones(2, 3), f"{only_x}.dg": torch.ones(3)},
+                                            {"ok": True}), only_x, ("x",), "x")
+    assert extra.cause == "needs_input_grad" and extra.message.startswith("g.grad is set after y.backward(dy)")
 
 
 def test_the_names_a_job_uses_come_from_one_place():

@@ -43,7 +43,14 @@ def test_the_solution_and_the_starter_pass_the_scan():
     ("exec('1')\n", "exec() is not allowed"),
     ("def f(:\n", "does not parse"),
     ("x = __builtins__['open']\n", "__builtins__ reaches into the interpreter"),
-    ("import os\ngetattr(os, '_exit')(0)\n", "getattr reaches into the interpreter"),
+    ("import os\ngetattr(os, '_exit')(0)\n", "os._exit is not allowed"),
+    ("import torch\nn = '_C'\nC = getattr(torch, n)\n", "getattr with a name made at run time"),
+    ("import torch\nC = getattr(torch, '_C', None)\n", "torch._C is a library's private name"),
+    ("def f(x):\n    return getattr(x, '__dict__')\n", ".__dict__ reaches into the interpreter"),
+    ("import torch\nT = torch\n", "the module torch used as a value"),
+    ("import torch\nimport triton\ntorch = triton\n", "torch, bound by an import, is bound again"),
+    ("import triton\nT = triton\nT.jit = None\n", "changing T.jit may patch a library object"),
+    ("import triton.language as tl\n\n\ndef f(m):\n    m.sum = None\n\n\nf(tl)\n", "changing the attributes of tl"),
     ("def f(e):\n    return e.__traceback__.tb_frame\n", ".tb_frame reaches into the interpreter"),
     ("def f(fn):\n    return fn.__closure__\n", ".__closure__ reaches into the interpreter"),
     ("import torch\ntorch.save(1, 'x')\n", ".save reads or writes files"),
@@ -94,6 +101,25 @@ def test_scan_leaves_torchs_own_norms_to_the_job_which_sees_them_called():
     (tests/test_autograder_corpus.py, "torch_rms_norm_forward")."""
     code = "import torch.nn.functional as F\n\n\ndef _check(x):\n    return F.rms_norm(x, (x.shape[-1],))\n"
     assert scan.scan(code)[1] == []
+
+
+# Version shims as public kernel files write them: each reads Triton's modules as values, and runs on every GPU.
+SHIMS = {
+    "hasattr": "import triton.language as tl\ntl_math = tl.libdevice if hasattr(tl, 'libdevice') else tl.math\n",
+    "named_getattr": "import triton.language as tl\nrsqrt = getattr(tl, 'rsqrt', None) or tl.math.rsqrt\n",
+    "helper_given_tl": "import triton.language as tl\n\n\ndef acc_type(lang):\n    return lang.float32\n\n\n"
+                       "ACC = acc_type(tl)\n",
+    "import_rebound": "import triton.language as tl\nfrom triton.language.extra import libdevice\n"
+                      "if hasattr(tl, 'libdevice'):\n    libdevice = tl.libdevice\n",
+    "version": "import torch\nimport triton\nNEW = triton.__version__ >= '3.0' and torch.__version__ >= '2'\n",
+    "triton_alias": "import triton\nT = triton\nn = T.cdiv(10, 4)\n",
+    "attribute_of_ctx": "def f(ctx, eps):\n    return getattr(ctx, 'eps', eps)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHIMS))
+def test_scan_lets_a_version_shim_read_tritons_modules_as_values(name):
+    assert scan.scan_rules(SHIMS[name])[1] == [], SHIMS[name]
 
 
 def test_scan_lets_a_variable_shadow_a_builtin_name():

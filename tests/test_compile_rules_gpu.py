@@ -72,6 +72,41 @@ KERNELS = {
     "triton_2_name_in_tl_math": ("""
         offs = tl.arange(0, BLOCK)
         tl.store(out_ptr + offs, tl.math.fast_powf(tl.load(x_ptr + offs), 2.0))""", False),
+    "loop_carried_dtype_changes": ("""
+        acc = tl.zeros([BLOCK], dtype=tl.float16)
+        for start in range(0, n, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            acc += tl.load(x_ptr + cols, mask=cols < n, other=0.0)
+        tl.store(out_ptr + tl.arange(0, BLOCK), acc)""", False),
+    "loop_carried_int_given_floats": ("""
+        total = 0
+        for start in range(0, n, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            total += tl.sum(tl.load(x_ptr + cols, mask=cols < n, other=0.0), axis=0)
+        tl.store(out_ptr, total)""", False),
+    "loop_carried_dtype_kept": ("""
+        acc = tl.zeros([BLOCK], dtype=tl.float16)
+        for start in range(0, n, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            acc += tl.load(x_ptr + cols, mask=cols < n, other=0.0).to(tl.float16)
+        tl.store(out_ptr + tl.arange(0, BLOCK), acc)""", True),
+    "loop_variable_cast_to_int64": ("""
+        for row in range(0, 2):
+            offs = row.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(x_ptr + offs))""", True),
+    "loop_variable_as_a_block_shape": ("""
+        for i in range(1, 2):
+            offs = tl.arange(0, i * BLOCK)
+            tl.store(out_ptr + offs, tl.load(x_ptr + offs))""", False),
+    "module_of_jit_helpers": ("""
+        offs = helpers.lanes(BLOCK)
+        tl.store(out_ptr + offs, helpers.twice(tl.load(x_ptr + offs)) * helpers.K * helpers.THREE)""", True),
+    "module_attribute_plain_function": ("""
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, helpers.plain(tl.load(x_ptr + offs)))""", False),
+    "torch_read_in_a_kernel": ("""
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(torch.float16))""", False),
     "branches_give_two_floats": ("""
         offs = tl.arange(0, BLOCK)
         if n > 3:
@@ -80,7 +115,7 @@ KERNELS = {
             v = 1.5
         tl.store(out_ptr + offs, tl.load(x_ptr + offs) * v)""", True),
 }
-# what the kernels above may name besides tl: a plain function, a jit one, a class and a constexpr global
+# what the kernels above may name besides tl: a plain function, a jit one, a class, a constexpr global and a module
 PRELUDE = """
 def helper(v):
     return v * 2
@@ -96,6 +131,17 @@ class Holder:
 
 
 K = tl.constexpr(2)
+
+
+@triton.jit
+def lanes(BLOCK: tl.constexpr):
+    return tl.arange(0, BLOCK)
+
+
+# a module of helpers, as libraries keep them (`from lib import helpers`): @jit functions, a constexpr, a number and
+# a plain function
+helpers = types.ModuleType("helpers")
+helpers.twice, helpers.lanes, helpers.plain, helpers.K, helpers.THREE = jit_helper, lanes, helper, K, 3
 """
 
 
@@ -104,8 +150,8 @@ K = tl.constexpr(2)
 REFUSED = (mini_triton.CompilationError, NotImplementedError)
 
 
-BACKENDS = {"triton": "import triton\nimport triton.language as tl\n",
-            "mini_triton": "import mini_triton as triton\ntl = triton.language\n"}
+BACKENDS = {"triton": "import types\nimport torch\nimport triton\nimport triton.language as tl\n",
+            "mini_triton": "import types\nimport torch\nimport mini_triton as triton\ntl = triton.language\n"}
 
 
 def _kernel(name, body, tmp_path, backend="triton"):
@@ -135,6 +181,7 @@ def test_the_simulator_refuses_at_its_line_what_triton_refuses_and_runs_what_it_
 # The refusals the simulator can run on as written, in rule mode "record" (as the grader runs kernels): the kernel
 # runs, and its launch's statistics name the rule, once.
 RUN_ON = {"loop_carried_scalar_made_a_block", "branches_give_an_int_and_a_float", "arange_not_a_power_of_2",
+          "loop_carried_dtype_changes", "loop_carried_int_given_floats", "loop_variable_as_a_block_shape",
           "plain_python_function_called", "triton_2_name_in_tl_math",
           "block_shape_from_a_runtime_value",
           "store_of_a_value_with_an_extra_dim_of_1"}

@@ -230,3 +230,23 @@ def test_r_is_held_to_fp32s_tolerance_as_the_handout_says(lang):
     said = {"en": "r is fp32 whatever x's dtype, so it is held to fp32's tolerance",
             "zh-CN": "r 都是 fp32，因此在所有输入上都按 fp32 的容差比较"}[lang]
     assert said in " ".join(section(TEXT[lang], 8).split())
+
+
+def test_part_d_s_program_count_is_the_handouts_in_the_public_test_that_checks_it(tmp_path):
+    """The public test of part (d)'s buffer tells a student how many programs to launch: the course GPU's SM count on
+    the CPU and at most ⌈M / 8⌉, as the handout's part (d) (in both languages) and the solution say."""
+    import test_part_d
+    from rmsnorm_testkit.compare import load_impl
+
+    from mini_triton.perf import H200
+    subprocess.run([sys.executable, "starter/generate.py", "--parts", "abc", "--out", str(tmp_path / "abc.py")],
+                   cwd=ROOT, check=True, capture_output=True)
+    lecture = load_impl(tmp_path / "abc.py", backend="mini_triton", name="part_d_count")   # an M x N partial dg
+    with pytest.raises(AssertionError) as e:
+        test_part_d.test_partial_dg_buffer_holds_at_most_an_eighth_of_x(lecture)
+    said = " ".join(str(e.value).split())
+    assert f"the course GPU's {H200.sms}" in said and "never more than ⌈M / 8⌉" in said, said
+    for lang, text in TEXT.items():
+        part_d = " ".join(section(text, 6).split())
+        assert f"{H200.sms}" in part_d and "⌈M / 8⌉" in part_d, lang
+    assert f"COURSE_GPU_SMS = {H200.sms}" in (ROOT / "solution" / "rmsnorm.py").read_text()

@@ -53,6 +53,35 @@ def test_rows_past_a_small_buffer_suggest_checking_the_row_index_too():
     assert "check how the row index is computed" in msg, msg
 
 
+@triton.jit
+def dy_rows_by_x_stride(x_ptr, dy_ptr, out_ptr, x_row_stride, dy_row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * x_row_stride + cols)
+    tl.store(out_ptr + row * n_cols + cols, x * tl.load(dy_ptr + row * x_row_stride + cols))
+
+
+@triton.jit
+def tile_of_rows_unmasked(x_ptr, out_ptr, n_rows, n_cols, BLOCK_M: tl.constexpr, BLOCK: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs = rows[:, None] * n_cols + tl.arange(0, BLOCK)[None, :]
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
+def test_rows_past_the_end_are_explained_with_what_the_kernel_has():
+    """One row per program and no row count (part (b)'s kernel): the hint names the tensor's own stride parameter, not
+    a mask with a row count the kernel does not take; a kernel that takes one is told to mask with it."""
+    x, dy, out = torch.randn(6, 16)[:, :8], torch.randn(6, 8), torch.zeros(6, 8)
+    with pytest.raises(triton.OutOfBoundsError) as e:
+        dy_rows_by_x_stride[(6,)](x, dy, out, x.stride(0), dy.stride(0), 8, BLOCK=8)
+    msg = " ".join(str(e.value).split())
+    assert "each program's row comes from its program id" in msg and "dy_ptr's offset uses its own row stride " \
+        "(dy_row_stride)" in msg and "n_rows" not in msg, msg
+    with pytest.raises(triton.OutOfBoundsError) as e:
+        tile_of_rows_unmasked[(2,)](torch.randn(6, 8), torch.zeros(6, 8), 6, 8, BLOCK_M=4, BLOCK=8)
+    assert "mask them (rows < n_rows)" in " ".join(str(e.value).split()), str(e.value)
+
+
 def test_unmasked_tail_load_is_out_of_bounds_with_full_location():
     x, out = torch.randn(100), torch.empty(100)
     with pytest.raises(triton.OutOfBoundsError) as e:

@@ -48,3 +48,66 @@ def test_a_simulator_module_imported_as_triton_keeps_its_own_name():
     with as_triton():
         exec("import triton.language.math", {})
     assert tl_math.__spec__.name == "mini_triton.language.math"
+
+
+# A kernel file that compiles a reference helper of its own with torch.compile at import: torch then looks for
+# Triton itself (triton.backends, triton.runtime...), and must find what it finds outside the block.
+COMPILED_AT_IMPORT = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@torch.compile
+def reference(x):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(y_ptr + i, tl.load(x_ptr + i))
+'''
+# Run in a process of its own: torch.compile's modules, once imported, stay for the process. With "absent",
+# Triton cannot be imported there (a student's laptop, Gradescope).
+LOAD_IT = '''
+import importlib.abc, sys
+if sys.argv[2] == "absent":
+    class NoTriton(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "triton" or name.startswith("triton."):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    sys.meta_path.insert(0, NoTriton())
+import torch
+import mini_triton
+from mini_triton.imports import as_triton
+scope = {"__name__": "kernel_file"}
+with as_triton():
+    exec(compile(open(sys.argv[1]).read(), sys.argv[1], "exec"), scope)
+assert scope["triton"] is mini_triton and scope["tl"] is mini_triton.language
+x = torch.arange(8.0)
+y = torch.empty_like(x)
+scope["copy_kernel"][(1,)](x, y, BLOCK=8)
+assert torch.equal(x, y)
+from torch.utils._triton import has_triton_package
+print("torch sees triton:", has_triton_package(), "| after the block:", sys.modules.get("triton") is mini_triton)
+'''
+
+
+@pytest.mark.parametrize("triton_installed", ["installed", "absent"])
+def test_torch_compile_at_import_finds_what_it_finds_without_the_simulator(tmp_path, triton_installed):
+    import subprocess
+    from pathlib import Path
+    (tmp_path / "kernels.py").write_text(COMPILED_AT_IMPORT)
+    (tmp_path / "load.py").write_text(LOAD_IT)
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, str(tmp_path / "load.py"), str(tmp_path / "kernels.py"), triton_installed],
+                         capture_output=True, text=True, cwd=root, timeout=240,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    try:
+        import triton  # noqa: F401
+        real = triton_installed == "installed"
+    except ImportError:
+        real = False
+    assert f"torch sees triton: {real} | after the block: False" in run.stdout, run.stdout

@@ -127,8 +127,8 @@ CHARGED = {
     "triton_2_name": (("compile_rule",), ["1"], "Triton has no tl.math.fast_powf either"),
     # a formula no cause explains, the kernels' traffic and launches the reference's: only then "check the formula"
     # (unnamed, it is charged wherever it shows: nothing ties the wrong y of one part's inputs to another's)
-    "unknown_formula": ((), ["1", "4.1", "4.2", "4.3", "4.4", "4.5"], "Most rows are off, by far: check the formula, "
-                                                                       "y = x·r·g"),
+    "unknown_formula": ((), ["1", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6"], "Most rows are off, by far: check the "
+                                                                              "formula, y = x·r·g"),
     # outside the formula: the Function's contract, charged once in 4.6 whatever the inputs
     "backward_returns_dx_for_g": (("gradient_count",), ["4.6"], "the one at index 0 (the gradient of x) has another "
                                                                 "shape than x"),
@@ -163,6 +163,16 @@ CHARGED = {
     "block_not_constexpr": (("compile_rule",), ["2", "9"],
                             f"dg_sum_kernel line {_line_of('acc = tl.zeros((BLOCK_P,')}: block shape must be a "
                             "compile-time constant"),
+    # a long row's last chunk masked as the first: a crash that only 4.4's rows of N = 20001 reach, in the forward
+    # alone and through autograd (the forward's kernel), or through autograd only (the backward's)
+    "chunk_mask_from_the_first_chunk": ((), ["4.4"], "x_ptr[3, 20001:20480] are past the end of x_ptr"),
+    "chunk_mask_from_the_first_chunk_bwd": ((), ["4.4"], "your backward failed for x of shape (2, 20001) fp32"),
+    # the Function's flags read the other way round: only 4.6's steps with one input requiring grad show it
+    "needs_input_grad_swapped": (("needs_input_grad",), ["4.6"], "x.grad is None after y.backward(dy) for x of shape "
+                                                                 "(16, 64) fp32 (only x requires grad, g does not)"),
+    # a loop-carried accumulator whose dtype changes for a 16-bit g only: charged once, in 4.1, whose cases it breaks
+    "dg_accumulator_in_g_dtype": (("compile_rule",), ["4.1"], "the loop carries `dg`, which is of tl.float16 before "
+                                                              "the loop and of tl.float32 inside it"),
 }
 # The hanging ones cost every part their job's time-out reaches; tests/test_autograder_corpus.py grades that.
 NOT_GRADED_HERE = {"endless_loop", "endless_chunk_loop"}
@@ -170,7 +180,8 @@ CPU_PARTS = [p.number for i in rubric.ITEMS if not i.gpu_only for p in i.graded(
 NOT_DIAGNOSED = {"r_from_forward",           # the diagnosis replaces it with the cause of the wrong r
                  "masked_nan"}               # replaced by what the output is with those lanes read as 0.0
 # correct code: nothing charged, nothing noted
-HARMLESS = {"mask_without_other_kept_out", "dx_allocated_like_dy2", "strided_x_copied_on_host"}
+HARMLESS = {"mask_without_other_kept_out", "dx_allocated_like_dy2", "strided_x_copied_on_host",
+            "needs_input_grad_honoured"}
 
 
 def test_every_mistake_has_its_expected_charge():

@@ -2,8 +2,10 @@
 
 Each design of tests/perf_designs.py is timed as item 10 times it (tests/perf_model_gpu.py ``measure``: a CUDA
 graph's replay at 16384 x 4096, as a share of a copy's bandwidth) and predicted from the simulator
-(rmsnorm_testkit/predict.py). A share more than 15 points from the measured one fails: the model has drifted
-from the GPU (a new Triton, a new driver), and its parameters (mini_triton/perf.py) need measuring again.
+(rmsnorm_testkit/predict.py, the course GPU in the wrappers' view, so a grid picked by device is the GPU's). A share
+of a design already measured on the H200 (``DESIGNS``) more than 15 points from this GPU's fails: the model has
+drifted from the GPU (a new Triton, a new driver), and its parameters (mini_triton/perf.py) need measuring again.
+The further designs (``MORE``) are measured in the same run, for the record.
 Skips without CUDA, and on a GPU the model has no parameters for.
 """
 import json

@@ -230,6 +230,19 @@ EXPECTED = {
                             ["CompilationError", "dg_sum_kernel line", "tl.constexpr"]),
     "dx_allocated_like_dy2": (None, ["passed in"]),                 # correct: every public test passes
     "unknown_formula": ("test_part_a.py::test_one_row_per_program", ["check the formula"]),
+    "chunk_mask_from_the_first_chunk": ("test_part_a.py::test_long_rows_in_chunks[3x300-fp32]",
+                                        ["OutOfBoundsError", "x_ptr[2, 300:384] are past the end of x_ptr",
+                                         "Columns 300 and up are past the end of a row of 300: mask them"]),
+    "chunk_mask_from_the_first_chunk_bwd": ("test_part_b.py::test_long_rows_in_chunks[3x300]",
+                                            ["OutOfBoundsError", "x_ptr[2, 300:384] are past the end of x_ptr",
+                                             "Columns 300 and up are past the end of a row of 300: mask them"]),
+    "needs_input_grad_swapped": ("test_part_c.py::test_only_the_inputs_that_require_grad[only_x]",
+                                 ["x.grad is None after y.backward(dy)", "where only x requires grad",
+                                  "ctx.needs_input_grad[0] is True", "[0] is x's, [1] is g's"]),
+    "needs_input_grad_honoured": (None, ["passed in"]),             # correct: only the gradients asked for
+    "dg_accumulator_in_g_dtype": ("test_part_b.py::test_half_precision[fp16]",
+                                  ["CompilationError", "the loop carries `dg`, which is of tl.float16 before the loop "
+                                   "and of tl.float32 inside it", "dtype=tl.float32"]),
 }
 
 

@@ -3,15 +3,16 @@
 Each part tests its own topic on inputs of its own, so that one mistake shows in the part that owns
 it: items 1-3 on 2-D, contiguous fp32 rows (the backward items with the reference r, so that a
 forward mistake costs them nothing); 3-D and 4-D inputs only in 4.2; strided inputs only in 4.3;
-16-bit inputs only in 4.1 (and item 7's host check).
+16-bit inputs only in 4.1 (and item 7's host check); autograd steps where only x, only g or neither
+requires grad only in 4.6 (every other step has both).
 
 A case is data: a ``Case`` says everything the grader needs of it (shape, dtype, eps, a view of a
-wider tensor, zero rows, the part that owns it, the story its feedback tells). To add a hidden case,
-add it here and nothing else: a ``Case`` in ``ROBUST`` whose ``part`` names its part of item 4 (a new
-part also needs its points in rubric.py). The hidden tests (judge/) compare every case of a part
-with the float64 reference and tell the case's ``story`` in the feedback. Each case draws its
-tensors from a seed of its own name, so adding one changes no other. docs/ta-guide.md has a worked
-example.
+wider tensor, zero rows, which inputs require grad, the part that owns it, the story its feedback
+tells). To add a hidden case, add it here and nothing else: a ``Case`` in ``ROBUST`` whose ``part``
+names its part of item 4 (a new part also needs its points in rubric.py). The hidden tests (judge/)
+compare every case of a part with the float64 reference and tell the case's ``story`` in the
+feedback. Each case draws its tensors from a seed of its own name, so adding one changes no other.
+docs/ta-guide.md has a worked example.
 
 The names a job uses are made by the helpers at the end (``task_name``, ``input_key``), and those of
 its outputs by ``job.protocol.output_key``, never by hand.
@@ -35,6 +36,8 @@ class Case(typing.NamedTuple):
     dy_contiguous: bool = False            # with a view: dy is a contiguous tensor, its rows N apart, not x's
     zero_rows: tuple = ()                  # rows of x set to zero
     part: str | None = None                # the part of item 4 that grades it (None: a core case of items 1-3, 5-9)
+    requires_grad: tuple = ("x", "g")      # the inputs of its autograd step that require grad (none: the step is
+                                           # rmsnorm alone, with no backward to run)
 
     @property
     def kind(self) -> str:
@@ -42,10 +45,12 @@ class Case(typing.NamedTuple):
         return "fwd" if self.forward_only else "ag"
 
 
-def case(shape, dtype="float32", eps=1e-5, view=None, note="", forward_only=False, zero_rows=(), part=None):
+def case(shape, dtype="float32", eps=1e-5, view=None, note="", forward_only=False, zero_rows=(), part=None,
+         requires_grad=("x", "g")):
     """A Case whose story is the shape, the dtype and ``note``."""
     story = f"x of shape {shape} {text.dtype_name(dtype)}" + (f" ({note})" if note else "")
-    return Case(shape, dtype, eps, view, story, forward_only, zero_rows=zero_rows, part=part)
+    return Case(shape, dtype, eps, view, story, forward_only, zero_rows=zero_rows, part=part,
+                requires_grad=tuple(requires_grad))
 
 
 # Items 1-3 and 5-9: 2-D, contiguous fp32 rows. Item 1 runs the forward on each, items 2 and 3 the
@@ -54,6 +59,9 @@ def case(shape, dtype="float32", eps=1e-5, view=None, note="", forward_only=Fals
 # them nothing), and, for item 7, its step through autograd.
 CORE = {k: case(shape) for k, shape in {"a": (37, 100), "b": (24, 256), "c": (6, 513), "d": (256, 128)}.items()}
 STRIDED = "x and dy of shape (24, 80) fp32, views {} of (24, 160) tensors, x.stride() = {}"
+LONG_ODD_N = 20001            # odd, above the 16384 fp32 values a row can hold whole in one block
+LONG_ODD = (f"N = {LONG_ODD_N}: more than one block per row, and the last chunk of any power-of-2 size is partly "
+            f"past the row's end")
 # Each robustness case belongs to one part only, and only 4.1's are 16-bit, so that one defect costs
 # one part (on the CPU: the GPU job adds N = 65536 in bf16 to 4.4, where only 16-bit dtypes allow it).
 ROBUST = {
@@ -65,6 +73,7 @@ ROBUST = {
 
     "3d": case((5, 7, 96), note="3-D: 35 rows of 96", part="4.2"),
     "4d": case((2, 3, 5, 48), note="4-D: 30 rows of 48", part="4.2"),
+    "3d_pow2": case((4, 8, 64), note="3-D: 32 rows of 64", part="4.2"),        # N = 64 fills its block: no lane masked
 
     "row_stride": Case((24, 160), "float32", view=[0, 80, 1], part="4.3",
                        story=STRIDED.format("x[:, 0:80]", "(160, 1): rows are 160 elements apart")),
@@ -85,12 +94,26 @@ ROBUST = {
     "big_n_32k": case((2, 32768), note="N = 32768: more than one block per row", part="4.4"),
     "big_n_bf16": case((2, 65536), "bfloat16", note="N = 65536, allowed in 16 bits: tl.sum adds bf16 in bf16, so "
                                                     "sum the squares in fp32", forward_only=True, part="4.4"),
+    # rows longer than one block whose last chunk is partly past the row's end, through rmsnorm_forward and through
+    # autograd: an odd N above 16384 is no multiple of any power-of-2 chunk, so a chunk loop that masks its last
+    # chunk as it masks the first (or not at all) shows here, in the forward's kernel and in the backward's
+    "long_odd_fwd": case((4, LONG_ODD_N), note=LONG_ODD, forward_only=True, part="4.4"),
+    "long_odd": case((2, LONG_ODD_N), note=LONG_ODD, part="4.4"),
 
     "eps_small": case((16, 64), eps=1e-6, note="eps = 1e-06", part="4.5"),
     "eps_large": case((16, 64), eps=1e-2, note="eps = 0.01", part="4.5"),
     "eps_one": case((16, 64), eps=1.0, note="eps = 1.0", part="4.5"),
     "zero_rows": case((12, 64), note="rows 0 and 5 are all zeros, so r = 1/sqrt(eps) there", zero_rows=(0, 5),
                       part="4.5"),
+    "zero_row_eps": case((6, 64), eps=0.1, note="eps = 0.1; row 2 is all zeros, so r = 1/sqrt(0.1) there",
+                         zero_rows=(2,), part="4.5"),
+
+    # the autograd Function when not every input requires grad (a frozen scale g, a frozen input, inference): each
+    # gradient asked for comes back right (a backward that reads ctx.needs_input_grad reads x's flag at [0], g's at
+    # [1]), and with neither, rmsnorm returns y and there is no backward to run
+    "only_x_grad": case((16, 64), note="only x requires grad, g does not", requires_grad=("x",), part="4.6"),
+    "only_g_grad": case((16, 64), note="only g requires grad, x does not", requires_grad=("g",), part="4.6"),
+    "no_grad": case((16, 64), note="neither x nor g requires grad", requires_grad=(), part="4.6"),
 }
 # Item 7 looks for host-side ops on the core shape "d" in every dtype it grades.
 HOST_CASES = {"d_fp16": case(CORE["d"].shape, "float16"), "d_bf16": case(CORE["d"].shape, "bfloat16")}
@@ -114,7 +137,7 @@ def parts_of(cases: dict) -> dict:
 
 
 def robust_parts() -> dict:
-    """The parts of item 4 that grade cases of their own (4.1-4.5), with their cases' names."""
+    """The parts of item 4 that grade cases of their own (4.1-4.6), with their cases' names."""
     return parts_of(ROBUST)
 
 
@@ -172,6 +195,8 @@ def flat(inputs: dict) -> dict:
 
 def _task(op, k, c: Case, tensors=("x", "g", "dy")) -> dict:
     task = {"op": op, "tensors": {t: input_key(t, k) for t in tensors}, "eps": c.eps}
+    if op == "autograd":
+        task["requires_grad"] = list(c.requires_grad)     # host.py makes these inputs leaves that require grad
     if c.view:
         task["view"] = {"x": c.view, **({} if c.dy_contiguous or "dy" not in tensors else {"dy": c.view})}
     return task

@@ -17,8 +17,9 @@ judge runs on its own simulator, against its own copy of the memory (launches.py
 what the judge reports is what it saw, never what the submission's process says. A GPU job runs the
 tasks in one process with the submission (tasks.py), where real Triton launches the kernels.
 
-The package imports nothing of the grader: only itself, mini_triton and the five modules of the test kit it
-shares with the public tests (``rmsnorm_testkit``: text, compare, timing, watch, predict; ``runtime.FOR_JOBS``).
+The package imports nothing of the grader: only itself, mini_triton and the six modules of the test kit it
+shares with the public tests (``rmsnorm_testkit``: text, compare, timing, watch, gpu_view, predict;
+``runtime.FOR_JOBS``).
 One module each:
 
     protocol    what crosses the boundary with the grader: the files, the lines printed, the signature

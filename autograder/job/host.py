@@ -7,7 +7,8 @@ each one:
 - ``import``: load rmsnorm.py (its kernels launch through client.py);
 - ``forward`` / ``backward``: call rmsnorm_forward / rmsnorm_backward on the tensors given, which live in
   the judge's shared memory;
-- ``ag_forward`` / ``ag_backward``: the step through the submission's TritonRMSNorm, kept between the two;
+- ``ag_forward`` / ``ag_backward``: the step through the submission's TritonRMSNorm, kept between the two
+  (x and g require grad as the request says: both, one, or neither, with no ``ag_backward`` then);
 - ``plan``: item 10's steps at its shape on tensors without data, the launches noted and not run (advice for
   item 10's prediction, which no grade reads);
 - ``quit``.
@@ -38,6 +39,7 @@ from .phases import HOST_OP_CAP, TRANSPORT_OPS, Phase
 from .protocol import not_plain, require_plain
 
 PLAN_CAP = 64               # launches and host ops a plan reports per step
+JOB = Path(__file__).resolve().parent      # the job's code: told the truth while the file sees the course GPU
 
 
 
@@ -79,7 +81,8 @@ class Host:
         kw = {"eps": request["eps"]} if "eps" in request else {}
         # the roles of a task's tensors: the backward through autograd still reads the forward's x and g
         self.given = {**self.step.get("given", {}), **tensors} if cmd == "ag_backward" else tensors
-        return getattr(self, cmd)(tensors, kw)
+        with predict.as_gpu(request.get("gpu"), "cpu", request.get("gpu_level"), trusted=(JOB,)):
+            return getattr(self, cmd)(tensors, kw)          # item 10's prediction: the course GPU in the file's view
 
     def tensor(self, h: dict, fds) -> torch.Tensor:
         """A tensor in the judge's memory (its descriptor ``fds[h["fd"]]``), as the submission gets it."""
@@ -109,11 +112,11 @@ class Host:
         return self.outputs({"dx": dx, "dg": dg}, {"bwd": phase})
 
     def ag_forward(self, t, kw):
-        x = t["x"].detach().requires_grad_(True)
-        g = t["g"].detach().requires_grad_(True)
+        x, g = step_leaves(t["x"], t["g"], self.request.get("requires_grad", ("x", "g")))
         returned = {}
-        x.register_hook(lambda grad: returned.__setitem__("dx", grad))
-        g.register_hook(lambda grad: returned.__setitem__("dg", grad))
+        for leaf, grad in ((x, "dx"), (g, "dg")):
+            if leaf.requires_grad:
+                leaf.register_hook(lambda got, grad=grad: returned.__setitem__(grad, got))
         y, phase = self._phase(lambda: self.mod.rmsnorm(x, g, **kw))
         self.step = {"x": x, "g": g, "y": y, "returned": returned, "given": dict(t)}
         out = {"y": y.detach() if not_plain(y) is None else y}
@@ -139,18 +142,22 @@ class Host:
             returned["dx"].untyped_storage().data_ptr() != step["x"].grad.untyped_storage().data_ptr()}})
 
     def plan(self, t, kw):
-        """Item 10's steps at its shape on tensors without data, each launch noted and not run (predict.plans):
-        the grid each launch gets there, and the host's torch ops. Advice for the prediction, which the judge
-        combines with its own records of the steps at fewer rows; no grade reads it."""
+        """Item 10's steps at its shape on tensors without data, each launch noted and not run, the course GPU in
+        the file's view (predict.planned): the grid each launch gets there, the host's torch ops, and which path
+        the wrappers took (what they asked of the device, the launches it changed). Advice for the prediction,
+        which the judge combines with its own records of the steps at fewer rows; no grade reads it."""
         request = self.request
-        planned = predict.plans(self.mod, str(request.get("dtype")), tuple(int(d) for d in request["shape"]))
+        levels = predict.LEVELS[predict.LEVELS.index(request.get("from_level")):] \
+            if request.get("from_level") in predict.LEVELS else predict.LEVELS
+        planned, path = predict.planned(self.mod, str(request.get("dtype")), tuple(int(d) for d in request["shape"]),
+                                        str(request.get("gpu", predict.COURSE_GPU)), levels)
         out = {}
         for kind, (launches, host_ops) in planned.items():
             out[kind] = {"launches": [{"kernel": L.kernel, "programs": L.programs, "num_warps": L.num_warps,
                                        "spans": dict(list(L.spans.items())[:32])} for L in launches[:PLAN_CAP]],
                          "host_ops": [{"op": w.name, "kind": w.kind, "bytes": sum(w.first)}
                                       for w in host_ops[:PLAN_CAP]]}
-        return {"plan": out}, []
+        return {"plan": out, "path": path.as_dict()}, []
 
     def outputs(self, out: dict, phases: dict, extra=None) -> tuple:
         """The answer: each output's memory handle (or what it is instead), and what this side noticed."""
@@ -170,6 +177,12 @@ class Host:
         noticed = {name: _noticed(p, roles) for name, p in phases.items()}
         return {"outputs": handles, "not_tensors": not_tensors, "noticed": noticed, "claims": claims,
                 **(extra or {})}, fds
+
+
+def step_leaves(x, g, requires_grad) -> tuple:
+    """x and g as the autograd step gets them: leaves of the judge's memory, each requiring grad when its name is
+    in ``requires_grad`` (a frozen g, say, does not: its Function's ctx.needs_input_grad then says so)."""
+    return tuple(t.detach().requires_grad_(name in requires_grad) for name, t in (("x", x), ("g", g)))
 
 
 def _noticed(phase, roles) -> dict:

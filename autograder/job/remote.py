@@ -127,15 +127,16 @@ class Task:
     def close(self):
         close(self.fds)
 
-    def request(self, cmd: str, names) -> tuple:
-        """(request, descriptors) for ``cmd`` on the inputs ``names``: only those cross."""
+    def request(self, cmd: str, names, **extra) -> tuple:
+        """(request, descriptors) for ``cmd`` on the inputs ``names``: only those cross (with ``extra``, what else
+        the command needs to know)."""
         fds = [self.fds[self.handles[k]["fd"]] for k in names]
         tensors = {k: dict(self.handles[k], fd=i) for i, k in enumerate(names)}
-        return {"cmd": cmd, "tensors": tensors, **self.kw}, fds
+        return {"cmd": cmd, "tensors": tensors, **self.kw, **extra}, fds
 
-    def run_phase(self, name: str, cmd: str, names) -> dict:
+    def run_phase(self, name: str, cmd: str, names, **extra) -> dict:
         """Run one phase on the other side; its answer's outputs judged into self.tensors and self.info."""
-        request, fds = self.request(cmd, names)
+        request, fds = self.request(cmd, names, **extra)
         with self.judge.phase() as rec:
             answer, got = self.judge.ask(request, fds)
         self.recs[name] = rec
@@ -306,8 +307,11 @@ def _kept(described) -> list:
 
 
 def autograd(t: Task):
+    """rmsnorm(x, g) with the inputs the task names requiring grad (both, unless it says otherwise), then
+    y.backward(dy); with neither requiring grad, rmsnorm alone (it must still work: there is no backward)."""
+    requires_grad = [str(k) for k in t.task.get("requires_grad", ("x", "g"))]
     say("rmsnorm (the forward through TritonRMSNorm)", t.given["x"][1])
-    answer = t.run_phase("fwd", "ag_forward", ["x", "g"])
+    answer = t.run_phase("fwd", "ag_forward", ["x", "g"], requires_grad=requires_grad)
     t.info["saved"] = answer.get("saved") if isinstance(answer.get("saved"), (list, type(None))) else None
     t.info["saved_r"] = "r_saved" in t.tensors
     t.info["ctx_tensors"] = _kept(answer.get("ctx_tensors"))
@@ -315,6 +319,8 @@ def autograd(t: Task):
                   "tensors": {k: v for k, v in t.tensors.items() if k in ("y", output_key("y", "stored"))}}
     if "r_saved" in t.tensors:
         t.tensors["r_saved"] = t.tensors["r_saved"].clone()
+    if not requires_grad:
+        return
     say("y.backward() (the backward through TritonRMSNorm)", t.given["x"][1])
     try:
         t.run_phase("bwd", "ag_backward", ["dy"])
@@ -365,31 +371,50 @@ def planned(answer: dict, kind: str):
 
 def predict_item_10(t: Task):
     """Item 10's prediction (rmsnorm_testkit/predict.py): the steps at predict.ROWS rows on inputs made here, as the
-    judge records them, and their plan at item 10's shape from the submission's side. No grade reads it."""
+    judge records them, and their plan at item 10's shape from the submission's side, both with the course GPU in
+    the file's view, as much of it as the file takes (predict.LEVELS: a step that fails with it runs again with
+    less; the plan starts where the steps ended). No grade reads it."""
     dtype = t.task["dtype"]
     say("item 10's prediction", t.given["x"][1])
+    kw, ran, refused = dict(t.kw), [], []
 
     def work(phase):
         return perf.works(t.recs[phase]) + host_op_works(t.info[phase])
-    works = {}
-    try:
-        t.run_phase("fwd", "forward", ["x", "g"])
-        works["fwd"] = work("fwd")
-    except Failed:
-        pass
-    try:
-        t.run_phase("fwd", "ag_forward", ["x", "g"])
-        first = work("fwd")
-        t.run_phase("bwd", "ag_backward", ["dy"])
-        works["fwdbwd"] = first + work("bwd")
-    except Failed:
-        pass
-    answer, fds = t.judge.ask({"cmd": "plan", "dtype": dtype, "shape": list(timing.SPEED_SHAPE)})
+
+    def step(phases):
+        """The works of ``phases`` ([(name, cmd, inputs)]) with as much of the course GPU in view as they run with."""
+        for level in predict.LEVELS:
+            t.kw = {**kw, "gpu": predict.COURSE_GPU, "gpu_level": level}
+            try:
+                works = []
+                for name, cmd, names in phases:
+                    t.run_phase(name, cmd, names)
+                    works += work(name)
+                ran.append(level)
+                return works
+            except Failed as e:
+                if level == predict.LEVELS[0]:
+                    refused.append(str(e))
+            finally:
+                t.kw = kw
+        return None
+    works = {"fwd": step([("fwd", "forward", ["x", "g"])]),
+             "fwdbwd": step([("fwd", "ag_forward", ["x", "g"]), ("bwd", "ag_backward", ["dy"])])}
+    works = {k: w for k, w in works.items() if w is not None}
+    answer, fds = t.judge.ask({"cmd": "plan", "dtype": dtype, "shape": list(timing.SPEED_SHAPE),
+                               "gpu": predict.COURSE_GPU, "from_level": predict.weakest(ran)})
     close(fds)
     plans = {kind: p for kind in works if (p := planned(answer, kind)) is not None}
-    got = predict.from_runs(works, plans, dtype, rows=int(t.task["make"]["shape"][0]))
+    told = answer.get("path") if isinstance(answer.get("path"), dict) else {}
+    path = predict.GpuPath.from_dict(perf.GPUS[predict.COURSE_GPU], told)
+    path.level = predict.weakest(([path.level] if plans else []) + ran) if plans or ran else None
+    first_refusal = refused[0][:text.ERROR_LINE_CHARS] if refused else None
+    path.refused = (path.refused or first_refusal) if path.level != predict.LEVELS[0] else None
+    got = predict.from_runs(works, plans, dtype, rows=int(t.task["make"]["shape"][0]), path=path)
     t.info["prediction"] = {"gpu": got.gpu, "dtype": dtype, "shares": got.shares, "line": got.line(),
                             "notes": got.notes[:8], "copies": got.copies,
+                            "implausible": {k: round(v, 1) for k, v in got.implausible.items()},
+                            "path": {"line": path.line(), "short": path.short()},
                             "kernels": {k: [[n, round(us, 2)] for n, us in p.kernels[:64]]
                                         for k, p in got.steps.items()}}
 

@@ -43,7 +43,7 @@ def ledgers(sim, gpu=None) -> dict:
     parts = {"1": item_1(inputs, outcome), "2": dx, "3": dg}
     for part in robust_parts():
         parts[part] = robust_part(part, inputs, outcome, gpu)
-    parts["4.6"] = part_4_6(inputs, outcome)
+    parts["4.6"] = part_4_6(inputs, outcome, parts.get("4.6"))       # its properties, then its own cases
     parts["4.7"] = part_4_7(outcome, gpu)
     parts.update({"5": item_5(inputs, outcome), "6": item_6(inputs, outcome), "7": item_7(inputs, outcome),
                   "8": item_8(inputs, outcome), "9": item_9(inputs, outcome)})

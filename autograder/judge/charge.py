@@ -31,6 +31,11 @@ class Ledger:
         self.findings.append(finding)
         self.checked += finding.checked
 
+    def extend(self, other: "Ledger"):
+        """Take another ledger's findings and checks after this one's."""
+        self.findings += other.findings
+        self.checked += other.checked
+
 
 @dataclasses.dataclass
 class Verdict:

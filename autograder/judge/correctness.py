@@ -2,7 +2,8 @@
 
 Items 1-3 run on the core cases (2-D fp32 rows), the backward given the reference r; 4.1-4.5 on the
 cases of their own part (hidden/cases.py); 4.6 checks the properties of every run (dtypes, shapes,
-dy untouched, r saved); 4.7 runs the same step twice.
+dy untouched, r saved) and, on cases of its own, the steps where not every input requires grad; 4.7
+runs the same step twice.
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from rmsnorm_testkit.compare import compare, ctx_tensors_message, partial_dtype_
 from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of, robust_parts, task_name
 from .charge import Finding, Ledger
 from .counts import IO_ROLES, order_dependence, others
-from .outputs import (backward_failure, backward_outputs, exchanged_on_the_gpu, failed, forward_outputs, given, got,
-                      no_dg, no_r_saved, not_made)
+from .outputs import (BOTH, GRAD_OF, backward_failure, backward_outputs, exchanged_on_the_gpu, failed, forward_outputs,
+                      given, got, needs_input_grad, no_dg, no_r_saved, not_made)
 
 
 def item_1(inputs, outcome) -> Ledger:
@@ -40,7 +41,8 @@ def items_2_3(inputs, outcome) -> tuple:
 
 
 def robust_part(part, inputs, outcome, gpu=None) -> Ledger:
-    """Every case of one robustness part: y (and r) of a forward task, y, dx and dg of an autograd one."""
+    """Every case of one robustness part: y (and r) of a forward task, y, dx and dg of an autograd one (the
+    gradients its inputs ask for, when not both require grad)."""
     L = Ledger()
     cases = [(k, ROBUST[k], inputs, outcome) for k in robust_parts()[part]]
     if gpu is not None:                                # the GPU job's cases of this part, graded with the rest
@@ -57,22 +59,41 @@ def robust_part(part, inputs, outcome, gpu=None) -> Ledger:
         forward_outputs(L, out, task, x, g, c.eps, story, names=("y",))
         if late:
             L.add(late)
+        elif tuple(c.requires_grad) != BOTH:
+            _gradients_asked_for(L, out, task, x, g, dy, c, story)
         else:
             backward_outputs(L, L, out, task, x, g, dy, c.eps, story)
     return L
 
 
-def _properties(outcome, task, x, story) -> Finding | None:
-    """The first broken property of one run: dy untouched, g.grad set, output dtypes and shapes."""
+def _gradients_asked_for(L, outcome, task, x, g, dy, c, story):
+    """A step where only x, only g or neither requires grad: each gradient came back as asked (needs_input_grad),
+    then the values of those asked for (none: y alone, which the call had to give without failing)."""
+    wrong = needs_input_grad(outcome, task, c.requires_grad, story)
+    if wrong:
+        L.add(wrong)
+        return
+    names = tuple(GRAD_OF[leaf] for leaf in c.requires_grad)
+    if names:
+        backward_outputs(L, L, outcome, task, x, g, dy, c.eps, story, names=names)
+
+
+def _properties(outcome, task, x, story, requires_grad=BOTH) -> Finding | None:
+    """The first broken property of one run: dy untouched, g.grad set, output dtypes and shapes. In a step where
+    not every input requires grad, of the gradients that came back (whether each should is _gradients_asked_for's
+    to say)."""
     info = outcome.info[task]
     if info.get("dy_modified"):
         return Finding("dy", f"your backward modified dy for {story}: callers may reuse dy, so never write into it "
                              f"(store dx in a tensor of its own)", "dy_modified")
-    if info.get("not_tensors", {}).get("dg") == "NoneType":
+    both = tuple(requires_grad) == BOTH
+    if both and info.get("not_tensors", {}).get("dg") == "NoneType":
         cause, fix = no_dg(outcome, task)
         fix = fix if cause == "no_dg_backward" else ": return dg for g from your backward"
         return Finding("dg", f"g.grad is None after backward for {story}{fix}", cause)
-    names = ("y", "dx", "dg") if kind_of(task) == "ag" else ("dx", "dg")
+    grads = ("dx", "dg") if both else tuple(GRAD_OF[leaf] for leaf in requires_grad
+                                            if GRAD_OF[leaf] in info.get("dtypes", {}))
+    names = ("y", *grads) if kind_of(task) == "ag" else grads
     for name in names:
         dtype = info.get("dtypes", {}).get(name)
         if dtype is None:
@@ -99,8 +120,9 @@ def _partial_dtype(outcome, task, story) -> Finding | None:
     return Finding("dg", problem, "partial_dtype") if problem else None
 
 
-def part_4_6(inputs, outcome) -> Ledger:
-    """Checked on every input where the forward and backward otherwise ran: a crash costs its own part."""
+def part_4_6(inputs, outcome, own=None) -> Ledger:
+    """Checked on every input where the forward and backward otherwise ran: a crash costs its own part. ``own``:
+    the ledger of 4.6's own cases (robust_part), whose findings join these after them."""
     L = Ledger()
     runs = [(task_name("ag", k), k, case) for k, case in [("d", CORE["d"]), *HOST_CASES.items(),
                                                     *((k, c) for k, c in ROBUST.items() if not c.forward_only)]]
@@ -116,7 +138,7 @@ def part_4_6(inputs, outcome) -> Ledger:
         if why:
             skipped.append(why)
             continue
-        L.add(_properties(outcome, task, x, story))
+        L.add(_properties(outcome, task, x, story, c.requires_grad))
         if kind_of(task) == "ag":
             no_r = no_r_saved(outcome, task, x, story)
             if no_r and _gradients_wrong(inputs, outcome, task, k, c):
@@ -141,6 +163,8 @@ def part_4_6(inputs, outcome) -> Ledger:
                                f"{c.story}; expected ({rows},), one value per row", "output_shape"))
         else:
             L.right()
+    if own is not None:
+        L.extend(own)
     if not L.findings and not L.checked:
         L.add(Finding("task", skipped[0] if skipped else "your forward and backward did not run, so their outputs "
                                                          "could not be checked"))
@@ -148,10 +172,14 @@ def part_4_6(inputs, outcome) -> Ledger:
 
 
 def _gradients_wrong(inputs, outcome, task, k, c) -> bool:
+    """Is the first gradient the step asks for (dx, unless only g requires grad) missing or wrong?"""
+    asked = [GRAD_OF[leaf] for leaf in c.requires_grad]
+    if not asked:
+        return False                                   # nothing requires grad: no backward ran
     x, g, dy, story = given(inputs, k, c)
-    _, _, dx, _ = reference(x, g, dy, c.eps)
-    returned = got(outcome, task, "dx")
-    return returned is None or compare("dx", returned, dx, x) is not None
+    _, _, dx, dg = reference(x, g, dy, c.eps)
+    returned = got(outcome, task, asked[0])
+    return returned is None or compare(asked[0], returned, {"dx": dx, "dg": dg}[asked[0]], x) is not None
 
 
 def part_4_7(outcome, gpu=None) -> Ledger:

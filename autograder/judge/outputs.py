@@ -317,9 +317,10 @@ def coverage_cause(outcome, task, name) -> str | None:
     return diagnose.unstored_cause(name, mask)
 
 
-def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, r=None):
-    """dx and dg of a backward or autograd task. ``r``: the r the backward was given (the reference's when
-    None). In an autograd task, a dx that is right for the r the forward saved gets that r's cause."""
+def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, r=None, names=("dx", "dg")):
+    """dx and dg of a backward or autograd task (those in ``names``: an autograd step gives only the gradients
+    its inputs ask for). ``r``: the r the backward was given (the reference's when None). In an autograd task, a
+    dx that is right for the r the forward saved gets that r's cause."""
     _, r_ref, dx_ref, dg_ref = reference(x, g, dy, eps)
     r_used = r_ref.float() if r is None else r
     alts = causes.backward_alternatives(x, g, dy, r_used, eps)
@@ -343,6 +344,8 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
     for key, grads, says in diagnose.read_instead(read, x, g, dy, r_used):   # from the tensors the kernels read instead
         extra = {n: [*extra.get(n, []), (key, grads[i], says)] for i, n in enumerate(("dx", "dg"))}
     for ledger, name, want, i in ((ledger_dx, "dx", dx_ref, 0), (ledger_dg, "dg", dg_ref, 1)):
+        if name not in names:
+            continue
         choices = causes.pick(alts, i) + extra.get(name, []) + ([causes.dg_rows(x, dy, r_used)] if name == "dg" else [])
         f = output(ledger, outcome, task, name, x, want, story, choices, fmt=fmt, rewrite=rewrite, nan_cause=nan_cause,
                    read=read)
@@ -352,6 +355,34 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
             rewrite = {**rewrite, **{k: f for k in (*causes.CAUSES, None)}}   # rows the backward skipped: dg lacks them
         if no_r and f is not None and f.cause is None:
             ledger.findings[ledger.findings.index(f)] = no_r
+
+
+GRAD_OF = {"x": "dx", "g": "dg"}      # the gradient an autograd step gives each input that requires grad
+BOTH = tuple(GRAD_OF)                   # the inputs that require grad in every step but 4.6's own cases
+
+
+def needs_input_grad(outcome, task, requires_grad, story) -> Finding | None:
+    """What is wrong with the gradients of a step where not every input requires grad, before their values: a
+    gradient asked for that came back None although the step with both inputs requiring grad gets it (a backward
+    that reads ctx.needs_input_grad at the other input's index), or a gradient set for an input that asked for
+    none. None when each came back as asked (a gradient missing everywhere is output()'s to name)."""
+    info = outcome.info.get(task, {})
+    for i, (leaf, grad) in enumerate(GRAD_OF.items()):
+        returned = got(outcome, task, grad) is not None
+        if leaf not in requires_grad and returned:
+            return Finding(grad, f"{leaf}.grad is set after y.backward(dy) for {story}, though {leaf} does not require "
+                                 f"grad: autograd gives a gradient only to the inputs that require one, so leave "
+                                 f"{leaf}.grad alone and return None for {leaf} (ctx.needs_input_grad[{i}] is False)",
+                           "needs_input_grad")
+        if leaf in requires_grad and not returned and (info.get("not_tensors") or {}).get(grad) == "NoneType" and \
+                got(outcome, task_name("ag", "d"), grad) is not None:
+            return Finding(grad, f"{leaf}.grad is None after y.backward(dy) for {story}, though it is set when x and g "
+                                 f"both require grad: your TritonRMSNorm.backward returned None for {leaf} while "
+                                 f"ctx.needs_input_grad[{i}] is True. ctx.needs_input_grad has one flag per input of "
+                                 f"forward(ctx, x, g, eps), in that order: [0] is x's, [1] is g's, [2] is eps's. "
+                                 f"Return {grad} where [{i}] is True (or return dx and dg always: autograd drops the "
+                                 f"gradient of an input that does not require grad)", "needs_input_grad")
+    return None
 
 
 def _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) -> Finding | None:

@@ -8,6 +8,7 @@ same bytes is physically impossible and is rejected as a broken measurement (``P
 from __future__ import annotations
 
 from rmsnorm_testkit import text
+from rmsnorm_testkit.predict import PLAUSIBLE as PLAUSIBLE_SHARE
 
 from ..rubric import PARTS
 from ..speed import timing, traffic_bytes
@@ -202,6 +203,7 @@ def _step_and_dtype(part: str) -> tuple:
 
 
 ITEM_10_PARTS = [p for p in PARTS if p.startswith("10.")]
+PATH_ENTRY = "GPU path of the prediction"      # the leaderboard's entry saying which path the wrappers took
 
 
 def board_name(part: str, predicted: bool) -> str:
@@ -221,43 +223,70 @@ def predictions(outcome, tasks) -> dict:
 
 
 def _share(pred: dict, kind: str):
+    """A step's predicted share of copy; None where there is none, or where it is above a copy (``_implausible``)."""
     value = pred.get("shares", {}).get(kind)
-    return float(value) if isinstance(value, (int, float)) and 0 <= value < 1000 else None
+    return float(value) if isinstance(value, (int, float)) and 0 <= value <= PLAUSIBLE_SHARE else None
+
+
+def _implausible(pred: dict, kind: str) -> bool:
+    """Did the model put this step above a copy's bandwidth (no prediction: it missed part of the work)?"""
+    value = pred.get("shares", {}).get(kind)
+    return kind in (pred.get("implausible") or {}) or (isinstance(value, (int, float)) and value > PLAUSIBLE_SHARE)
+
+
+def _path(predicted: dict, key: str) -> str | None:
+    """Which GPU path the wrappers took ("line": the note's sentence, "short": the leaderboard's words), as the
+    first dtype's prediction says it."""
+    for pred in predicted.values():
+        said = (pred.get("path") or {}).get(key) if isinstance(pred.get("path"), dict) else None
+        if said:
+            return str(said)[:text.SUMMARY_CHARS]
+    return None
 
 
 def prediction_note(predicted: dict, needed: dict) -> str:
-    """The note a CPU grading adds to item 10: each speed part's predicted share of copy beside what it needs, and
-    what may make the prediction wrong; or why there is none."""
-    if not any(_share(p, kind) is not None for p in predicted.values() for kind in WHAT):
+    """The note a CPU grading adds to item 10: each speed part's predicted share of copy beside what it needs (a
+    share above a copy's: implausible, no prediction), which GPU path the wrappers took, and what may make the
+    prediction wrong; or why there is none."""
+    if not any(_share(p, kind) is not None or _implausible(p, kind) for p in predicted.values() for kind in WHAT):
         return ("No prediction of item 10: its steps did not run to the end on the simulator (the parts above say "
                 "why, or they took longer than the prediction's few seconds).")
     cells = []
     for part in ITEM_10_PARTS:
         kind, dtype = _step_and_dtype(part)
-        share = _share(predicted.get(dtype, {}), kind)
-        cells.append(f"{PARTS[part].name} ≈ {'n/a' if share is None else f'{share:.0f}%'} of copy "
-                     f"({part} needs {needed[part]:.0f}%)")
+        pred = predicted.get(dtype, {})
+        share = _share(pred, kind)
+        said = ("implausible: above a copy's bandwidth, so not a prediction" if _implausible(pred, kind) else
+                f"≈ {'n/a' if share is None else f'{share:.0f}%'} of copy")
+        cells.append(f"{PARTS[part].name} {said} ({part} needs {needed[part]:.0f}%)")
     gpu = next(iter(predicted.values())).get("gpu", "H200")
+    path = _path(predicted, "line")
     notes = list(dict.fromkeys(str(n)[:text.SUMMARY_CHARS] for p in predicted.values() for n in p.get("notes", [])))
     return (f"Predicted on an {gpu} from the simulator's record of your kernels (a prediction, no points: item 10 "
             f"is measured on the course GPU after the deadline): " + "; ".join(cells) + "."
-            + "".join(f" Note: {n}." for n in notes[:4]))
+            + (f" The GPU's path: {path}." if path else "") + "".join(f" Note: {n}." for n in notes[:4]))
 
 
 def predicted_leaderboard(predicted: dict) -> list:
     """Gradescope's leaderboard entries of a CPU grading: each speed part's predicted share of copy (higher
-    first), and the forward+backward's traffic in copies of x (lower first). No points ride on them."""
+    first; "implausible", as text, where the model put it above a copy), the forward+backward's traffic in copies
+    of x (lower first), and which GPU path the wrappers took. No points ride on them."""
     entries = []
     for part in ITEM_10_PARTS:
         kind, dtype = _step_and_dtype(part)
         share = _share(predicted.get(dtype, {}), kind)
         if share is not None:
             entries.append({"name": board_name(part, True), "value": round(share, 1), "order": "desc"})
+        elif _implausible(predicted.get(dtype, {}), kind):
+            entries.append({"name": board_name(part, True), "value": "implausible (above a copy)"})
     for dtype, pred in predicted.items():
         copies = (pred.get("copies") or {}).get("fwdbwd")
         if isinstance(copies, (int, float)):
             entries.append({"name": f"forward+backward {dtype}, traffic in copies of x (predicted)",
                             "value": round(float(copies), 2), "order": "asc"})
+    path = _path(predicted, "short")
+    if path:
+        entries.append({"name": PATH_ENTRY, "value": path})
     return entries
 
 

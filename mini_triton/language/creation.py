@@ -11,7 +11,7 @@ import torch
 from .. import dtypes
 from .. import frontend, runtime
 from ..arithmetic import cast as cast_block
-from ..blocks import Affine, as_block, check_shape, const_int, make_int, scalar, tensor, unwrap
+from ..blocks import Affine, as_block, check_shape, const_int, loop_index, make_int, scalar, tensor, unwrap
 from ..errors import CompilationError
 
 __all__ = ["program_id", "num_programs", "arange", "full", "zeros", "zeros_like", "static_range", "range", "cast"]
@@ -101,8 +101,8 @@ def range(arg1, arg2=None, step=1, num_stages=None, loop_unroll_factor=None, dis
     if arg2 is None:
         arg1, arg2 = 0, arg1
     bounds = [as_block(unwrap(b)) for b in (arg1, arg2, step)]
-    if all(b.lead == 1 for b in bounds):
-        return builtins.range(int(bounds[0]), int(bounds[1]), int(bounds[2]))
+    if all(b.lead == 1 for b in bounds):             # one index for every program: a Python int, a runtime value
+        return map(loop_index, builtins.range(int(bounds[0]), int(bounds[1]), int(bounds[2])))
     start, stop, stride = torch.broadcast_tensors(*(b.handle.reshape(-1).to(torch.int64) for b in bounds))
     if bool((stride == 0).any()):
         raise ValueError(f"{runtime.location()}: tl.range step must not be zero")

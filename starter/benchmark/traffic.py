@@ -111,12 +111,13 @@ def step_records(triton, impl, x, g, dy):
 
 
 def print_prediction(impl, gpu: str = "H200"):
-    """Item 10's steps predicted on the course GPU, each as a share of a copy's bandwidth, with where the time
-    goes and what may make the prediction wrong."""
+    """Item 10's steps predicted on the course GPU, each as a share of a copy's bandwidth (or "implausible" above
+    a copy's), with where the time goes, the path the wrappers took with the course GPU in view, and what may make
+    the prediction wrong."""
     M, N = SPEED_SHAPE
     print(f"\npredicted on an {gpu}, at item 10's shape {M}x{N} (a prediction from the simulator's record of your "
           f"kernels, not a measurement: the handout's part (e) says how it is made and how close it comes):")
-    notes = []
+    notes, paths = [], []
     for dtype in predict.DTYPES:
         got = predict.item_10(impl, dtype, gpu)
         print(f"  {got.line()}")
@@ -126,5 +127,9 @@ def print_prediction(impl, gpu: str = "H200"):
             print(f"    where the {dtype} {'forward+backward' if 'fwdbwd' in got.steps else 'forward'}'s time goes: "
                   f"{where}")
         notes += [n for n in got.notes if n not in notes]
+        if got.path is not None and got.path.line() not in paths:
+            paths.append(got.path.line())
+    for p in paths:
+        print(f"  the GPU's path: {p}")
     for n in notes:
         print(f"  note: {n}")

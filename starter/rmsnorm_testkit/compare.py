@@ -41,8 +41,15 @@ def _env(**values):
 def load_impl(path, backend=None, name="student_rmsnorm"):
     """Import rmsnorm.py from ``path`` as a fresh module.
 
-    backend: None (the file decides: GPU if there is one), "mini_triton" or "interpreter".
+    backend: "mini_triton", "interpreter" (Triton's, on the CPU), or None: the environment's choice, as the
+    file's own backend block makes it (MINI_TRITON=1 the simulator, TRITON_INTERPRET=1 Triton's interpreter,
+    else a GPU if there is one, else the simulator).
     """
+    backend = backend or _chosen_backend()
+    if backend == "interpreter" and not _installed("triton"):
+        raise ImportError("TRITON_INTERPRET=1 asks for Triton's own interpreter, and Triton is not installed here: "
+                          "`make setup TRITON=1` installs it (Linux x86-64 only); without TRITON_INTERPRET the "
+                          "simulator runs your kernels")
     path = Path(path).resolve()
     root = path.parent
     here = Path(__file__).resolve().parent             # tests/: the simulator sits next to it or above
@@ -52,7 +59,7 @@ def load_impl(path, backend=None, name="student_rmsnorm"):
             break
     env = {"mini_triton": {"MINI_TRITON": "1"}, "interpreter": {"MINI_TRITON": None, "TRITON_INTERPRET": "1"},
            None: {}}[backend]
-    simulated = backend == "mini_triton" or (backend is None and not torch.cuda.is_available())
+    simulated = backend == "mini_triton"
     with _env(**env), _triton_paths(simulated):
         spec = importlib.util.spec_from_file_location(f"{name}_{backend or 'auto'}", path)
         mod = importlib.util.module_from_spec(spec)
@@ -66,6 +73,22 @@ def load_impl(path, backend=None, name="student_rmsnorm"):
         real = getattr(getattr(mod, "triton", None), "__name__", "") == "triton"
         mod.DEVICE = torch.device("cuda" if real and torch.cuda.is_available() else "cpu")
     return mod
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:
+        return False
+
+
+def _chosen_backend() -> str | None:
+    """The backend the environment chooses for a file loaded without one: None is a GPU, with Triton."""
+    if os.environ.get("MINI_TRITON") == "1":
+        return "mini_triton"
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return "interpreter"
+    return None if torch.cuda.is_available() else "mini_triton"
 
 
 def _triton_paths(simulated: bool):

@@ -47,17 +47,21 @@ RULES = {
     "files": Rule("calls `open`, `exec`, `eval`, `compile` or `__import__`, reads or writes files (`torch.save`, "
                   "`.write_text`, ...), or edits `sys.modules`",
                   "import torch\nx = torch.zeros(3).sum()\n", "import torch\ntorch.save(1, 'x.pt')\n"),
-    "interpreter": Rule("reaches into the interpreter or a library's private parts: `getattr`, `setattr`, `vars`, "
-                        "`globals`, `__builtins__`, frames, attributes such as `__dict__` and `__class__` "
-                        "(`x.__class__.__name__` is fine), a library's names that start with `_` (`torch._C`, "
-                        "`torch.utils._python_dispatch`), or `from sys import ...`",
-                        "def f(x):\n    return x.__doc__\n", "def f(x):\n    return getattr(x, 'exp')\n"),
+    "interpreter": Rule("reaches into the interpreter or a library's private parts: `getattr` with a name made at run "
+                        "time (with the name written out, `getattr(tl, \"math\", None)`, it is fine), `setattr`, "
+                        "`vars`, `globals`, `__builtins__`, frames, attributes such as `__dict__` and `__class__` "
+                        "(`x.__class__.__name__` and `triton.__version__` are fine), a library's names that start with "
+                        "`_` (`torch._C`, `torch.utils._python_dispatch`), or `from sys import ...`",
+                        "def f(x):\n    return x.__doc__, getattr(x, 'exp', None)\n",
+                        "def f(x, name):\n    return getattr(x, name)\n"),
     "patches": Rule("changes attributes of a library, directly or through another name (`torch.allclose = ...`, "
-                    "`E = torch.cuda.Event` then `E.record = ...`, `setattr(torch, ...)`), or uses a module as a "
-                    "value: another name for it (`T = triton`), an argument, an import's name bound again (`tl = "
-                    "...`); import it under the name you want, and `tl = triton.language` is fine. Attributes of "
-                    "`self` and `ctx` are yours to set",
-                    "import torch\nallclose = torch.allclose\n", "import torch\ntorch.allclose = None\n"),
+                    "`E = torch.cuda.Event` then `E.record = ...`, `setattr(torch, ...)`), or uses a module other "
+                    "than Triton's as a value: another name for it (`T = torch`), an argument, an import's name bound "
+                    "again (`np = ...`). Triton's modules may be read as values (`hasattr(tl, \"libdevice\")`, "
+                    "`tl.libdevice if ... else tl.math`, a helper given `tl`), and attributes of `self` and `ctx` "
+                    "are yours to set",
+                    "import triton.language as tl\nlm = tl.libdevice if hasattr(tl, 'libdevice') else tl.math\n",
+                    "import torch\ntorch.allclose = None\n"),
     "simulator": Rule("touches the simulator's own modules, which grade your file: its statistics and its race "
                       "check (`mini_triton.stats`, `triton.races`, ...); `triton`, `triton.language` and "
                       "`triton.testing` are yours to use",
@@ -99,9 +103,25 @@ REACHED_MODULES = (FORBIDDEN_MODULES | {"os", "sys"}) - {"code", "types", "__mai
 # Ways to reach objects a kernel assignment never needs: frames, closures, module dicts, builtins.
 INTERPRETER_ATTRS = {"_getframe", "f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "tb_next",
                      "gi_frame", "cr_frame", "ag_frame", "cell_contents", "func_globals", "_current_frames"}
-ALLOWED_DUNDERS = {"__name__", "__doc__", "__init__", "__qualname__"}
+ALLOWED_DUNDERS = {"__name__", "__doc__", "__init__", "__qualname__", "__version__"}
 INTERPRETER_NAMES = {"__builtins__", "getattr", "setattr", "delattr", "vars", "globals", "locals", "dir",
                      "__loader__", "__spec__"}
+
+
+class _NamedGetattr(ast.NodeTransformer):
+    """``getattr(obj, "name")`` is ``obj.name``, and ``getattr(obj, "name", default)`` reads ``obj.name`` or gives
+    ``default``: with the name written out, a version shim's ``getattr(tl, "math", None)`` is an attribute read,
+    held to every rule an attribute is. Rewritten so before the scan; a name made at run time stays a call of
+    ``getattr``, which the interpreter rule refuses (it could reach any private name)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        name = node.args[1] if len(node.args) in (2, 3) and not node.keywords else None
+        if not (isinstance(node.func, ast.Name) and node.func.id == "getattr" and isinstance(name, ast.Constant)
+                and isinstance(name.value, str) and name.value.isidentifier()):
+            return node
+        read = ast.copy_location(ast.Attribute(node.args[0], name.value, ast.Load()), node)
+        return read if len(node.args) == 2 else ast.copy_location(ast.Tuple([read, node.args[2]], ast.Load()), node)
 
 
 def _imported_names(tree) -> set:
@@ -117,22 +137,65 @@ def _imported_names(tree) -> set:
 
 def _module_aliases(tree) -> dict:
     """{name: module} for every name an ``import`` binds to a module: ``import os as o`` gives
-    {"o": "os"}, ``import numpy as np`` {"np": "numpy"}, ``import os.path`` {"os": "os"}; and for a name
-    assigned an attribute of one, its dotted path (``tl = triton.language``: {"tl": "triton.language"}),
-    so that the rules below follow it."""
+    {"o": "os"}, ``import numpy as np`` {"np": "numpy"}, ``import os.path`` {"os": "os"}; for a name
+    assigned one of them or an attribute of one, its dotted path (``tl = triton.language``: {"tl":
+    "triton.language"}; ``T = triton``; a version shim's ``lm = tl.libdevice if ... else tl.math`` takes its first
+    branch); and for a parameter of the file's own function that a call hands one of them (``f(triton)``), the
+    same: so that the rules below follow a module wherever the file passes it."""
     aliases = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) and _dotted(node.value):
-            root, *rest = _dotted(node.value).split(".")
-            if root in aliases:
-                for t in node.targets:
-                    if isinstance(t, ast.Name):
-                        aliases.setdefault(t.id, ".".join([aliases[root], *rest]))
+    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def module_path(value):
+        while isinstance(value, (ast.IfExp, ast.BoolOp, ast.Tuple)):       # a shim: its first choice
+            value = value.body if isinstance(value, ast.IfExp) else (value.values if isinstance(value, ast.BoolOp)
+                                                                     else value.elts)[0]
+        dotted = _dotted(value)
+        root, *rest = dotted.split(".") if dotted else [None]
+        return ".".join([aliases[root], *rest]) if root in aliases else None
+
+    def bind(name, value):
+        path = module_path(value)
+        if path is not None and name not in aliases:
+            aliases[name] = path
+            return True
+        return False
+    grew = True
+    while grew:                                   # an alias of an alias, a module handed on from function to function
+        grew = False
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                grew |= any(bind(t.id, node.value) for t in node.targets if isinstance(t, ast.Name))
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions):
+                fn = functions[node.func.id].args
+                params = [a.arg for a in (*fn.posonlyargs, *fn.args)]
+                grew |= any(bind(params[i], arg) for i, arg in enumerate(node.args[:len(params)]))
+                grew |= any(bind(k.arg, k.value) for k in node.keywords if k.arg)
     return aliases
+
+
+def files_beside(source: str, folder) -> list[str]:
+    """What ``source`` imports from files that sit beside it in ``folder`` (a helpers module of the student's own,
+    ``from my_helpers import ...``): the autograder receives rmsnorm.py alone, so such an import fails there."""
+    try:
+        tree = ast.parse(source.removeprefix("\ufeff"))
+    except SyntaxError:
+        return []
+    folder, found = Path(folder), []
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        for name in names:
+            top = name.split(".")[0]
+            if top not in ("mini_triton", SHARED, "tests") and ((folder / f"{top}.py").is_file()
+                                                                or (folder / top / "__init__.py").is_file()):
+                found.append(f"line {node.lineno}: {top} is a file beside rmsnorm.py; the autograder receives "
+                             f"rmsnorm.py alone, so this import fails there: copy what you use of {top} into "
+                             f"rmsnorm.py")
+    return found
 
 
 def function_names(source: str) -> set:
@@ -160,15 +223,45 @@ def _import_bound(tree) -> set:
             for a in node.names}
 
 
-def _is_tl_idiom(node) -> bool:
-    """``tl = triton.language`` (or mini_triton's): the usual way to name the language, fine."""
-    return (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == "tl" and _dotted(node.value) in ("triton.language", "mini_triton.language"))
+def _triton_value(node, module_of) -> bool:
+    """Is ``node`` one of Triton's modules (or something of theirs) read as a value: ``tl``, ``tl.math``, ``tl.libdevice
+    if hasattr(tl, "libdevice") else tl.math``, ``getattr(tl, "math", None) or tl``? Version shims pick the language's
+    modules this way, and nothing a grade depends on can be patched through them that the rules below miss."""
+    if isinstance(node, ast.IfExp):
+        return _triton_value(node.body, module_of) and _triton_value(node.orelse, module_of)
+    if isinstance(node, ast.BoolOp):
+        return all(_triton_value(v, module_of) for v in node.values)
+    if isinstance(node, ast.Tuple):                 # a named getattr with its default (_NamedGetattr)
+        return all(_triton_value(v, module_of) or (isinstance(v, ast.Constant) and v.value is None)
+                   for v in node.elts)
+    dotted = _dotted(node)
+    return dotted is not None and module_of(dotted.split(".")[0]).split(".")[0] in TRITON
+
+
+def _triton_imports(tree) -> set:
+    """Names that every import binding them takes from Triton (``import triton.language as tl``, ``from
+    triton.language.extra import libdevice``)."""
+    sources = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                sources.setdefault(a.asname or a.name.split(".")[0], set()).add(a.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                sources.setdefault(a.asname or a.name, set()).add((node.module or "").split(".")[0])
+    return {name for name, roots in sources.items() if roots <= set(TRITON)}
+
+
+def _rebinds_triton(statement, name, triton_names, module_of) -> bool:
+    """``tl = triton.language``, ``libdevice = tl.libdevice if ... else tl.math``: a name Triton's imports bind, bound
+    again to one of Triton's modules (a version shim), which is fine."""
+    return name in triton_names and isinstance(statement, ast.Assign) and _triton_value(statement.value, module_of)
 
 
 def _internal(parts) -> bool:
     """Does a dotted path under triton name one of the simulator's own modules or a private name?"""
-    return any(p in SIMULATOR_MODULES or p.startswith("_") for p in parts if p not in PUBLIC_MODULES)
+    return any(p in SIMULATOR_MODULES or p.startswith("_") for p in parts
+               if p not in PUBLIC_MODULES and p not in ALLOWED_DUNDERS)
 
 
 def _triton_root(node, module_of) -> bool:
@@ -193,7 +286,7 @@ def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
     """(missing API names, [(rule, message)] of the problems found): ``rule`` a key of RULES, or "parse"."""
     source = source.removeprefix("\ufeff")            # a UTF-8 byte-order mark (Windows editors): Python skips it
     try:
-        tree = ast.parse(source)
+        tree = _NamedGetattr().visit(ast.parse(source))
     except SyntaxError as e:
         return [], [("parse", f"rmsnorm.py does not parse: SyntaxError: {e.msg} (line {e.lineno})")]
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
@@ -207,13 +300,15 @@ def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
     aliases = _module_aliases(tree)
     modules = _import_bound(tree)
     module_of = lambda name: aliases.get(name, name)                      # noqa: E731
+    triton_names = _triton_imports(tree)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     for line, target in _patched_through_names(tree, imported):
         flag("patches", f"line {line}: changing {target} may patch a library object reached through another name; "
                         f"set attributes of self and ctx only (or of objects of your own classes)")
     for node in ast.walk(tree):
-        _module_values(node, parents, modules - {n for n in modules if module_of(n) in ("os", "os.path")}, imported,
-                       flag)
+        _module_values(node, parents, {n for n in modules if module_of(n) not in ("os", "os.path")
+                                       and module_of(n).split(".")[0] not in TRITON}, imported, module_of,
+                       triton_names, flag)
         targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else
                    [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
         for t in targets:
@@ -255,7 +350,7 @@ def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
             if node.attr in FILE_ATTRS or node.attr in FILE_ATTRS_OF.get(base, ()):
                 flag("files", f"line {line}: .{node.attr} reads or writes files; that is not allowed")
             if base in TRITON and node.attr in SIMULATOR_INTERNALS:
-                flag("simulator", f"line {line}: triton.{node.attr} belongs to the grader, not the submission")
+                flag("simulator", f"line {line}: {ast.unparse(node)} belongs to the grader, not the submission")
             elif _triton_root(node, module_of) and _internal([node.attr]):
                 flag("simulator", f"line {line}: {ast.unparse(node)} is the simulator's own (it grades your "
                                   f"submission): use triton's and triton.language's public names only")
@@ -280,8 +375,13 @@ def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
             flag("imports", f"line {line}: the os module may be used only as os.environ, not passed around as "
                             f"{node.id}")
         if isinstance(node, ast.Name) and node.id in INTERPRETER_NAMES and isinstance(node.ctx, ast.Load):
-            flag("interpreter", f"line {line}: {node.id} reaches into the interpreter; that is not allowed "
-                                f"(a variable of yours with this name: rename it)")
+            if node.id == "getattr":
+                flag("interpreter", f"line {line}: getattr with a name made at run time can reach any private name; "
+                                    f"write the name out (x.name, or getattr(x, \"name\", default) for a version "
+                                    f"shim)")
+            else:
+                flag("interpreter", f"line {line}: {node.id} reaches into the interpreter; that is not allowed "
+                                    f"(a variable of yours with this name: rename it)")
     return missing, problems
 
 
@@ -373,9 +473,10 @@ def _class_name(node, parents) -> bool:
         parent.attr in ("__name__", "__qualname__")
 
 
-def _module_values(node, parents, modules, imported, flag):
-    """Flag a module used as a value (``T = triton``, ``f(torch)``) and an import's name bound again
-    (``tl = ...``): past such a line the rules above could not follow it."""
+def _module_values(node, parents, modules, imported, module_of, triton_names, flag):
+    """Flag a module used as a value (``T = torch``, ``f(torch)``) and an import's name bound again
+    (``np = ...``): past such a line the rules above could not follow it. Triton's modules are not in
+    ``modules``: they may be read as values, and bound again to another of Triton's modules."""
     line = getattr(node, "lineno", "?")
     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in modules:
         parent = parents.get(node)
@@ -384,7 +485,7 @@ def _module_values(node, parents, modules, imported, flag):
                             f"(import it under the name you want)")
     elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in imported:
         statement = parents.get(node)
-        if not _is_tl_idiom(statement):
+        if not _rebinds_triton(statement, node.id, triton_names, module_of):
             flag("patches", f"line {line}: {node.id}, bound by an import, is bound again; use another name")
 
 

@@ -35,17 +35,21 @@ def _impl_path():
 def pytest_sessionstart(session):
     """The autograder's static scan (rmsnorm_testkit/scan.py), before any test: a file it refuses scores 0, however
     well its tests go, so what it would refuse is said first, with the line and the rule."""
-    from rmsnorm_testkit.scan import scan_rules
+    from rmsnorm_testkit.scan import files_beside, scan_rules
     try:
         source = _impl_path().read_text(encoding="utf-8", errors="replace")
     except OSError:
         return
     missing, problems = scan_rules(source)
-    REFUSED.extend(message for _, message in problems)
+    beside = files_beside(source, _impl_path().parent)
+    REFUSED.extend([*(message for _, message in problems), *beside])
     lines = []
     if problems:
         lines += [f"The autograder would refuse to run {_impl_path().name}, and give it 0 points (handout, section "
                   f"10):", *(f"  {message} (rule: {rule})" for rule, message in problems)]
+    if beside:
+        lines += [f"{_impl_path().name} imports a file of yours that the autograder will not have (you submit "
+                  f"rmsnorm.py alone): its import would fail there, for 0 points:", *(f"  {m}" for m in beside)]
     if missing:
         lines += [f"{_impl_path().name} lacks names the assignment asks for (the autograder's test 0 lists them, for "
                   f"0 points; the tests of parts (a) and (b) launch the kernels by these names):",
@@ -53,7 +57,8 @@ def pytest_sessionstart(session):
     _say(session, lines)
 
 
-REFUSED = []                 # what the static scan would refuse: the run then fails, however its tests go
+REFUSED = []                 # what the static scan would refuse, and imports of files beside rmsnorm.py: the run
+                             # then fails, however its tests go
 
 
 def _say(session, lines):

@@ -315,6 +315,31 @@ def test_every_other_column(impl):
          story=f"{describe(x)} and dy, every other column of (24, 160) tensors (x.stride() = (160, 2))").grads()
 
 
+@pytest.mark.parametrize("asked", [("x",), ("g",), ()], ids=["only_x", "only_g", "neither"])
+def test_only_the_inputs_that_require_grad(impl, asked):
+    """rmsnorm(x, g) where only x, only g, or neither requires grad (a frozen scale g, a frozen input, inference):
+    y is right, and y.backward(dy) gives each input that requires grad its gradient. A backward may skip a gradient
+    no input asks for: ctx.needs_input_grad has one flag per input of forward(ctx, x, g, eps), in that order."""
+    x, g, dy = random_inputs((6, 64), device=impl.DEVICE)
+    story = f"{describe(x)}, where " + (f"only {asked[0]} requires grad" if asked else "neither x nor g requires grad")
+    xg, gg = x.clone().requires_grad_("x" in asked), g.clone().requires_grad_("g" in asked)
+    y = forward_first(impl, xg, gg, story)
+    if not asked:
+        return                                     # nothing to differentiate: y.backward would have no graph
+    y.backward(dy)
+    i, leaf = (0, xg) if asked == ("x",) else (1, gg)
+    name = ("dx", "dg")[i]
+    if leaf.grad is None:
+        raise AssertionError(f"{asked[0]}.grad is None after y.backward(dy) for {story}: your TritonRMSNorm.backward "
+                             f"returned None for {asked[0]} while ctx.needs_input_grad[{i}] is True. "
+                             f"ctx.needs_input_grad has one flag per input of forward(ctx, x, g, eps), in that order: "
+                             f"[0] is x's, [1] is g's, [2] is eps's. Return {name} where [{i}] is True (or return dx "
+                             f"and dg always: autograd drops the gradient of an input that does not require grad)")
+    _, r, ref_dx, ref_dg = reference(x, g, dy)
+    fail_if(diagnose(name, leaf.grad, (ref_dx, ref_dg)[i], x, alternatives=pick(backward_alternatives(x, g, dy, r), i),
+                     story=story, source=f" ({asked[0]}.grad after rmsnorm(x, g).backward(dy))"))
+
+
 def test_forward_reads_x_once_and_writes_y_once(sim_impl):
     """On the simulator: rmsnorm_forward's kernels load each element of x once and store y once."""
     import mini_triton as triton

@@ -64,6 +64,7 @@ def test_partial_dg_buffer_holds_at_most_an_eighth_of_x(sim_impl):
     """On the simulator, at the grader's M, N = 256, 128: the buffers your backward's kernels store into,
     besides dx and dg, hold at most M·N/8 elements (few programs, each summing dg over many rows)."""
     import mini_triton as triton
+    from mini_triton.perf import H200
     M, N = GRADER_SHAPE
     x, g, dy = random_inputs((M, N))
     xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
@@ -81,6 +82,7 @@ def test_partial_dg_buffer_holds_at_most_an_eighth_of_x(sim_impl):
         raise AssertionError(
             f"{kernel} stores into {name}, a buffer of {numel} elements, for x of shape ({M}, {N}): the improved "
             f"reduction keeps the partial dg buffer at most M·N/8 = {M * N // 8} elements. In rmsnorm_backward, "
-            f"launch a few programs (a small multiple of the GPU's SM count; a handful on the CPU), give each "
+            f"launch a few programs (a small multiple of the SM count: on the CPU the course GPU's {H200.sms}), never "
+            f"more than ⌈M / 8⌉ = {-(-M // 8)} so that each program gets at least 8 rows, give each "
             f"rows_per_program = ⌈M / programs⌉ rows, and allocate dg_partial as (programs, N): the kernel sums "
             f"its rows' share of dg in fp32 registers and stores one row (handout, part (d))")

@@ -12,18 +12,31 @@ import torch
 from rmsnorm_testkit.compare import FILL, describe, filled, random_inputs, reference, strided_inputs
 from rmsnorm_testkit.causes import forward_alternatives, pick
 from rmsnorm_testkit.diagnose import KernelLog, diagnose_all, fail_if, strides_named
+from test_part_b import kernel_params
+
+
+# The kernel's parameters by name, as the starter declares them.
+PART_A_PARAMS = ("x_ptr", "g_ptr", "y_ptr", "r_ptr", "n_rows", "n_cols", "x_row_stride", "y_row_stride", "eps",
+                 "BLOCK_M", "BLOCK_N", "SINGLE_PASS")
 
 
 def launch_forward(impl, x, g, BLOCK_M, BLOCK_N=None, SINGLE_PASS=True, eps=1e-5):
-    """(y, r, how it was launched) from one launch of your kernel on the (M, N) matrix x."""
+    """(y, r, how it was launched) from one launch of your kernel on the (M, N) matrix x, its arguments passed by
+    the names of the starter's parameters."""
     __tracebackhide__ = True                  # pytest: show the test, then your kernel's line
     M, N = x.shape
     BLOCK_N = BLOCK_N or impl.triton.next_power_of_2(N)
     y = filled((M, N), x.dtype, x.device)
     r = filled((M,), torch.float32, x.device)
     grid = (impl.triton.cdiv(M, BLOCK_M),)
-    impl.rmsnorm_fwd_kernel[grid](x, g, y, r, M, N, x.stride(0), y.stride(0), eps,
-                                  BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, SINGLE_PASS=SINGLE_PASS)
+    args = dict(zip(PART_A_PARAMS, (x, g, y, r, M, N, x.stride(0), y.stride(0), eps, BLOCK_M, BLOCK_N, SINGLE_PASS)))
+    params = kernel_params(impl.rmsnorm_fwd_kernel)
+    unknown = [n for n in params if n not in args]
+    if unknown:
+        raise AssertionError(
+            f"rmsnorm_fwd_kernel has parameters the tests do not know: {', '.join(unknown)}. The tests launch it "
+            f"themselves and pass the arguments by name: keep the starter's parameters ({', '.join(PART_A_PARAMS)})")
+    impl.rmsnorm_fwd_kernel[grid](**{n: args[n] for n in params})
     return y, r, f"grid {grid}, BLOCK_M={BLOCK_M}, BLOCK_N={BLOCK_N}, SINGLE_PASS={SINGLE_PASS}"
 
 

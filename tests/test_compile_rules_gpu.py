@@ -98,6 +98,10 @@ KERNELS = {
         for i in range(1, 2):
             offs = tl.arange(0, i * BLOCK)
             tl.store(out_ptr + offs, tl.load(x_ptr + offs))""", False),
+    "version_shim_module_and_function": ("""
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs)
+        tl.store(out_ptr + offs, tl_math.rsqrt(x * x + 1.0) * shim_rsqrt(x * x + 1.0))""", True),
     "module_of_jit_helpers": ("""
         offs = helpers.lanes(BLOCK)
         tl.store(out_ptr + offs, helpers.twice(tl.load(x_ptr + offs)) * helpers.K * helpers.THREE)""", True),
@@ -136,6 +140,11 @@ K = tl.constexpr(2)
 @triton.jit
 def lanes(BLOCK: tl.constexpr):
     return tl.arange(0, BLOCK)
+
+
+# version shims, as public kernel files write them: Triton's modules read as values
+tl_math = tl.libdevice if hasattr(tl, "libdevice") else tl.math
+shim_rsqrt = getattr(tl, "rsqrt", None) or tl.math.rsqrt
 
 
 # a module of helpers, as libraries keep them (`from lib import helpers`): @jit functions, a constexpr, a number and

@@ -15,7 +15,7 @@ import pytest
 from autograder.judge import speed                 # first: it registers rmsnorm_testkit (a spawned process too)
 from autograder.rubric import COPY_NEEDED
 from mini_triton import perf
-from rmsnorm_testkit import predict
+from rmsnorm_testkit import predict, text
 from rmsnorm_testkit.compare import load_impl
 from rmsnorm_testkit.timing import SPEED_SHAPE
 
@@ -101,7 +101,7 @@ def test_the_judge_keeps_only_known_words_and_plain_numbers_of_the_path_the_subm
             "level": "root", "refused": "e" * 1000}
     path = predict.GpuPath.from_dict(perf.H200, told)
     assert path.asked == ["x.is_cuda"] and path.changed == [["k" * 60, 132, 16, 4, 4]] and path.level == "tensors"
-    assert len(path.refused) == 160
+    assert len(path.refused) == text.ERROR_LINE_CHARS
     broken = predict.GpuPath.from_dict(perf.H200, {"changed": [["k", "many", 1, 2, 3]]})
     assert (broken.asked, broken.changed, broken.compared) == ([], [], False)
 

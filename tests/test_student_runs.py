@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+import without_triton
 
 from conftest import ROOT
 
@@ -22,16 +23,9 @@ if __name__ == "__main__":
     want = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * g
     print("backend", BACKEND, triton.__name__, "max error", float((y - want).abs().max()))
 '''
-# Run a file as `python rmsnorm.py` would, where Triton cannot be imported (a laptop, Gradescope) or as it is here.
+# Run a file as `python rmsnorm.py` would (with or without Triton: without_triton.script).
 AS_SCRIPT = '''
-import importlib.abc, runpy, sys
-if sys.argv[2] == "absent":
-    class NoTriton(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name == "triton" or name.startswith("triton."):
-                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-    sys.meta_path.append(NoTriton())
-    sys.meta_path.insert(0, NoTriton()) if sys.argv[3:] == ["first"] else None
+import runpy, sys
 sys.argv = [sys.argv[1]]
 runpy.run_path(sys.argv[0], run_name="__main__")
 '''
@@ -42,7 +36,6 @@ def _student_file(tmp_path):
     assert source.count(LIBDEVICE[0]) == 1 and source.count("r = tl.rsqrt(") == 2
     path = tmp_path / "rmsnorm.py"
     path.write_text(source.replace(*LIBDEVICE).replace("r = tl.rsqrt(", "r = rsqrt(") + SMOKE)
-    (tmp_path / "as_script.py").write_text(AS_SCRIPT)
     return path
 
 
@@ -54,7 +47,8 @@ def _env(**extra):
 @pytest.mark.parametrize("triton_installed", ["installed", "absent"])
 def test_python_rmsnorm_py_imports_triton_s_paths_as_the_tests_do(tmp_path, triton_installed):
     path = _student_file(tmp_path)
-    run = subprocess.run([sys.executable, str(tmp_path / "as_script.py"), str(path), triton_installed],
+    (tmp_path / "as_script.py").write_text(without_triton.script(AS_SCRIPT, triton_installed))
+    run = subprocess.run([sys.executable, str(tmp_path / "as_script.py"), str(path)],
                          capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "backend mini_triton mini_triton max error 0.0" in run.stdout, run.stdout
@@ -86,10 +80,10 @@ def test_triton_interpret_runs_the_public_tests_on_triton_s_interpreter(tmp_path
 
 def test_triton_interpret_without_triton_says_how_to_install_it(tmp_path):
     script = tmp_path / "load.py"
-    script.write_text(AS_SCRIPT.split("sys.argv = ")[0] + (
-        "from rmsnorm_testkit.compare import load_impl\n"
-        "try:\n    load_impl(sys.argv[1])\nexcept ImportError as e:\n    print('REFUSED', e)\n"))
-    run = subprocess.run([sys.executable, str(script), str(ROOT / "solution" / "rmsnorm.py"), "absent", "first"],
+    script.write_text(without_triton.script("import sys\nfrom rmsnorm_testkit.compare import load_impl\n"
+                                            "try:\n    load_impl(sys.argv[1])\nexcept ImportError as e:\n"
+                                            "    print('REFUSED', e)\n", "absent"))
+    run = subprocess.run([sys.executable, str(script), str(ROOT / "solution" / "rmsnorm.py")],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
                          env=_env(TRITON_INTERPRET="1", PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'starter'}"))
     assert "REFUSED TRITON_INTERPRET=1 asks for Triton's own interpreter, and Triton is not installed here: " \

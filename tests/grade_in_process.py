@@ -28,6 +28,7 @@ def _start():
     os.environ["MINI_TRITON_RACES"] = "record"           # as a job runs: a race is noted, not raised
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     sys.path.insert(0, str(ROOT))
+    import autograder  # noqa: F401 -- registers the test kit, rmsnorm_testkit (autograder/__init__.py)
 
 
 def _grade(path: str, gpu_cases: bool | str = False) -> dict:
@@ -128,3 +129,25 @@ def most_masks_per_launch(path: Path, shape: tuple) -> int:
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
         return pool.submit(_most_masks_per_launch, str(path), shape).result()
+
+
+def _prediction(path: str) -> dict:
+    """The note and leaderboard a CPU grading makes of item 10's prediction, its tasks run in a job's two processes
+    (the judge's and the submission's), as cases.sim_jobs' "predict" group runs them."""
+    from rmsnorm_testkit import predict
+    from autograder.hidden.cases import predict_tasks, task_name
+    from autograder.job.main import setup_backend
+    from autograder.judge import speed as judged
+    from autograder.rubric import COPY_NEEDED
+    triton = setup_backend(ROOT, "mini_triton")
+    outcome = _run(triton, Path(path), {"predict": predict_tasks()}, {})
+    predicted = judged.predictions(outcome, {d: task_name("predict", d) for d in predict.DTYPES})
+    return {"note": judged.prediction_note(predicted, COPY_NEEDED), "board": judged.predicted_leaderboard(predicted),
+            "predicted": predicted}
+
+
+def prediction(path: Path, timeout: float = 300) -> dict:
+    """``_prediction`` in a spawned process, as ``verdicts`` runs a grading."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
+        return pool.submit(_prediction, str(path)).result(timeout=timeout)

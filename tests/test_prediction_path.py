@@ -5,10 +5,7 @@ above a copy's bandwidth as implausible, never as a prediction; the grader's not
 (autograder/judge/speed.py) and `make bench` (starter/benchmark/traffic.py) say both. The grader's own path
 (job/remote.predict_item_10 asking the submission's process, job/host.py) runs here in a job's two processes.
 """
-import concurrent.futures
-import multiprocessing
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -114,28 +111,12 @@ def test_make_bench_prints_the_path(capsys, monkeypatch):
     assert "the GPU's path: the wrappers saw an H200 (132 SMs) and launched as on it" in out, out
 
 
-def _graded_prediction(path: str) -> dict:
-    """The note and leaderboard a CPU grading makes of item 10's prediction, its tasks run in a job's two processes
-    (the judge's and the submission's), as cases.sim_jobs' "predict" group runs them."""
-    from grade_in_process import _run
-    from autograder.hidden.cases import predict_tasks, task_name
-    from autograder.job.main import setup_backend
-    from autograder.judge import speed as judged
-    triton = setup_backend(ROOT, "mini_triton")
-    outcome = _run(triton, Path(path), {"predict": predict_tasks()}, {})
-    predicted = judged.predictions(outcome, {d: task_name("predict", d) for d in predict.DTYPES})
-    return {"note": judged.prediction_note(predicted, COPY_NEEDED), "board": judged.predicted_leaderboard(predicted),
-            "predicted": predicted}
-
-
 def test_a_cpu_grading_predicts_a_device_chosen_grid_as_the_gpu_runs_it():
     """Liger's backward grid is the SM count on CUDA, 16 off it: in the grader's prediction, too, its wrappers see
     the H200 (the submission's process shows it; the judge records the kernels), and the note and the leaderboard
     say so. The H200 measured this design's forward+backward at 83% (fp32) and 65% (bf16) of copy."""
-    from grade_in_process import _start
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                                initializer=_start) as pool:
-        got = pool.submit(_graded_prediction, str(STYLES / "liger.py")).result(timeout=300)
+    from grade_in_process import prediction
+    got = prediction(STYLES / "liger.py")
     note, board = got["note"], {e["name"]: e["value"] for e in got["board"]}
     assert "The GPU's path: the wrappers saw an H200 (132 SMs) and launched as on it: _rms_norm_backward_kernel " \
            "with 132 programs (16 off the GPU)" in note, note

@@ -150,10 +150,7 @@ def _module_aliases(tree) -> dict:
     functions = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
     def module_path(value):
-        while isinstance(value, (ast.IfExp, ast.BoolOp, ast.Tuple)):       # a shim: its first choice
-            value = value.body if isinstance(value, ast.IfExp) else (value.values if isinstance(value, ast.BoolOp)
-                                                                     else value.elts)[0]
-        dotted = _dotted(value)
+        dotted = _dotted(_choices(value)[0])                   # a shim: its first choice
         root, *rest = dotted.split(".") if dotted else [None]
         return ".".join([aliases[root], *rest]) if root in aliases else None
 
@@ -223,19 +220,24 @@ def _import_bound(tree) -> set:
             for a in node.names}
 
 
+def _choices(node) -> list:
+    """The values a version shim chooses among, each in turn: both branches of ``a if c else b``, each operand of
+    ``a or b``, a named getattr's read and its default (``_NamedGetattr``'s tuple); else the value itself."""
+    if isinstance(node, ast.IfExp):
+        return _choices(node.body) + _choices(node.orelse)
+    if isinstance(node, (ast.BoolOp, ast.Tuple)):
+        return [c for v in (node.values if isinstance(node, ast.BoolOp) else node.elts) for c in _choices(v)]
+    return [node]
+
+
 def _triton_value(node, module_of) -> bool:
     """Is ``node`` one of Triton's modules (or something of theirs) read as a value: ``tl``, ``tl.math``, ``tl.libdevice
     if hasattr(tl, "libdevice") else tl.math``, ``getattr(tl, "math", None) or tl``? Version shims pick the language's
     modules this way, and nothing a grade depends on can be patched through them that the rules below miss."""
-    if isinstance(node, ast.IfExp):
-        return _triton_value(node.body, module_of) and _triton_value(node.orelse, module_of)
-    if isinstance(node, ast.BoolOp):
-        return all(_triton_value(v, module_of) for v in node.values)
-    if isinstance(node, ast.Tuple):                 # a named getattr with its default (_NamedGetattr)
-        return all(_triton_value(v, module_of) or (isinstance(v, ast.Constant) and v.value is None)
-                   for v in node.elts)
-    dotted = _dotted(node)
-    return dotted is not None and module_of(dotted.split(".")[0]).split(".")[0] in TRITON
+    def triton(choice):
+        dotted = _dotted(choice)
+        return dotted is not None and module_of(dotted.split(".")[0]).split(".")[0] in TRITON
+    return all(triton(c) or (isinstance(c, ast.Constant) and c.value is None) for c in _choices(node))
 
 
 def _triton_imports(tree) -> set:

@@ -131,6 +131,29 @@ def most_masks_per_launch(path: Path, shape: tuple) -> int:
         return pool.submit(_most_masks_per_launch, str(path), shape).result()
 
 
+def _stale(path: str, shape: tuple, dtype: str, op: str) -> dict:
+    """The outputs of one task (``op``: "forward", "backward" or "autograd") that the judge's replay on fresh
+    inputs found stale ({output: why}), its tasks run in a job's two processes."""
+    from rmsnorm_testkit.compare import reference
+    from autograder.hidden.cases import case, flat, make_inputs
+    from autograder.job.main import setup_backend
+    triton = setup_backend(ROOT, "mini_triton")
+    inputs = make_inputs({"rows": case(shape, dtype)})
+    inputs["rows"]["r"] = reference(inputs["rows"]["x"], inputs["rows"]["g"])[1].float()
+    names = {"forward": ("x", "g"), "backward": ("dy", "x", "g", "r"), "autograd": ("x", "g", "dy")}[op]
+    task = {"op": op, "tensors": {t: f"{t}.rows" for t in names}, "eps": 1e-5}
+    outcome = _run(triton, Path(path), {"one": {"task": task}}, flat(inputs))
+    assert outcome.info["task"].get("ok"), outcome.info["task"]
+    return outcome.info["task"].get("stale") or {}
+
+
+def stale(path: Path, shape: tuple, op: str, dtype: str = "float32") -> dict:
+    """``_stale`` in a spawned process, as ``verdicts`` runs a grading."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
+        return pool.submit(_stale, str(path), shape, dtype, op).result()
+
+
 def _prediction(path: str) -> dict:
     """The note and leaderboard a CPU grading makes of item 10's prediction, its tasks run in a job's two processes
     (the judge's and the submission's), as cases.sim_jobs' "predict" group runs them."""

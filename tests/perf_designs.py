@@ -68,6 +68,19 @@ MORE = {
 }
 ALL = {**DESIGNS, **MORE}
 
+
+def _styles() -> dict:
+    """Every file of tests/library_styles/ that no design above already is, named ``style_<stem>``."""
+    taken = {line.split("library_styles/")[1].split('"')[0]
+             for line in Path(__file__).read_text().splitlines() if '_file("tests/library_styles/' in line}
+    return {f"style_{p.stem}": (f"tests/library_styles/{p.name}, as written", _file(f"tests/library_styles/{p.name}"))
+            for p in sorted((ROOT / "tests" / "library_styles").glob("*.py")) if p.name not in taken}
+
+
+# the other library styles: measured on a GPU beside the designs (``perf_model_gpu.py measure OUT styles``)
+STYLES = _styles()
+SETS = {"designs": ALL, "styles": STYLES, "all": {**ALL, **STYLES}}
+
 # name: the edits that write the GPU's grid (the H200's 132 SMs) where the file asks the device
 GPU_GRID = {
     "row_loop": [('    if device.type == "cuda":\n        return torch.cuda.get_device_properties(device)'

@@ -1,6 +1,9 @@
 """The performance model against the GPU (run on a machine with CUDA and Triton):
 
-    python3 tests/perf_model_gpu.py measure OUT.json    # item 10's shares of copy for each design, and the
+    python3 tests/perf_model_gpu.py measure OUT.json [designs|styles|all]
+                                                        # item 10's shares of copy for each design (default:
+                                                        # tests/perf_designs.py's designs; styles: the other
+                                                        # files of tests/library_styles/), and the
                                                         # microbenchmarks behind the model's parameters
     python3 tests/perf_model_gpu.py compare OUT.json    # beside the model's predictions (CPU or GPU machine)
 
@@ -127,16 +130,19 @@ def microbenchmarks() -> dict:
     return out
 
 
-def measure(out_path: Path):
+def measure(out_path: Path, which: str = "designs"):
     designs = {}
     with tempfile.TemporaryDirectory() as d:
-        paths = perf_designs.write_all(Path(d))
+        paths = perf_designs.write_all(Path(d), perf_designs.SETS[which])
         for path in paths:
             for dtype_name in DTYPE_NAMES:
-                p = subprocess.run([sys.executable, __file__, "one", str(path), dtype_name], capture_output=True,
-                                   text=True, timeout=600, env=dict(os.environ, PYTHONUNBUFFERED="1"))
-                lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-                res = json.loads(lines[-1]) if lines else {"error": (p.stderr or p.stdout)[-800:]}
+                try:
+                    p = subprocess.run([sys.executable, __file__, "one", str(path), dtype_name], capture_output=True,
+                                       text=True, timeout=300, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+                    res = json.loads(lines[-1]) if lines else {"error": (p.stderr or p.stdout)[-800:]}
+                except subprocess.TimeoutExpired:
+                    res = {"error": "timed out after 300 s"}
                 designs.setdefault(path.stem, {})[dtype_name] = res
                 print(path.stem, dtype_name, {k: round(v, 1) for k, v in res.items() if k.endswith("share")},
                       res.get("error", "") or res.get("fwdbwd_error", ""), flush=True)
@@ -153,8 +159,9 @@ def compare(measured_path: Path, gpu: str = "H200") -> list:
     from rmsnorm_testkit import predict
     measured = json.loads(measured_path.read_text())
     rows = []
+    every = perf_designs.SETS["all"]
     with tempfile.TemporaryDirectory() as d:
-        for path in perf_designs.write_all(Path(d)):
+        for path in perf_designs.write_all(Path(d), {k: every[k] for k in measured["designs"] if k in every}):
             impl = load_impl(path, backend="mini_triton")
             for dtype_name in DTYPE_NAMES:
                 got = predict.item_10(impl, dtype_name, gpu=gpu)
@@ -171,7 +178,7 @@ if __name__ == "__main__":
     elif cmd == "micro":
         print(json.dumps(microbenchmarks()))
     elif cmd == "measure":
-        measure(Path(args[0]))
+        measure(Path(args[0]), *args[1:])
     elif cmd == "compare":
         print(f"{'design':>14} {'dtype':>5} {'step':>7} {'predicted':>9} {'measured':>8} {'gap':>5}")
         for name, d, kind, pred, meas in compare(Path(args[0])):

@@ -6,11 +6,14 @@ graph's replay at 16384 x 4096, as a share of a copy's bandwidth) and predicted 
 of a design already measured on the H200 (``DESIGNS``) more than 15 points from this GPU's fails: the model has
 drifted from the GPU (a new Triton, a new driver), and its parameters (mini_triton/perf.py) need measuring again.
 The further designs (``MORE``) are measured in the same run, for the record.
-Skips without CUDA, and on a GPU the model has no parameters for.
+Skips without CUDA, and on a GPU the model has no parameters for. ``PERF_MEASURED=FILE`` takes the
+measurements from a ``measure`` run just made on this machine instead of measuring again.
 """
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -34,6 +37,8 @@ def _model_name():
 def measured(tmp_path_factory):
     if _model_name() is None:
         pytest.skip(f"the model has no parameters for {torch.cuda.get_device_name()}")
+    if os.environ.get("PERF_MEASURED"):                   # a measure run of this machine, just made
+        return json.loads(Path(os.environ["PERF_MEASURED"]).read_text())
     out = tmp_path_factory.mktemp("perf") / "measured.json"
     p = subprocess.run([sys.executable, str(ROOT / "tests" / "perf_model_gpu.py"), "measure", str(out)],
                        capture_output=True, text=True, timeout=900)

@@ -30,6 +30,8 @@ One module each:
     remote      the judge's side of a simulator job: each task's phases, judged from what it saw
     launches    the judge's side of a launch: the kernel compiled from the judge's copy, run, noted
     provenance  where each byte of the job's memory came from, as the judge sees it
+    recipe      the submission's process's report of a task's host ops, for the judge's replay
+    replay      the judge runs a task's recipe and launches again, on fresh inputs it drew itself
     watchdog    a kernel that never ends, stopped inside the judge at the group's CPU budget
     phases      a forward or backward phase: its launches, host ops, what it made
     norms       calls of torch's own norms, logged with the submission's line

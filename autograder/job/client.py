@@ -31,6 +31,8 @@ from mini_triton import frontend
 from mini_triton.blocks import constexpr
 from mini_triton.launcher import LAUNCH_OPTIONS
 
+from . import recipe
+
 # The modules a kernel may name, as both sides call them; the namespaces whose functions it may name.
 LANGUAGE = {"triton": mini_triton, "tl": mini_triton.language, "tl.math": mini_triton.language.math,
             "tl.extra": mini_triton.language.extra, "libdevice": mini_triton.language.extra.libdevice,
@@ -173,7 +175,7 @@ class RemoteKernel:
                                          {n: v for n, v in bound.items() if isinstance(v, torch.Tensor)})
             return
         fds, tensors = [], []
-        message = {"launch": {"kernel": self.identity({}), "grid": _grid(grid),
+        message = {"launch": {"kernel": self.identity({}), "grid": _grid(grid), "at": recipe.mark(),
                               "args": [self._arg(a, fds, tensors) for a in args],
                               "kwargs": {k: self._arg(v, fds, tensors) for k, v in kwargs.items()}}}
         try:
@@ -201,7 +203,7 @@ class RemoteKernel:
     def _arg(self, v, fds, tensors):
         if isinstance(v, torch.Tensor):
             tensors.append(v)
-            return {"tensor": Link.memory.handle(v, fds)}
+            return {"tensor": Link.memory.handle(v, fds), "ref": recipe.ref(v)}
         if isinstance(v, constexpr):
             return {"constexpr": plain(v.value) or {"other": type(v.value).__name__}}
         return plain(v) or {"other": type(v).__name__}

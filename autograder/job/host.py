@@ -31,7 +31,7 @@ import torch
 from mini_triton.imports import as_triton
 from rmsnorm_testkit import compare, predict
 
-from . import client
+from . import client, recipe
 from .channel import Broken, Channel
 from .errors import describe
 from .norms import watch_norms
@@ -81,6 +81,10 @@ class Host:
         kw = {"eps": request["eps"]} if "eps" in request else {}
         # the roles of a task's tensors: the backward through autograd still reads the forward's x and g
         self.given = {**self.step.get("given", {}), **tensors} if cmd == "ag_backward" else tensors
+        if cmd != "ag_backward":                # a task's recipe: the autograd step's backward continues its forward's
+            recipe.start()
+        for role, t in tensors.items():
+            recipe.Recording.log.input(role, t)
         with predict.as_gpu(request.get("gpu"), "cpu", request.get("gpu_level"), trusted=(JOB,)):
             return getattr(self, cmd)(tensors, kw)          # item 10's prediction: the course GPU in the file's view
 
@@ -98,7 +102,7 @@ class Host:
     # -- the phases --------------------------------------------------------------------------------------
     def _phase(self, call):
         client.Link.covered = {}
-        with Phase(self.triton) as phase:
+        with recipe.Recording(), Phase(self.triton) as phase:      # the Phase's watch innermost: it names the line
             out = call()
         phase.covered = client.Link.covered
         return out, phase
@@ -175,8 +179,9 @@ class Host:
         roles = {t.untyped_storage().data_ptr(): k for k, t in {**self.given, **out}.items()
                  if isinstance(t, torch.Tensor)}
         noticed = {name: _noticed(p, roles) for name, p in phases.items()}
+        refs = {k: recipe.ref(v) for k, v in out.items() if k in handles}
         return {"outputs": handles, "not_tensors": not_tensors, "noticed": noticed, "claims": claims,
-                **(extra or {})}, fds
+                "recipe": {**recipe.report(), "refs": refs, "at": recipe.mark()}, **(extra or {})}, fds
 
 
 def step_leaves(x, g, requires_grad) -> tuple:

@@ -156,6 +156,8 @@ class Launcher:
         self.replay_spent = False          # its time ran out (the watchdog asked: over_replay)
         self.inputs = {}                   # {storage: role} of the task's inputs (x, g, dy, r)
         self.exchanged = []                # this phase's launches run with two arguments exchanged (:meth:`exchange`)
+        self.recipe = None                 # the task's replay.Recipe: each launch noted as it ran, for the replay
+        self.refs = {}                     # {id of a launch's tensor argument: its ref} (recipe.py)
 
     def over_replay(self) -> bool:
         """Has a running replay used its time? (The watchdog asks, beside the group's budget.)"""
@@ -170,12 +172,14 @@ class Launcher:
         try:
             kernel = self.kernels.kernel(request.get("kernel") or {}, {})
             views, fresh = {}, set()
+            self.refs = {}
             pos = [self._arg(a, fds, views, fresh) for a in request.get("args", [])]
             kw = {str(k): self._arg(v, fds, views, fresh) for k, v in (request.get("kwargs") or {}).items()}
             pos, kw = self.exchange(kernel, pos, kw)
             raw = request.get("grid", [])
             grid = int(raw) if isinstance(raw, int) else tuple(int(g) for g in raw)   # an int: a rule broken
             args = list(views.values())
+            self.note(request, kernel, pos, kw, grid)
             stored = self.execute(kernel, pos, kw, grid, views)
             return {"stored": [stored.get(key, 0) for key in views]}
         except Refused as e:
@@ -187,6 +191,16 @@ class Launcher:
                 if self.stored is None or id(b) in self.stored:
                     b.write_back()
             self.stored = None
+
+    def note(self, request, kernel, pos, kw, grid):
+        """The launch as it is about to run (its arguments exchanged, if they were), for the task's replay: each
+        tensor argument as the ref the submission's side gave it (recipe.py), the rest as the kernel gets it."""
+        if self.recipe is None:
+            return
+        arg = lambda a: ("ref", self.refs[id(a)]) if id(a) in self.refs else a    # noqa: E731
+        self.recipe.launches.append({"kernel": request.get("kernel") or {}, "at": request.get("at"), "grid": grid,
+                                     "state": kernel.schedule_state(), "pos": [arg(a) for a in pos],
+                                     "kw": {k: arg(v) for k, v in kw.items()}})
 
     def exchange(self, kernel, pos: list, kw: dict) -> tuple:
         """(pos, kw), with the arguments of two parameters exchanged when the launch passes them the other way
@@ -245,6 +259,8 @@ class Launcher:
                 raise Refused(f"no torch dtype {h['dtype']!r}")
             view = self.memory.settle(buf, *geometry)
             views[id(view)] = (buf, *geometry, view)
+            if isinstance(a.get("ref"), dict):
+                self.refs[id(view)] = a["ref"]
             return view
         if isinstance(a, dict) and "constexpr" in a:
             return constexpr(plain(a["constexpr"]))

@@ -28,7 +28,7 @@ from mini_triton.stats import PlannedLaunch
 from rmsnorm_testkit import compare, predict, text, timing
 
 from . import host, watchdog
-from . import provenance
+from . import provenance, replay
 from .channel import Broken, Channel, TimedOut, close, pair
 from .errors import describe
 from .launches import Kernels, Launcher
@@ -49,6 +49,8 @@ class Judge:
         self.kernels = Kernels(str(submission), source)
         self.memory = provenance.Memory()
         self.launcher = Launcher(self.memory, self.kernels)
+        self.fresh = {}                    # {input key: the replays' fresh draw of it, "gen": their generator},
+                                           # drawn after the fork and shared by the job's groups (run_groups)
 
     def ask(self, request: dict, fds=()) -> tuple:
         """Send a request; serve the launches it makes; return its answer and the descriptors it carried."""
@@ -85,6 +87,23 @@ class Judge:
                 yield rec
             finally:
                 self.launcher.record = None
+
+    def fresh_input(self, task: dict, role: str, view: torch.Tensor) -> torch.Tensor:
+        """The replays' fresh ``role`` input of ``task``, as ``view`` lies in its buffer: drawn once per input of
+        the job (every task of a case replays on the same fresh x), from a seed drawn now, after the fork; the r a
+        backward is given is the reference r of the fresh x."""
+        key = str(task.get("tensors", {}).get(role, role))
+        if key not in self.fresh:
+            if "gen" not in self.fresh:
+                self.fresh["gen"] = replay.generator()
+            self.fresh[key] = replay.fresh(view, self.fresh["gen"])
+            if role == "r":
+                tensors = task.get("tensors", {})
+                x, g = (self.fresh.get(str(tensors.get(k))) for k in ("x", "g"))
+                if x is not None and g is not None:
+                    r = compare.reference(x.reshape(-1, g.numel()), g, eps=float(task.get("eps", 1e-5)))[1]
+                    self.fresh[key].copy_(r.reshape(-1).to(self.fresh[key].dtype))
+        return self.fresh[key].clone().as_strided(view.shape, view.stride(), view.storage_offset())   # the draw kept
 
     def load(self) -> str | None:
         """Import rmsnorm.py on the other side; its error, or None."""
@@ -123,6 +142,7 @@ class Task:
         for k, (buf, _) in self.given.items():
             self.roles.setdefault(k, buf.mirror.untyped_storage().data_ptr())
         judge.launcher.inputs = {storage: role for role, storage in self.roles.items()}
+        self.recipe = judge.launcher.recipe = replay.Recipe()
 
     def close(self):
         close(self.fds)
@@ -140,6 +160,7 @@ class Task:
         with self.judge.phase() as rec:
             answer, got = self.judge.ask(request, fds)
         self.recs[name] = rec
+        self.recipe.answered(answer, answer.get("outputs") if isinstance(answer.get("outputs"), dict) else {})
         try:
             if "error" not in answer and self.task.get("op") != "predict":    # the prediction reads no output
                 self.outputs(name, answer, got)
@@ -218,6 +239,44 @@ class Task:
                         "where": f"rmsnorm.py ({what}, in {dtype.removeprefix('torch.')}, found in memory)",
                         "roles": [role] if role else []})
         return ops
+
+    def verify(self):
+        """Run the task again, as the judge: its recipe and launches on fresh inputs (replay.py), the same for every
+        task of a case (``Judge.fresh_input``). Each output the replay read back is returned beside the first run's
+        (``<output>.fresh``), for the grader to judge as it judges the first: a part earns its points only when
+        both runs are right. A recipe that cannot be run again (memory no recorded op made, an op that is not a
+        pure tensor op) says why in ``info["stale"]``; its outputs count as made by no kernel."""
+        if not self.recipe.snapshots:
+            return
+        order = sorted(self.given, key=lambda role: role == "r")       # r is made from the fresh x and g
+        views = {role: self.judge.fresh_input(self.task, role, self.given[role][1]) for role in order}
+        pristine = {k: v.clone() for k, v in views.items()}         # the replay may write into its inputs (dy)
+        why = None
+        try:
+            with watchdog.budgeted(self.judge.budget, self.judge.kernels.path):
+                seen = replay.run(self.recipe, replay.Replay(self.judge.kernels), views)
+        except replay.Stale as e:
+            seen, why = e.seen, str(e)
+        except watchdog.OutOfTime as e:
+            raise TimedOut("its CPU time ran out in a kernel", cpu=True, where=e.where, stuck=e.stuck) from None
+        again = {}
+        for snap in seen:
+            again.update(snap)
+        stale, eps, requires = {}, float(self.task.get("eps", 1e-5)), tuple(self.task.get("requires_grad", ("x", "g")))
+        x = self.original.get("x")
+        first_ref = replay.references(*(self.original.get(k) for k in ("x", "g", "dy")), eps, requires)
+        again_ref = replay.references(*(pristine.get(k) for k in ("x", "g", "dy")), eps, requires)
+        for k, v in again.items():
+            self.tensors[output_key(k, "fresh")] = v.contiguous()
+            if k in self.tensors and k in first_ref and replay.right(k, self.tensors[k], first_ref[k], x) and \
+                    replay.unchanged(self.tensors[k], v, first_ref[k], again_ref[k]):
+                stale[k] = "it came out the same as on the first inputs, though its right values had changed"
+        if why:
+            stale.update({k: why for snap in self.recipe.snapshots for k in snap[2] if k not in again})
+        if stale:
+            self.info["stale"] = stale
+            for k in stale:
+                self.info.setdefault("kernel_made", {})[k] = False
 
     def dy_modified(self) -> bool:
         if "dy" not in self.given:
@@ -429,6 +488,8 @@ def run_task(judge: Judge, task: dict, inputs: dict, progress: dict) -> tuple:
     t.progress = {}
     try:
         TASKS[task["op"]](t)
+        if task["op"] != "predict":
+            t.verify()
     except Failed:
         progress.update(t.progress)
         raise
@@ -462,6 +523,11 @@ def run_tasks(judge: Judge, tasks: dict, inputs: dict) -> tuple:
     return results, tensors
 
 
+def fresh_key(input_key: str) -> str:
+    """The key under which a job returns the replays' fresh draw of an input ("fresh.x.a")."""
+    return f"fresh.{input_key}"
+
+
 def undefined_lanes(info) -> bool:
     return any(L.get("undefined_lanes") for p in ("fwd", "bwd") for L in info.get(p, {}).get("launches", []))
 
@@ -490,13 +556,14 @@ def run_groups(hosts: list, groups: dict, inputs: dict, triton, submission, sour
     its own (``hosts``), ended at ``seconds`` of wall time from its start (None: the job's own limit ends it) or
     once it has used ``cpu_seconds`` of CPU time, this process's and its submission process's together: a hang
     or a crash costs its own group only, and a busy machine costs nothing."""
-    results, tensors = {}, {}
+    results, tensors, fresh = {}, {}, {}
     for (channel, pid), (group, tasks) in zip(hosts, groups.items()):
         wall = seconds.get(group) if isinstance(seconds, dict) else seconds
         cpu = cpu_seconds.get(group) if isinstance(cpu_seconds, dict) else cpu_seconds
         channel.deadline = None if wall is None else time.monotonic() + wall
         channel.budget = None if cpu is None else cpu_budget(pid, cpu)
         judge = Judge(channel, triton, submission, source)
+        judge.fresh = fresh
         try:
             say("importing rmsnorm.py")
             error = judge.load()
@@ -513,6 +580,7 @@ def run_groups(hosts: list, groups: dict, inputs: dict, triton, submission, sour
             results.update({name: {"error": message} for name in tasks})
         finally:
             stop(pid)
+            tensors.update({fresh_key(k): v for k, v in fresh.items() if k != "gen"})
     return results, tensors, None
 
 

@@ -28,15 +28,78 @@ The judge is five modules, each reading only those above it:
 """
 from __future__ import annotations
 
-from ..hidden.cases import robust_parts, task_name
+import dataclasses
+
+from rmsnorm_testkit.compare import widened
+
+from ..hidden.cases import input_key, robust_parts, task_name
 from .charge import charge
 from .correctness import item_1, items_2_3, part_4_6, part_4_7, robust_part
 from .fused import item_5, item_6, item_7, item_8, item_9
 from .outputs import exchanged
 
 
+WIDER = 10          # the replay's values are held to ten times the tolerance (rmsnorm_testkit.compare.widened)
+AGAIN = ("on new inputs of the same shapes, which the grader drew after your code had run and gave to your "
+         "launches and torch ops itself: ")
+
+
 def ledgers(sim, gpu=None) -> dict:
-    """{part: Ledger} for every part graded on the CPU (and 4.4, 4.7 with their GPU cases when ``gpu``)."""
+    """{part: Ledger} for every part graded on the CPU (and 4.4, 4.7 with their GPU cases when ``gpu``). A part
+    whose outputs are right is judged again on the judge's replay of the same work on fresh inputs (job/replay.py):
+    it earns its points only when both runs are right."""
+    parts = first_ledgers(sim, gpu)
+    fresh = again(*sim)
+    if fresh is not None:
+        with widened(WIDER):
+            replayed = values_ledgers(fresh)
+        for part, L in replayed.items():
+            if not parts[part].findings:
+                parts[part].findings += [dataclasses.replace(f, message=AGAIN + f.message) for f in L.findings]
+    return parts
+
+
+def again(inputs, outcome):
+    """(inputs, outcome) of the judge's replay: its fresh draw of each input and the outputs the replay read back
+    (``<task>.<output>.fresh``), the first run's where it read none; None when the job made no replay."""
+    tensors = getattr(outcome, "tensors", None)
+    if not tensors or not any(k.startswith("fresh.") for k in tensors):
+        return None
+    def drawn(case, t, first):
+        new = tensors.get(f"fresh.{input_key(t, case)}")
+        return new.reshape(first.shape) if new is not None and new.numel() == first.numel() else first
+    fresh_inputs = {case: {t: drawn(case, t, v) for t, v in ts.items()} for case, ts in inputs.items()}
+    replayed = dict(tensors)
+    replayed.update({k.removesuffix(".fresh"): v for k, v in tensors.items() if k.endswith(".fresh")})
+    return fresh_inputs, Replayed(outcome, replayed)
+
+
+class Replayed:
+    """An outcome whose outputs are the replay's: everything else (what the launches did, each task's error) is
+    the first run's."""
+
+    def __init__(self, outcome, tensors: dict):
+        self.outcome, self.tensors, self.info = outcome, tensors, outcome.info
+
+    def task_error(self, name: str) -> str | None:
+        return self.outcome.task_error(name)
+
+    def __getattr__(self, name):
+        return getattr(self.outcome, name)
+
+
+def values_ledgers(sim) -> dict:
+    """{part: Ledger} of the parts that judge outputs' values case by case (items 1-3, 4.1-4.6's cases)."""
+    inputs, outcome = sim
+    dx, dg = items_2_3(inputs, outcome)
+    parts = {"1": item_1(inputs, outcome), "2": dx, "3": dg}
+    for part in robust_parts():
+        parts[part] = robust_part(part, inputs, outcome, None)
+    return parts
+
+
+def first_ledgers(sim, gpu=None) -> dict:
+    """{part: Ledger} of the first run, on the grader's inputs."""
     inputs, outcome = sim
     gpu = None if gpu is None else (gpu[0], GpuView(gpu[1], outcome))
     dx, dg = items_2_3(inputs, outcome)

@@ -127,6 +127,20 @@ def item_6(inputs, outcome) -> Ledger:
     return L
 
 
+def stale_output(outcome, task, forward: bool, where: str) -> Finding | None:
+    """A finding when an output of the phase was right on the grader's inputs and wrong when the judge ran the
+    phase's launches and recorded torch ops again on fresh ones (job/replay.py): the host computed what the kernels
+    stored, from the first inputs, where no record shows it."""
+    stale = outcome.info.get(task, {}).get("stale") or {}
+    name = next((n for n in (("y", "r") if forward else ("dx", "dg")) if n in stale), None)
+    if name is None:
+        return None
+    why = str(stale[name])[:text.ERROR_LINE_CHARS]
+    return Finding(name, f"your {where} returned {name}, but when the grader ran the same launches and torch ops "
+                         f"again on new inputs, {why}: the host computed it from the first inputs, where no recorded "
+                         f"op or kernel shows the work")
+
+
 def item_7(inputs, outcome) -> Ledger:
     """No host-side op reads an M·N activation, in any dtype: the forward, the backward given the reference r,
     and both through autograd (where TritonRMSNorm's own code runs)."""
@@ -151,6 +165,10 @@ def item_7(inputs, outcome) -> Ledger:
         for task, phase, where, out in phases:
             if not phase["launches"]:
                 L.add(Finding(out, f"your {where} launched no kernel"))
+                continue
+            unseen = stale_output(outcome, task, phase is outcome.info[task].get("fwd"), where)
+            if unseen:
+                L.add(unseen)                          # host work out of the grader's sight: this item's own charge
                 continue
             problem = host_work_problem(phase.get("host_ops", []), M, N, where, file="rmsnorm.py")
             if not problem and phase.get("host_loaded", 0) >= M:

@@ -124,6 +124,14 @@ def not_made(outcome, task, name, story) -> Finding | None:
         return None
     if _nan_from_lanes(outcome, task, name):
         return None
+    stale = (info.get("stale") or {}).get(name)
+    if stale:
+        why = str(stale)[:text.ERROR_LINE_CHARS]
+        return Finding(name, f"your {MADE_BY[name]} returned {name} for {story}, but when the grader ran the same "
+                             f"launches and torch ops again on new inputs of the same shape, {why}: "
+                             f"values the host computed from the first inputs and handed the kernels (in constexprs or "
+                             f"scalars, by skipping stores, or through torch ops the grader did not see) are not your "
+                             f"kernels' work", f"{name}_not_from_kernels")
     if (info.get("tainted") or {}).get(name):
         return Finding(name, laundered_message(name, outcome, task) + f", for {story}: points for correct values go "
                              f"only to values your Triton kernels compute from the inputs", f"{name}_not_from_kernels")

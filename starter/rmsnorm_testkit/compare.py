@@ -1,6 +1,7 @@
 """Shared by the public tests and the autograder: load an implementation, compute the
 float64 reference, and compare with messages that say where an error is and how large.
 """
+import contextlib
 import importlib.util
 import os
 import sys
@@ -169,6 +170,21 @@ DG_FP32_ATOL_PER_SQRT_ROW = 5e-6       # fp32: atol = 5e-6·√M
 DG_16BIT_EPS_MULTIPLE = 2              # fp16/bf16: atol = 2·eps(dtype)·max|dg| (dg is stored in 16 bits)
 
 
+WIDENED = [1.0]        # every tolerance times this (``widened``)
+
+
+@contextlib.contextmanager
+def widened(scale: float):
+    """Every tolerance ``scale`` times wider inside the block: the grader judges its own replay of a submission's
+    work on fresh inputs so (a replay's check is for values computed from other inputs, off by about their own
+    size; a result the tolerance barely holds on one draw, such as dx where N = 1, must not fail on the next)."""
+    WIDENED.append(WIDENED[-1] * scale)
+    try:
+        yield
+    finally:
+        WIDENED.pop()
+
+
 def tolerance(name, dtype, expected, n_rows):
     """(atol, rtol, how atol was set) for output ``name``: the one tolerance rule, used everywhere.
 
@@ -179,6 +195,7 @@ def tolerance(name, dtype, expected, n_rows):
     in 16 bits).
     """
     atol, rtol = TOLERANCES[torch.float32 if name == "r" else dtype]
+    atol, rtol = atol * WIDENED[-1], rtol * WIDENED[-1]
     if name != "dg":
         return atol, rtol, f"atol {atol:g}"
     if dtype == torch.float32:
@@ -186,6 +203,7 @@ def tolerance(name, dtype, expected, n_rows):
     else:
         grown = DG_16BIT_EPS_MULTIPLE * torch.finfo(dtype).eps * float(expected.detach().abs().max())
         rule = f"2·eps({DTYPE_NAMES[dtype]})·max|dg|"
+    grown *= WIDENED[-1]
     return (grown, rtol, f"atol {grown:.3g} = {rule}") if grown > atol else (atol, rtol, f"atol {atol:g}")
 
 

@@ -1,0 +1,126 @@
+"""The recipe of a task, as the submission's process reports it: every torch op its host code runs, in order,
+with its arguments, so that the judge can run the same work again on inputs the submission never saw.
+
+A task's phases run on the grader's inputs. What the kernels and the host did with them is told to the judge
+twice: each launch as it happens (client.py: the kernel, its grid, its scalars, each tensor with the buffer it
+lives in), and each host-side torch op here, as torch's dispatcher runs it (its aten name, its arguments: numbers
+as they are, tensors as ``ref``s). A ``ref`` names a buffer by a number this log gives each storage the first
+time it sees it, and the view into it (element offset, shape, strides, dtype); the inputs' buffers are named by
+their role (x, g, dy, r). The judge replays the recipe (replay.py): fresh inputs, a fresh allocation for each
+op that allocates, each op and launch in the order they ran here.
+
+Nothing here is believed. Whatever the host computed from the grader's inputs and carried into the kernels
+some other way (a constexpr, a scalar, a store the host's data suppressed, an op this log did not see) is stale
+on the replay's inputs, and shows there as a wrong output.
+"""
+from __future__ import annotations
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+MAX_STEPS = 2000            # host ops a task may report: a recipe longer than that is not replayed (and says so)
+
+
+class Log:
+    """One task's recipe, across its phases (the autograd step's backward reads what its forward made)."""
+
+    def __init__(self):
+        self.ops = []                   # [{"op", "overload", "args", "kwargs", "out"}]
+        self.ids = {}                   # id of a storage (torch keeps one Python object per storage) -> number
+        self.kept = []                  # the storages seen, kept alive so that no id is reused in a task
+        self.roles = {}                 # buffer number -> the input it is ("x", "g", "dy", "r")
+        self.overflow = False
+
+    def input(self, role: str, t: torch.Tensor):
+        self.roles[self.buffer(t)] = role
+
+    def buffer(self, t: torch.Tensor) -> int:
+        storage = t.untyped_storage()
+        key = id(storage)
+        if key not in self.ids:
+            self.ids[key] = len(self.ids)
+            self.kept.append(storage)
+        return self.ids[key]
+
+    def ref(self, t: torch.Tensor) -> dict:
+        """A tensor as the judge finds it again: its buffer's number and size, and the view into it."""
+        return {"b": self.buffer(t), "n": t.untyped_storage().nbytes(), "o": t.storage_offset(),
+                "s": list(t.shape), "st": list(t.stride()), "d": str(t.dtype).removeprefix("torch.")}
+
+    def value(self, v):
+        """An op's argument as plain data; a tensor as its ``ref``."""
+        if isinstance(v, torch.Tensor):
+            if v.layout != torch.strided or v.device.type == "meta":
+                return {"other": f"tensor of layout {v.layout} on {v.device}"}
+            return {"t": self.ref(v)}
+        if v is None or isinstance(v, (bool, int, str)):
+            return {"v": v}
+        if isinstance(v, float):
+            return {"f": repr(v)}
+        if isinstance(v, (list, tuple)):
+            return {"l": [self.value(x) for x in v]}
+        if isinstance(v, torch.dtype):
+            return {"dtype": str(v).removeprefix("torch.")}
+        if isinstance(v, torch.device):
+            return {"device": v.type}
+        if isinstance(v, (torch.memory_format, torch.layout)):
+            return {"enum": str(v).removeprefix("torch.")}
+        return {"other": type(v).__name__}
+
+    def add(self, func, args, kwargs, out):
+        if len(self.ops) >= MAX_STEPS:
+            self.overflow = True
+            return
+        name, _, overload = func.name().partition(".")
+        self.ops.append({"op": name, "overload": overload or "default",
+                         "args": [self.value(a) for a in args],
+                         "kwargs": {str(k): self.value(v) for k, v in (kwargs or {}).items()},
+                         "out": [self.ref(o) if isinstance(o, torch.Tensor) else None for o in tree_leaves(out)]})
+
+    def mark(self) -> int:
+        """Where the recipe stands: the host ops reported so far (a launch runs after them)."""
+        return len(self.ops)
+
+
+class Recording(TorchDispatchMode):
+    """Every torch op of the host's code, into the task's Log (the grader's own work runs outside it)."""
+    log: Log | None = None
+
+    @classmethod
+    def _should_skip_dynamo(cls):
+        return False                    # as mini_triton's own mode: nothing here is compiled
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        log = Recording.log
+        if log is not None:
+            try:
+                log.add(func, args, kwargs, out)
+            except Exception:           # noqa: BLE001 -- an op this log cannot describe: the replay will say so
+                log.ops.append({"op": "unreadable", "overload": str(getattr(func, "__name__", "?"))[:60],
+                                "args": [], "kwargs": {}, "out": []})
+        return out
+
+
+def start() -> Log:
+    """A new task's log."""
+    Recording.log = Log()
+    return Recording.log
+
+
+def ref(t: torch.Tensor) -> dict | None:
+    """``t``'s ref in the current task's log (a launch's tensor argument, an output), or None outside a task."""
+    return Recording.log.ref(t) if Recording.log is not None else None
+
+
+def mark() -> int | None:
+    return Recording.log.mark() if Recording.log is not None else None
+
+
+def report() -> dict:
+    """The recipe so far, as the answer carries it."""
+    log = Recording.log
+    if log is None:
+        return {}
+    return {"ops": log.ops, "roles": {str(b): r for b, r in log.roles.items()}, "overflow": log.overflow}

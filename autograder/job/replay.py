@@ -1,0 +1,246 @@
+"""The judge runs a task's recipe again, itself, on inputs the submission never saw.
+
+A task ran on the grader's inputs; the judge served its launches and the submission's process reported its
+host ops (recipe.py). Here the judge makes *fresh* inputs, drawn from a secret seed after the submission's
+process was forked (same shapes, strides and dtypes; an input's zeros, such as a case's zero rows, stay zeros),
+and replays the task: each host op by its aten name, on the replay's own tensors, and each launch with the
+kernel the judge compiled from its own copy of the file, its grid and scalars as they were, and each tensor
+argument the replay's tensor of the same buffer. The outputs it reads back go to the grader beside the first
+run's, with the fresh inputs, and are judged as the first run's are (autograder/judge: ``ledgers``).
+
+Work that the kernels and the recorded ops really do comes out right on any inputs. Whatever the host computed
+from the grader's inputs and slipped past the recipe (values carried in constexprs or scalars, a store its data
+suppressed, an op the log never saw, a buffer the recipe never made) is stale on the fresh ones: the output comes
+out wrong, or the same as on the first inputs (``unchanged``), or the replay cannot run (``Stale``).
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+from mini_triton import observers
+from mini_triton.blocks import constexpr
+from rmsnorm_testkit import compare, text
+
+MAX_BYTES = 1 << 31                     # a buffer of the recipe larger than this is refused
+DTYPES = {name: getattr(torch, name) for name in ("float32", "float16", "bfloat16", "float64", "int8", "int16",
+                                                  "int32", "int64", "uint8", "bool")}
+# ops with effects beyond the tensors they are given and return, or that rebind a storage, and the indexing ops
+# that skip their bounds checks (``_unsafe_index``): never replayed
+REFUSED = frozenset({"aten::from_file", "aten::set_", "aten::resize_", "aten::resize_as_", "aten::_resize_output_",
+                     "aten::record_stream", "aten::_pin_memory", "aten::pin_memory", "aten::_share_memory_"})
+ALLOCATIONS = frozenset({"aten::empty", "aten::empty_like", "aten::new_empty", "aten::empty_strided",
+                         "aten::new_empty_strided"})           # their memory is poisoned, as the first run's was
+OUTPUTS = ("y", "r", "dx", "dg")
+
+
+class Stale(Exception):
+    """The recipe cannot be run again as reported: why, in the student's terms (``seen``: the outputs read before
+    it broke off)."""
+    seen: list = []
+
+
+class Recipe:
+    """What a task reported and what the judge saw of it: host ops, launches, and where its outputs were read."""
+
+    def __init__(self):
+        self.ops, self.roles, self.overflow = [], {}, False
+        self.launches = []              # launches.Launcher's notes, in the order they ran
+        self.snapshots = []             # (host ops before, launches before, {output: ref}): where outputs were read
+
+    def answered(self, answer: dict, names):
+        """A phase's answer: the recipe so far (its ops are the task's from the start) and its outputs' refs."""
+        got = answer.get("recipe")
+        if not isinstance(got, dict):
+            return
+        self.ops = got.get("ops") if isinstance(got.get("ops"), list) else []
+        self.roles = got.get("roles") if isinstance(got.get("roles"), dict) else {}
+        self.overflow = bool(got.get("overflow"))
+        refs = got.get("refs") if isinstance(got.get("refs"), dict) else {}
+        at = got.get("at")
+        self.snapshots.append((at if isinstance(at, int) else len(self.ops), len(self.launches),
+                               {k: refs[k] for k in names if k in OUTPUTS and k in refs}))
+
+
+def fresh(view: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """A new draw like ``view``'s buffer (the whole of it): values of the same mean and spread, zeros kept."""
+    base = view.detach()
+    whole = torch.as_strided(base, (base.untyped_storage().nbytes() // base.element_size(),), (1,), 0)
+    data = whole.double()
+    finite = data[torch.isfinite(data)]
+    mean = float(finite.mean()) if finite.numel() else 0.0
+    std = float(finite.std()) if finite.numel() > 1 else 1.0
+    new = torch.randn(data.shape, generator=gen, dtype=torch.float64) * (std or 1.0) + mean
+    new = torch.where(data == 0, torch.zeros_like(new), new)
+    return new.to(base.dtype)
+
+
+def generator() -> torch.Generator:
+    """A generator of the judge's own, seeded now (after the fork) from the system's randomness."""
+    return torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+
+
+class Replay:
+    """The replay's memory: each buffer of the recipe as a byte tensor of its own."""
+
+    def __init__(self, kernels):
+        self.kernels = kernels
+        self.buffers = {}               # buffer number -> torch.uint8 tensor over its bytes
+
+    def tensor(self, ref) -> torch.Tensor:
+        """The replay's view of a ref."""
+        try:
+            b, n, dtype = int(ref["b"]), int(ref["n"]), DTYPES[str(ref["d"])]
+            shape, strides, offset = [int(s) for s in ref["s"]], [int(s) for s in ref["st"]], int(ref["o"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise Stale(f"a tensor the grader cannot read back ({e})") from None
+        if b not in self.buffers:
+            raise Stale("a launch or op read memory that no recorded op made and no input is: values the host "
+                        "brought in some other way")
+        data = self.buffers[b]
+        size = torch.empty((), dtype=dtype).element_size()
+        if data.numel() != n or n % size:
+            raise Stale("a buffer of another size than the recorded ops made")
+        try:
+            return data.view(dtype).as_strided(shape, strides, offset)
+        except RuntimeError as e:
+            raise Stale(f"a view past the end of its memory ({e})") from None
+
+    def adopt(self, ref, t: torch.Tensor):
+        """The buffer ``ref`` names is now ``t``'s storage (an op's output)."""
+        try:
+            b, n = int(ref["b"]), int(ref["n"])
+        except (KeyError, TypeError, ValueError):
+            raise Stale("an op's output the grader cannot read back") from None
+        storage = t.untyped_storage()
+        if storage.nbytes() != n or n > MAX_BYTES:
+            raise Stale("an op made a buffer of another size than the recorded one")
+        known = self.buffers.get(b)
+        if known is not None and known.untyped_storage().data_ptr() == storage.data_ptr():
+            return
+        self.buffers[b] = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (n,), (1,))
+
+    def value(self, v):
+        """An op's argument, from its plain description."""
+        if not isinstance(v, dict) or len(v) != 1:
+            raise Stale("an op argument the grader cannot read")
+        (kind, x), = v.items()
+        if kind == "t":
+            return self.tensor(x)
+        if kind == "v" and (x is None or isinstance(x, (bool, int, str))):
+            return x
+        if kind == "f":
+            return float(x)
+        if kind == "l" and isinstance(x, list):
+            return [self.value(a) for a in x]
+        if kind == "dtype" and str(x) in DTYPES:
+            return DTYPES[str(x)]
+        if kind == "device":
+            return torch.device("cpu")
+        if kind == "enum" and str(x) in ("contiguous_format", "preserve_format", "channels_last", "strided"):
+            return getattr(torch, str(x))
+        raise Stale(f"an op argument of a kind the grader does not replay ({str(x)[:40]})")
+
+    def op(self, step: dict):
+        name, overload = str(step.get("op")), str(step.get("overload") or "default")
+        if not name.startswith("aten::") or name in REFUSED or ("unsafe" in name and name != "aten::_unsafe_view"):
+            raise Stale(f"the host op {name} is not a pure tensor op of torch's (aten) library")
+        try:
+            func = getattr(getattr(torch.ops.aten, name.removeprefix("aten::")), overload)
+        except (AttributeError, RuntimeError):
+            raise Stale(f"torch has no op {name}.{overload}") from None
+        args = [self.value(a) for a in step.get("args") or []]
+        kwargs = {str(k): self.value(v) for k, v in (step.get("kwargs") or {}).items()}
+        if "device" in kwargs:
+            kwargs["device"] = torch.device("cpu")
+        try:
+            out = func(*args, **kwargs)
+        except Exception as e:          # noqa: BLE001 -- the op fails on the replay's tensors
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise Stale(f"the host op {name} failed when run again ({first[:text.ERROR_LINE_CHARS]})") from None
+        outs = [o for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
+        refs = [r for r in step.get("out") or [] if r is not None]
+        if len(outs) != len(refs):
+            raise Stale(f"the host op {name} made other outputs than the recorded ones")
+        for ref, t in zip(refs, outs):
+            if name in ALLOCATIONS and t.is_floating_point():
+                t.fill_(float("nan"))
+            self.adopt(ref, t)
+
+    def launch(self, note: dict):
+        """One launch as the judge ran it, on the replay's tensors."""
+        kernel = self.kernels.kernel(note["kernel"], {})
+        pos = [self.arg(a) for a in note["pos"]]
+        kw = {k: self.arg(a) for k, a in note["kw"].items()}
+        kernel.set_schedule_state(note["state"])
+        try:
+            with observers.silenced():
+                kernel.run(*pos, grid=note["grid"], **kw)
+        except Exception as e:          # noqa: BLE001 -- the kernel's error on the fresh inputs
+            raise Stale(f"{kernel.fn.__name__} failed when run again on new inputs "
+                        f"({str(e).splitlines()[0][:text.ERROR_LINE_CHARS] if str(e) else type(e).__name__})") from None
+
+    def arg(self, a):
+        if isinstance(a, tuple) and a and a[0] == "ref":
+            return self.tensor(a[1])
+        if isinstance(a, tuple) and a and a[0] == "constexpr":
+            return constexpr(a[1])
+        return a
+
+
+def run(recipe: Recipe, replay: Replay, inputs: dict) -> list:
+    """Replay ``recipe`` with ``inputs`` ({role: the fresh view of that input}); returns each snapshot's
+    outputs, {name: tensor}, in the order the snapshots were taken."""
+    if recipe.overflow:
+        raise Stale("the host ran more torch ops than the grader replays")
+    for b, role in recipe.roles.items():
+        if role in inputs:
+            t = inputs[role]
+            replay.buffers[int(b)] = torch.empty(0, dtype=torch.uint8).set_(
+                t.untyped_storage(), 0, (t.untyped_storage().nbytes(),), (1,))
+    events = [((i, 1, 0), "op", op) for i, op in enumerate(recipe.ops)]
+    for j, note in enumerate(recipe.launches):
+        at = note.get("at")
+        if not isinstance(at, int) or at < 0 or at > len(recipe.ops):
+            raise Stale("a launch the recipe does not place")
+        events.append(((at, 0, j), "launch", note))
+    for k, (at, launched, refs) in enumerate(recipe.snapshots):
+        events.append(((min(max(at, 0), len(recipe.ops)), 0, launched - 0.5), "snapshot", k))
+    seen = [None] * len(recipe.snapshots)
+    try:
+        for _, kind, what in sorted(events, key=lambda e: e[0]):
+            if kind == "op":
+                replay.op(what)
+            elif kind == "launch":
+                replay.launch(what)
+            else:
+                seen[what] = {k: replay.tensor(ref).clone() for k, ref in recipe.snapshots[what][2].items()}
+    except Stale as e:
+        e.seen = [s for s in seen if s is not None]          # the outputs read before the replay broke off
+        raise
+    return seen
+
+
+def unchanged(first: torch.Tensor, again: torch.Tensor, first_ref: torch.Tensor, again_ref: torch.Tensor) -> bool:
+    """Did an output come out the same on the fresh inputs as on the first, in most of the elements whose right
+    value changed (the float64 references ``first_ref`` and ``again_ref``, rounded to the output's dtype)? Work
+    computed from the inputs changes with them: values that stay are the host's, computed from the first inputs."""
+    if first.numel() != again.numel() or first.dtype != again.dtype or first_ref.numel() != first.numel():
+        return False
+    first, again = first.reshape(-1), again.reshape(-1)
+    moved = first_ref.reshape(-1).to(first.dtype) != again_ref.reshape(-1).to(first.dtype)
+    n = int(moved.sum())
+    return n > 0 and 2 * int(((first == again) & moved).sum()) > n
+
+
+def right(name: str, got: torch.Tensor, expected: torch.Tensor, x: torch.Tensor) -> bool:
+    """Is output ``name`` right on the first inputs? (Only a right output can be the host's stale values: a wrong
+    one is the first run's to charge, with its own cause.)"""
+    return compare.compare(name, got, expected, x, hints=False) is None
+
+
+def references(x, g, dy, eps, requires) -> dict:
+    """{output: its float64 reference} for the inputs given (dx and dg only where asked for and dy is given)."""
+    y, r, dx, dg = compare.reference(x, g, dy, eps)
+    return {"y": y, "r": r, **({"dx": dx} if dx is not None and "x" in requires else {}),
+            **({"dg": dg} if dg is not None and "g" in requires else {})}

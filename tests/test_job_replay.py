@@ -1,0 +1,108 @@
+"""The judge runs each task again on inputs the submission never saw (autograder/job/replay.py): the recipe the
+submission's process reported (its host ops, recipe.py) and the launches the judge served, replayed by the judge
+on fresh inputs. An output right on the grader's inputs and wrong on the fresh ones is stale: the host computed it
+from the first inputs out of the recipe's sight."""
+import sys
+
+import pytest
+import torch
+
+from autograder.job import recipe, replay
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tests"))
+import hostile  # noqa: E402
+from grade_in_process import stale, verdicts  # noqa: E402
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_fresh_draw_keeps_the_buffer_its_dtype_and_its_zeros_and_changes_the_rest(dtype):
+    base = torch.randn(6, 10, generator=torch.Generator().manual_seed(0)).to(dtype)
+    base[2] = 0
+    view = base[:, ::2]
+    new = replay.fresh(view, torch.Generator().manual_seed(1))
+    assert new.dtype == dtype and new.shape == (60,)
+    assert bool((new.view(6, 10)[2] == 0).all())
+    others = torch.cat([base[:2], base[3:]]).flatten()
+    assert bool((new.view(6, 10)[torch.arange(6) != 2].flatten() != others).all())
+
+
+def test_recorded_torch_ops_replay_on_the_replays_own_tensors():
+    """The submission's side records each op with its tensors as buffers; the replay runs the same ops, by their
+    aten names, on the fresh input, and reads the output back from the buffer the log named."""
+    log = recipe.start()
+    try:
+        x = torch.randn(4, 8)
+        log.input("x", x)
+        with recipe.Recording():
+            y = torch.empty(8)
+            y.copy_((x * 2).sum(0))
+        plan = replay.Recipe()
+        plan.ops, plan.roles = log.ops, {str(b): role for b, role in log.roles.items()}
+        plan.snapshots = [(len(log.ops), 0, {"y": log.ref(y)})]
+    finally:
+        recipe.Recording.log = None
+    assert [op["op"] for op in plan.ops] == ["aten::empty", "aten::mul", "aten::sum", "aten::copy_"]
+    fresh = torch.randn(4, 8)
+    (got,) = replay.run(plan, replay.Replay(None), {"x": fresh})
+    assert torch.allclose(got["y"], (fresh * 2).sum(0))
+
+
+@pytest.mark.parametrize("op, why", [
+    ("mylib::fast_norm", "not a pure tensor op"),          # a custom op: torch does not define it
+    ("aten::from_file", "not a pure tensor op"),           # effects beyond its tensors
+    ("aten::_unsafe_index", "not a pure tensor op"),       # indexing without its bounds checks
+    ("aten::no_such_op", "torch has no op"),
+])
+def test_an_op_that_is_not_a_pure_tensor_op_of_torchs_stops_the_replay_and_names_it(op, why):
+    with pytest.raises(replay.Stale, match=why) as stopped:
+        replay.Replay(None).op({"op": op, "overload": "default", "args": [], "kwargs": {}, "out": []})
+    assert op in str(stopped.value)
+
+
+@pytest.mark.parametrize("name, op", [("solution", "autograd"), ("simple", "backward"), ("unsloth", "backward")])
+def test_honest_kernels_are_right_again_on_fresh_inputs(tmp_path, name, op):
+    """The solution, the lecture's kernels and a backward that writes dx into dy's memory (the replay's fresh dy
+    changes under it, as the first run's did): nothing stale."""
+    path = {"solution": ROOT / "solution" / "rmsnorm.py", "unsloth": ROOT / "tests" / "library_styles" / "unsloth.py",
+            "simple": ROOT / "tests" / "corpus" / "simple.py"}[name]
+    assert stale(path, (37, 100), op) == {}
+
+
+# the lecture's kernels, whose backward then writes dg again from a value the host computed in numpy, passed to a
+# kernel as a scalar where a row is one element long: within every budget of scalars, and right on the first inputs
+DG_FROM_A_HOST_SCALAR = hostile.edit(
+    hostile.SIMPLE, ("import torch\n", "import numpy as np\nimport torch\n"),
+    ("def _matrix(t):", "@triton.jit\ndef _put(p_ptr, value):\n    tl.store(p_ptr, value)\n\n\ndef _matrix(t):"),
+    ("    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)",
+     "    dg = dg_partial.sum(0).to(g.dtype)\n"
+     "    if N == 1:\n"
+     "        xn, dyn, rn = (t.detach().float().numpy() for t in (x2, dy2, r))\n"
+     "        _put[(1,)](dg, float((dyn[:, 0] * xn[:, 0] * rn).sum()))\n"
+     "    return dx.view(x.shape), dg"))
+
+
+@pytest.mark.parametrize("trick, shape, op, stale_outputs, why", [
+    # r in memory numpy made: the replay has no such buffer, and stops at the launch that reads it
+    ("r_from_numpy", (12, 64), "forward", {"y", "r"}, "no recorded op made"),
+    # r's values in launch arguments: r comes out the same on the new inputs (and y, made from it, wrong)
+    ("r_passed_as_scalar_arguments", (12, 64), "forward", {"r"}, "the same as on the first inputs"),
+    ("dg_from_a_host_scalar", (8, 1), "backward", {"dg"}, "the same as on the first inputs"),
+])
+def test_host_values_the_recipe_does_not_make_are_stale_on_fresh_inputs(tmp_path, trick, shape, op, stale_outputs,
+                                                                       why):
+    path = tmp_path / "rmsnorm.py"
+    path.write_text(DG_FROM_A_HOST_SCALAR if trick == "dg_from_a_host_scalar" else hostile.HOSTILE[trick][3])
+    got = stale(path, shape, op)
+    assert set(got) == stale_outputs, got
+    assert all(why in m for m in got.values()), got
+
+
+def test_a_part_right_on_the_graders_inputs_and_wrong_on_the_replays_earns_nothing(tmp_path):
+    """dg written from a host scalar where N = 1 is right on the grader's inputs: only the replay on fresh inputs
+    shows that the host made it, and the part whose case it is (4.4, N = 1) says so."""
+    path = tmp_path / "rmsnorm.py"
+    path.write_text(DG_FROM_A_HOST_SCALAR)
+    got = verdicts({"trick": path}, workers=1)["trick"]
+    assert sorted(got["failed"]) == ["4.4", "9"], got["failed"]
+    assert "the same as on the first inputs" in got["failed"]["4.4"], got["failed"]["4.4"]

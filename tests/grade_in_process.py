@@ -132,8 +132,8 @@ def most_masks_per_launch(path: Path, shape: tuple) -> int:
 
 
 def _stale(path: str, shape: tuple, dtype: str, op: str) -> dict:
-    """The outputs of one task (``op``: "forward", "backward" or "autograd") that the judge's replay on fresh
-    inputs found stale ({output: why}), its tasks run in a job's two processes."""
+    """The outputs of one task (``op``: "forward", "backward" or "autograd"), run twice in one submission's
+    process, that the judge's replay on fresh inputs found stale the second time ({output: why})."""
     from rmsnorm_testkit.compare import reference
     from autograder.hidden.cases import case, flat, make_inputs
     from autograder.job.main import setup_backend
@@ -142,7 +142,7 @@ def _stale(path: str, shape: tuple, dtype: str, op: str) -> dict:
     inputs["rows"]["r"] = reference(inputs["rows"]["x"], inputs["rows"]["g"])[1].float()
     names = {"forward": ("x", "g"), "backward": ("dy", "x", "g", "r"), "autograd": ("x", "g", "dy")}[op]
     task = {"op": op, "tensors": {t: f"{t}.rows" for t in names}, "eps": 1e-5}
-    outcome = _run(triton, Path(path), {"one": {"task": task}}, flat(inputs))
+    outcome = _run(triton, Path(path), {"one": {"first": task, "task": task}}, flat(inputs))
     assert outcome.info["task"].get("ok"), outcome.info["task"]
     return outcome.info["task"].get("stale") or {}
 

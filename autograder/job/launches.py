@@ -179,7 +179,7 @@ class Launcher:
             raw = request.get("grid", [])
             grid = int(raw) if isinstance(raw, int) else tuple(int(g) for g in raw)   # an int: a rule broken
             args = list(views.values())
-            self.note(request, kernel, pos, kw, grid)
+            self.note(request, kernel, pos, kw, grid, views)
             stored = self.execute(kernel, pos, kw, grid, views)
             return {"stored": [stored.get(key, 0) for key in views]}
         except Refused as e:
@@ -192,11 +192,17 @@ class Launcher:
                     b.write_back()
             self.stored = None
 
-    def note(self, request, kernel, pos, kw, grid):
+    def note(self, request, kernel, pos, kw, grid, views):
         """The launch as it is about to run (its arguments exchanged, if they were), for the task's replay: each
-        tensor argument as the ref the submission's side gave it (recipe.py), the rest as the kernel gets it."""
+        tensor argument as the ref the submission's side gave it (recipe.py), the rest as the kernel gets it; and
+        the bytes of each buffer the task's launches had not been given before (a workspace kept from an earlier
+        call: the replay starts it from what this launch found there, replay.Recipe.found)."""
         if self.recipe is None:
             return
+        for a in [*pos, *kw.values()]:
+            ref = self.refs.get(id(a))
+            if ref is not None and id(a) in views and ref.get("b") not in self.recipe.found:
+                self.recipe.found[ref.get("b")] = views[id(a)][0].mirror.clone()
         arg = lambda a: ("ref", self.refs[id(a)]) if id(a) in self.refs else a    # noqa: E731
         self.recipe.launches.append({"kernel": request.get("kernel") or {}, "at": request.get("at"), "grid": grid,
                                      "state": kernel.schedule_state(), "pos": [arg(a) for a in pos],

@@ -72,6 +72,14 @@ class CompileClock:
         return self.seconds
 
 
+FRESH = "fresh"             # the judge's replay on fresh inputs (replay.py): its outputs' and inputs' keys say so
+
+
+def fresh_key(input_key: str) -> str:
+    """The key under which a job returns the replay's fresh draw of an input ("fresh.x.a")."""
+    return f"{FRESH}.{input_key}"
+
+
 def output_key(task: str, output: str, what: str = "") -> str:
     """The key of an output a job returns ("fwd_a.y"), or of what it knows of it: ``what`` = "stored" (the
     elements some kernel stored) or "if_zero" (the output when memory starts at zero)."""

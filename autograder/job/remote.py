@@ -33,7 +33,7 @@ from .channel import Broken, Channel, TimedOut, close, pair
 from .errors import describe
 from .launches import Kernels, Launcher
 from .phases import MADE_IN, launch_records
-from .protocol import RUNNING, output_key, plain, running
+from .protocol import FRESH, RUNNING, fresh_key, output_key, plain, running
 
 
 
@@ -267,7 +267,7 @@ class Task:
         first_ref = replay.references(*(self.original.get(k) for k in ("x", "g", "dy")), eps, requires)
         again_ref = replay.references(*(pristine.get(k) for k in ("x", "g", "dy")), eps, requires)
         for k, v in again.items():
-            self.tensors[output_key(k, "fresh")] = v.contiguous()
+            self.tensors[output_key(k, FRESH)] = v.contiguous()
             if k in self.tensors and k in first_ref and replay.right(k, self.tensors[k], first_ref[k], x) and \
                     replay.unchanged(self.tensors[k], v, first_ref[k], again_ref[k]):
                 stale[k] = "it came out the same as on the first inputs, though its right values had changed"
@@ -521,11 +521,6 @@ def run_tasks(judge: Judge, tasks: dict, inputs: dict) -> tuple:
         except BaseException as e:                 # noqa: BLE001 -- the judge's own trouble with this task
             results[name] = {"error": describe(e)}
     return results, tensors
-
-
-def fresh_key(input_key: str) -> str:
-    """The key under which a job returns the replays' fresh draw of an input ("fresh.x.a")."""
-    return f"fresh.{input_key}"
 
 
 def undefined_lanes(info) -> bool:

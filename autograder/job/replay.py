@@ -160,8 +160,7 @@ class Replay:
         try:
             out = func(*args, **kwargs)
         except Exception as e:          # noqa: BLE001 -- the op fails on the replay's tensors
-            first = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise Stale(f"the host op {name} failed when run again ({first[:text.ERROR_LINE_CHARS]})") from None
+            raise Stale(f"the host op {name} failed when run again ({text.error_line(e)})") from None
         outs = [o for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
         refs = [r for r in step.get("out") or [] if r is not None]
         if len(outs) != len(refs):
@@ -181,8 +180,7 @@ class Replay:
             with observers.silenced():
                 kernel.run(*pos, grid=note["grid"], **kw)
         except Exception as e:          # noqa: BLE001 -- the kernel's error on the fresh inputs
-            raise Stale(f"{kernel.fn.__name__} failed when run again on new inputs "
-                        f"({str(e).splitlines()[0][:text.ERROR_LINE_CHARS] if str(e) else type(e).__name__})") from None
+            raise Stale(f"{kernel.fn.__name__} failed when run again on new inputs ({text.error_line(e)})") from None
 
     def arg(self, a):
         if isinstance(a, tuple) and a and a[0] == "ref":

@@ -33,6 +33,7 @@ import dataclasses
 from rmsnorm_testkit.compare import widened
 
 from ..hidden.cases import input_key, robust_parts, task_name
+from ..job.protocol import FRESH, fresh_key
 from .charge import charge
 from .correctness import item_1, items_2_3, part_4_6, part_4_7, robust_part
 from .fused import item_5, item_6, item_7, item_8, item_9
@@ -63,14 +64,14 @@ def again(inputs, outcome):
     """(inputs, outcome) of the judge's replay: its fresh draw of each input and the outputs the replay read back
     (``<task>.<output>.fresh``), the first run's where it read none; None when the job made no replay."""
     tensors = getattr(outcome, "tensors", None)
-    if not tensors or not any(k.startswith("fresh.") for k in tensors):
+    if not tensors or not any(k.startswith(fresh_key("")) for k in tensors):
         return None
     def drawn(case, t, first):
-        new = tensors.get(f"fresh.{input_key(t, case)}")
+        new = tensors.get(fresh_key(input_key(t, case)))
         return new.reshape(first.shape) if new is not None and new.numel() == first.numel() else first
     fresh_inputs = {case: {t: drawn(case, t, v) for t, v in ts.items()} for case, ts in inputs.items()}
     replayed = dict(tensors)
-    replayed.update({k.removesuffix(".fresh"): v for k, v in tensors.items() if k.endswith(".fresh")})
+    replayed.update({k.removesuffix(f".{FRESH}"): v for k, v in tensors.items() if k.endswith(f".{FRESH}")})
     return fresh_inputs, Replayed(outcome, replayed)
 
 
@@ -88,13 +89,13 @@ class Replayed:
         return getattr(self.outcome, name)
 
 
-def values_ledgers(sim) -> dict:
+def values_ledgers(sim, gpu=None) -> dict:
     """{part: Ledger} of the parts that judge outputs' values case by case (items 1-3, 4.1-4.6's cases)."""
     inputs, outcome = sim
     dx, dg = items_2_3(inputs, outcome)
     parts = {"1": item_1(inputs, outcome), "2": dx, "3": dg}
     for part in robust_parts():
-        parts[part] = robust_part(part, inputs, outcome, None)
+        parts[part] = robust_part(part, inputs, outcome, gpu)
     return parts
 
 
@@ -102,10 +103,7 @@ def first_ledgers(sim, gpu=None) -> dict:
     """{part: Ledger} of the first run, on the grader's inputs."""
     inputs, outcome = sim
     gpu = None if gpu is None else (gpu[0], GpuView(gpu[1], outcome))
-    dx, dg = items_2_3(inputs, outcome)
-    parts = {"1": item_1(inputs, outcome), "2": dx, "3": dg}
-    for part in robust_parts():
-        parts[part] = robust_part(part, inputs, outcome, gpu)
+    parts = values_ledgers(sim, gpu)
     parts["4.6"] = part_4_6(inputs, outcome, parts.get("4.6"))       # its properties, then its own cases
     parts["4.7"] = part_4_7(outcome, gpu)
     parts.update({"5": item_5(inputs, outcome), "6": item_6(inputs, outcome), "7": item_7(inputs, outcome),

@@ -26,7 +26,7 @@ from rmsnorm_testkit import text
 
 from .config import RESULTS_VAR
 from .errors import STUDENT_MESSAGE, GraderError
-from .rubric import PARTS, item_of
+from .rubric import PARTS, RANKED_ONLY_IF, item_of
 
 WITHHELD = "(this message quoted the grader's own files and was withheld)"
 # Gradescope's leaderboard entries ({"name", "value", "order"}), added by the hidden tests (item 10's shares of copy,
@@ -103,8 +103,19 @@ class ResultsWriter:
         results = {"tests": tests, "execution_time": elapsed, "stdout_visibility": "hidden",
                    "output": "\n".join(self.notes)}
         if LEADERBOARD:
-            results["leaderboard"] = [dict(e) for e in LEADERBOARD]
+            results["leaderboard"] = ranked(LEADERBOARD, tests)
         write_results(self.path, results)
+
+
+def ranked(board: list, tests: list) -> list:
+    """The leaderboard's entries, or, where a part of the right-outputs items (rubric.RANKED_ONLY_IF) failed, the
+    same entries valued "not ranked": a speed that wrong outputs reach is no speed."""
+    wrong = [t["number"] for t in tests if t["status"] != "passed" and t["number"] in PARTS
+             and item_of(t["number"]).number in RANKED_ONLY_IF]
+    if not wrong:
+        return [dict(e) for e in board]
+    why = f"not ranked: outputs wrong (part {wrong[0]} failed)"
+    return [{"name": e["name"], "value": why} if "order" in e else dict(e) for e in board]
 
 
 def _scored(entry: dict) -> dict:

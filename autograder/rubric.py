@@ -129,6 +129,10 @@ SUBMISSION_RULES = frozenset({"lanes_undefined"})
 # Parts whose requirements are the point: extra credit is earned, so another part's charge does not excuse it.
 NEVER_EXCUSED = frozenset({"9"})
 
+# The items of right outputs: a submission that fails any of their parts is not ranked on the speed leaderboard
+# (a fast kernel that computes the wrong thing is not fast).
+RANKED_ONLY_IF = ("1", "2", "3", "4")
+
 BY_NUMBER = {i.number: i for i in ITEMS}
 PARTS = {p.number: p for i in ITEMS for p in i.graded()}
 

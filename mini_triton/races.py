@@ -2,9 +2,12 @@
 
 The programs of a launch run concurrently and in no fixed order. If program
 p stores an element that program q (q ≠ p) also stores, or loads, the result
-depends on timing: a data race. Atomics are exempt -- that is what they are for.
-So are accesses that both programs make while holding the same lock (a word
-taken with ``atomic_cas`` and given back with ``atomic_xchg``, see atomics.py):
+depends on timing: a data race. Atomics against atomics are exempt -- that is what
+they are for -- but an atomic orders itself against other atomics only: a plain
+load or store of an element that another program changes with an atomic races
+with it (a plain load, then ``atomic_xchg`` of a new value, loses updates).
+Accesses that both programs make while holding the same lock (a word taken with
+``atomic_cas`` and given back with ``atomic_xchg``, see atomics.py) are exempt:
 the lock puts them one after the other.
 
 Checking is two-staged so that correct kernels pay almost nothing:
@@ -61,7 +64,7 @@ def _intervals(recs):
         lo.append((rlo[keep] + off) * size)
         hi.append((rhi[keep] + off + 1) * size - 1)
         pid.append(_who(r)[keep])
-        st.append(torch.full((int(keep.sum()),), r.kind is Kind.STORE))
+        st.append(torch.full((int(keep.sum()),), r.kind is not Kind.LOAD))
     return torch.cat(lo), torch.cat(hi), torch.cat(pid), torch.cat(st)
 
 
@@ -118,7 +121,7 @@ def _runs(r):
     off, size = r.buf.storage_offset, r.buf.tensor_element_size
     pid = _who(r).repeat_interleave(starts.numel())
     return ((lo + off) * size, (lo + run + off) * size - 1, pid,
-            torch.full((lo.numel(),), r.kind is Kind.STORE))
+            torch.full((lo.numel(),), r.kind is not Kind.LOAD))
 
 
 def _overlap(lo, hi, pid, st) -> bool:
@@ -142,7 +145,7 @@ def _may_race_few(recs) -> bool:
     """_may_race over few programs' ranges, in Python: clusters of overlapping byte ranges, in order."""
     spans = []
     for r in recs:
-        off, size, store = r.buf.storage_offset, r.buf.tensor_element_size, r.kind is Kind.STORE
+        off, size, store = r.buf.storage_offset, r.buf.tensor_element_size, r.kind is not Kind.LOAD
         spans += [((lo + off) * size, (hi + off + 1) * size - 1, pid, store)
                   for lo, hi, pid in r.program_ranges(_who(r))]
     reach, first, other, stores = None, None, False, False
@@ -162,11 +165,11 @@ def check(launch, records):
         return
     by_storage = {}
     for r in records:
-        if r.kind is not Kind.ATOMIC:
-            by_storage.setdefault(r.buf.storage_key[0], []).append(r)        # the storage, whatever the dtype
+        by_storage.setdefault(r.buf.storage_key[0], []).append(r)            # the storage, whatever the dtype
     for recs in by_storage.values():
-        if not any(r.kind is Kind.STORE for r in recs):
-            continue
+        kinds = {r.kind for r in recs}
+        if Kind.STORE not in kinds and not (Kind.ATOMIC in kinds and Kind.LOAD in kinds):
+            continue                            # loads alone, or atomics alone: nothing races
         if not _may_race(recs) or not _may_race_by_runs(recs):
             continue
         found = _exact(launch, recs)
@@ -205,6 +208,8 @@ def _exact(launch, recs):
     hi = max((int(r.hi.max()) + r.buf.storage_offset + 1) * r.buf.tensor_element_size // unit - 1 for r in recs)
     stores = [r for r in recs if r.kind is Kind.STORE]
     loads = [r for r in recs if r.kind is Kind.LOAD]
+    if not stores:
+        return _against_atomics(launch, recs, lo, hi, unit)
     sa, sp, sk, s_rec = _lanes_of(stores, lo, unit)
     # each element's owner: the program of the last store lane that wrote it (as stores in order would leave it)
     last = torch.full((hi - lo + 1,), -1, dtype=torch.int64).scatter_reduce_(0, sa, torch.arange(sa.numel()), "amax")
@@ -217,8 +222,9 @@ def _exact(launch, recs):
         addr, r = int(sa[i]), stores[int(s_rec[i])]
         writers = torch.unique(sp[sa == addr])           # the first two programs (in launch order) that write it
         return _message(launch, r, None, (addr + lo) * unit, int(writers[0]), int(writers[1]), "store")
-    if not loads:
-        return None
+    found = _against_atomics(launch, recs, lo, hi, unit)
+    if found is not None or not loads:
+        return found
     la, lp, lk, l_rec = _lanes_of(loads, lo, unit)
     o = owner[la]
     bad = ((o >= 0) & (o != lp) & ~_same_lock(owner_lock[la], lk)).nonzero()
@@ -227,6 +233,33 @@ def _exact(launch, recs):
         writer = int(o[i])
         w = stores[int(s_rec[(sp == writer).nonzero()[0]])]
         return _message(launch, loads[int(l_rec[i])], w, (int(la[i]) + lo) * unit, int(lp[i]), writer, "load")
+    return None
+
+
+def _against_atomics(launch, recs, lo, hi, unit):
+    """The first plain store or load of an element that another program changes with an atomic (not under a
+    lock both hold), or None."""
+    atomics = [r for r in recs if r.kind is Kind.ATOMIC]
+    if not atomics:
+        return None
+    aa, ap, ak, a_rec = _lanes_of(atomics, lo, unit)
+    who = torch.where(ak >= 0, -1 - ak, ap)          # accesses under one lock count as one program's
+    n = hi - lo + 1
+    big = torch.iinfo(torch.int64).max
+    first = torch.full((n,), big, dtype=torch.int64).scatter_reduce_(0, aa, who, "amin")
+    last = torch.full((n,), -big, dtype=torch.int64).scatter_reduce_(0, aa, who, "amax")
+    for kind in (Kind.STORE, Kind.LOAD):
+        plain = [r for r in recs if r.kind is kind]
+        pa, pp, pk, p_rec = _lanes_of(plain, lo, unit)
+        w = torch.where(pk >= 0, -1 - pk, pp)
+        bad = ((first[pa] != big) & ((first[pa] != w) | (last[pa] != w))).nonzero()
+        if bad.numel():
+            i = int(bad[0])
+            addr = int(pa[i])
+            at = (aa == addr) & (who != w[i])
+            j = int(at.nonzero()[0])
+            return _message(launch, plain[int(p_rec[i])], atomics[int(a_rec[j])], (addr + lo) * unit, int(pp[i]),
+                            int(ap[j]), "atomic " + kind.value)
     return None
 
 
@@ -264,6 +297,15 @@ def _message(launch, rec, writer_rec, byte_addr, p, q, what):
                 f"atomics on one address queue behind each other, and float sums then depend on the order "
                 f"programs run, which changes from run to run (the grader's item 4.7 wants identical results "
                 f"from two runs).")
+    if what.startswith("atomic"):
+        pa, pb = launch.describe(p), launch.describe(q).replace("program ", "")
+        does = "writes" if what.endswith("store") else "reads"
+        return rec.site, (f"data race in {launch.name}: {pa} {does} {where} ({rec.line}) without an atomic, while "
+                          f"program {pb} changes it with an atomic ({writer_rec.line}). An atomic is ordered against "
+                          f"other atomics only: a plain load or store of the same element in another program still "
+                          f"races with it (a load followed by tl.atomic_xchg of a new value loses the updates made "
+                          f"in between). Make every access to it atomic (tl.atomic_add for a sum), or make both "
+                          f"while holding one lock.")
     return rec.site, (f"data race in {launch.name}: {pa} reads {where} ({rec.line}) while program {pb} writes it "
             f"({writer_rec.line}). Programs of one launch run concurrently, so the value read depends "
             f"on timing.")

@@ -60,6 +60,7 @@ class ArgStats:
     loaded_bytes: int = 0
     stored_bytes: int = 0
     span: int = 0                 # elements from its first to its last (a strided view spans its gaps)
+    itemsize: int = 0             # bytes per element of the tensor passed (a view's own dtype)
     row: int = 0                  # its row stride (its length for one dimension): how viz lays it out
     records: list = dataclasses.field(default_factory=list, repr=False)     # its memory.Access records
     _distinct: dict = dataclasses.field(default_factory=dict, repr=False)
@@ -282,6 +283,7 @@ def commit_launch(launch, records):
     for b in launch.buffers:
         t = b.tensor
         args[b.name] = ArgStats(b.name, repr(b.elem), t.numel(), t.data_ptr(), _storage(t), span=b.span,
+                                itemsize=t.element_size(),
                                 row=t.stride(-2) if t.dim() >= 2 and t.stride(-1) == 1 else max(1, b.span))
     for r in records:
         a = args[r.buf.name]

@@ -12,6 +12,7 @@ autograder/job/provenance.py) and ``judge`` (the grader measures what was touche
 - ``simple``: tests/corpus/simple.py, correct, lecture-style (every regular point, no extra credit);
 - ``pure_pytorch``: tests/corpus/pure_pytorch.py, the whole API in torch, no kernel launched;
 - ``x_twice``: simple.py whose forward reads x a second time (item 5 lost);
+- ``x_dy_twice``: the same, and a backward that reads x and dy a second time (items 5 and 6 lost);
 - ``racy_dg``: simple.py whose backward adds dg into one shared row without atomics (item 8 lost);
 - ``no_other``: simple.py whose forward loads x without ``other=`` (its masked lanes are undefined);
 - ``float_atomics``: tests/calibration/float_atomics.py, dg by float atomics (no extra credit);
@@ -80,6 +81,11 @@ CONTROLS = {
     "simple": SIMPLE,
     "pure_pytorch": PURE_PYTORCH,
     "x_twice": edit(SIMPLE, (FWD_STORE_Y, "    " + FWD_X_LOAD + "\n" + FWD_STORE_Y)),
+    "x_dy_twice": edit(SIMPLE, (FWD_STORE_Y, "    " + FWD_X_LOAD + "\n" + FWD_STORE_Y),
+                       ("    dot = tl.sum(dy * g * x, axis=0)\n",
+                        "    dot = tl.sum(dy * g * x, axis=0)\n"
+                        "    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)\n"
+                        "    dy = tl.load(dy_ptr + row * dy_stride + cols, mask=mask, other=0.0).to(tl.float32)\n")),
     "racy_dg": edit(SIMPLE, (DG_STORE, "tl.store(dg_ptr + cols, tl.load(dg_ptr + cols, mask=mask) + dy * x * r, "
                                        "mask=mask)"),
                     ("dg_partial = torch.empty((M, N)", "dg_partial = torch.zeros((1, N)")),
@@ -465,6 +471,10 @@ def _touch(t):''')),
                                                   "parameters", "provenance"),
            ("buffer_choice_dg_at_the_core_shape", "simple", "dg from numpy through the buffer-choice channel at the "
                                                             "core shape only, for item 9", "provenance"),
+           ("read_twice_through_int64_views", "x_dy_twice", "x read twice by the forward, x and dy twice by the "
+                                                            "backward, each pass through an int64 view", "judge"),
+           ("partial_buffer_as_int32_words", "simple", "the M x N partial dg buffer as int32 words, and 8192 "
+                                                       "programs that do nothing", "judge"),
            )},
     "dg_partial_in_dg_storage": (
         "simple", "the M x N partial dg buffer allocated in dg's own storage, past it", "judge",
@@ -473,6 +483,11 @@ def _touch(t):''')),
                       "    dg_partial = whole[1:]\n"),
              ("    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)",
               "    torch.sum(dg_partial, 0, out=whole[0])\n    return dx.view(x.shape), whole[0].to(g.dtype)"))),
+    "lost_update_through_atomic_xchg": (
+        "racy_dg", "dg summed into one shared row by a plain load and an atomic_xchg of the sum", "judge",
+        edit(SIMPLE, (DG_STORE, "tl.atomic_xchg(dg_ptr + cols, tl.load(dg_ptr + cols, mask=mask) + dy * x * r, "
+                                "mask=mask)"),
+             ("dg_partial = torch.empty((M, N)", "dg_partial = torch.zeros((1, N)"))),
     "dy_upcast_via_numpy": (
         "dy_upcast", "dy converted to fp32 on the host through numpy", "judge",
         edit(SIMPLE, ("import torch\n", "import numpy as np\nimport torch\n"),

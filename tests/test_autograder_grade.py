@@ -84,6 +84,21 @@ def test_results_follow_gradescopes_format(graded):
     json.dumps(res)
 
 
+@pytest.mark.parametrize("failed, ranked", [(None, True), ("9", True), ("7", True), ("4.4", False), ("1", False)])
+def test_a_submission_with_wrong_outputs_is_not_ranked_on_the_speed_leaderboard(failed, ranked):
+    from autograder import plugin
+    board = [{"name": "forward fp32, % of copy (predicted)", "value": 97.0, "order": "desc"},
+             {"name": "GPU path", "value": "rows"}]
+    tests = [{"number": n, "status": "failed" if n == failed else "passed"} for n in ("1", "4.4", "7", "9")]
+    got = plugin.ranked(board, tests)
+    assert got[1] == board[1]                                   # what is not a ranking stays
+    if ranked:
+        assert got == board
+    else:
+        assert got[0] == {"name": board[0]["name"], "value": f"not ranked: outputs wrong (part {failed} failed)"}
+        assert gradescope_format.problems({"tests": [], "leaderboard": got}) == []
+
+
 def test_the_format_check_finds_what_gradescope_refuses():
     bad = {"tests": [{"name": "a", "score": "1", "status": "ok"}], "stdout_visibility": "later",
            "leaderboard": [{"name": "speed", "value": None, "order": "up"}, {"value": 3}]}

@@ -262,6 +262,41 @@ def test_atomics_are_exempt_from_race_checks():
     assert int(out) == int(x.sum())
 
 
+@triton.jit
+def add_by_load_and_xchg(out_ptr, x_ptr, N, BLOCK: tl.constexpr):
+    """Each program adds its row into one shared row: a plain load, then atomic_xchg of the sum."""
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    old = tl.load(out_ptr + cols, mask=mask, other=0.0)
+    tl.atomic_xchg(out_ptr + cols, old + tl.load(x_ptr + tl.program_id(0) * N + cols, mask=mask), mask=mask)
+
+
+@triton.jit
+def count_visits_under_a_lock(count_ptr, lock_ptr, seen_ptr):
+    """Each program reads a counter plainly and sets it with atomic_xchg, both under one lock (the first-visit
+    flag of Triton's layer-norm tutorial): the lock orders them."""
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    count = tl.load(count_ptr)
+    tl.store(seen_ptr + tl.program_id(0), count)
+    tl.atomic_xchg(count_ptr, count + 1)
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+@pytest.mark.filterwarnings("ignore::mini_triton.OrderDependenceWarning")
+def test_a_plain_load_of_what_another_program_changes_with_an_atomic_is_a_race():
+    with pytest.raises(triton.DataRaceError, match=r"reads out_ptr\[0\] .* without an atomic, while program \d+ "
+                                                   r"changes it with an atomic"):
+        add_by_load_and_xchg[(4,)](torch.zeros(8), torch.ones(4, 8), 8, BLOCK=8)
+
+
+@pytest.mark.filterwarnings("ignore::mini_triton.OrderDependenceWarning")
+def test_plain_and_atomic_accesses_under_one_lock_do_not_race():
+    count, seen = torch.zeros(1, dtype=torch.int32), torch.full((5,), -1, dtype=torch.int32)
+    count_visits_under_a_lock[(5,)](count, torch.zeros(1, dtype=torch.int32), seen)
+    assert int(count) == 5 and sorted(seen.tolist()) == [0, 1, 2, 3, 4]
+
+
 def test_race_mode_warn_reports_without_raising():
     x, out = torch.randn(4, 10), torch.zeros(10)
     triton.set_race_mode("warn")

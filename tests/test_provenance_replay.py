@@ -137,7 +137,11 @@ def test_a_value_that_took_the_hosts_memory_by_any_path_is_derived(kernel, monke
     memory, origins = _launch(kernel, h)
     stored = origins != provenance.CONST
     assert bool(stored.any())
-    assert bool((origins[stored] == provenance.DERIVED).all()), origins
+    derived = origins[stored] == provenance.DERIVED
+    # the replay's secret bytes pick the same one of 2^16 addresses as the host's, by chance, with probability
+    # 2^-16 an element (one run in a thousand, over 64 elements): that element is then, rightly, unchanged
+    missed = 2 if kernel is h_as_an_address else 0
+    assert int((~derived).sum()) <= missed, origins
 
 
 def test_what_a_launch_stores_beside_the_hosts_values_is_its_own():

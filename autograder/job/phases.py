@@ -100,10 +100,15 @@ class Phase:
         return any(where in op.out_storages and op.reads for op in self.rec.host_ops or ())
 
 
-def launch_records(launches, roles: dict, copy_of: dict | None = None) -> list:
+def launch_records(launches, roles: dict, copy_of: dict | None = None, units: dict | None = None) -> list:
     """Each launch's statistics in the job's format, every argument tagged with the roles of its storage (``roles``:
     {role: storage}; dx written into dy's memory has both) and, given ``copy_of`` ({storage: role}), the role of
-    what a host copy there copies."""
+    what a host copy there copies.
+
+    Given ``units`` ({storage: bytes per element}, and None: the unit of any other storage), every count is in
+    those elements, whatever dtype a launch viewed the memory as: bytes, not view elements (x read twice through
+    two int64 views moves 2·M·N elements of x, not M·N; a partial buffer kept as int32 words is as big as one
+    kept in fp32). Without it, counts are in the view's own elements."""
     by_storage = {v: k for k, v in roles.items() if v}
     all_roles = {}
     for k, v in roles.items():
@@ -111,9 +116,16 @@ def launch_records(launches, roles: dict, copy_of: dict | None = None) -> list:
             all_roles.setdefault(v, []).append(k)
 
     def arg(a):
-        out = {"loaded": a.loaded, "stored": a.stored, "atomics": a.atomics, "numel": a.numel, "span": a.span,
-               "dtype": a.dtype, "role": by_storage.get(a.storage), "roles": all_roles.get(a.storage, []),
-               "distinct": a.distinct(), "distinct_loaded": a.distinct_loaded, "storage": a.storage}
+        unit = (units or {}).get(a.storage, (units or {}).get(None)) or a.itemsize or 1
+        scale = (a.itemsize or unit) / unit
+
+        def n(count):
+            v = count * scale
+            return int(v) if v == int(v) else round(v, 3)
+        out = {"loaded": n(a.loaded), "stored": n(a.stored), "atomics": n(a.atomics), "numel": n(a.numel),
+               "span": n(a.span), "dtype": a.dtype, "role": by_storage.get(a.storage),
+               "roles": all_roles.get(a.storage, []), "distinct": n(a.distinct()),
+               "distinct_loaded": n(a.distinct_loaded), "storage": a.storage}
         return out if copy_of is None else {**out, "copy_of": copy_of.get(a.storage)}
     return [{"kernel": L.kernel, "programs": L.programs, "order_dependent": L.order_dependent, "race": L.race,
              "undefined_lanes": L.undefined_lanes, "rule": L.rule, "args": {k: arg(a) for k, a in L.args.items()}}

@@ -139,8 +139,11 @@ class Task:
         self.original = {k: view.clone() for k, (_, view) in self.given.items()}
         self.kw = {"eps": task["eps"]} if "eps" in task else {}
         self.info, self.tensors, self.roles = {}, {}, {}
-        for k, (buf, _) in self.given.items():
+        # the bytes of one element of each role's memory, and of scratch (None): the case's own dtype's
+        self.units = {None: self.given["x"][1].element_size() if "x" in self.given else 4}
+        for k, (buf, view) in self.given.items():
             self.roles.setdefault(k, buf.mirror.untyped_storage().data_ptr())
+            self.units.setdefault(self.roles[k], view.element_size())
         judge.launcher.inputs = {storage: role for role, storage in self.roles.items()}
         self.recipe = judge.launcher.recipe = replay.Recipe()
 
@@ -168,7 +171,7 @@ class Task:
             close(got)
             noticed = answer.get("noticed") if isinstance(answer.get("noticed"), dict) else {}
             self.info[name] = summary(rec, self.roles, noticed.get(name) if isinstance(noticed.get(name), dict) else {},
-                                      self.judge.memory.copies)
+                                      self.judge.memory.copies, self.units)
             self.info[name]["host_ops"] += self.copies_seen(name)
             self.info[name]["host_loaded"] = self.judge.memory.host_loaded
             self.info[name]["exchanged"] = list(self.judge.launcher.exchanged)
@@ -192,6 +195,7 @@ class Task:
                 info.setdefault("not_tensors", {})[k] = f"unreadable ({e})"[:60]
                 continue
             self.roles.setdefault(k if k != "r_saved" else "r", buf.mirror.untyped_storage().data_ptr())
+            self.units.setdefault(buf.mirror.untyped_storage().data_ptr(), view.element_size())
             claims = answer.get("claims") if isinstance(answer.get("claims"), dict) else {}
             self.judge_output(phase, k, buf, geometry, view, claims.get(k) if isinstance(claims.get(k), dict) else {})
 
@@ -286,13 +290,14 @@ class Task:
         return not torch.equal(view, self.original["dy"])
 
 
-def summary(rec, roles: dict, noticed: dict, copies=()) -> dict:
+def summary(rec, roles: dict, noticed: dict, copies=(), units=None) -> dict:
     """A phase as the judge saw it (the job's format, phases.Phase.summary's): each launch's arguments with
-    their roles (and ``copy_of``: the role of the tensor a host copy copies, from provenance.Memory.copies), and
-    the host ops and norm calls the submission's side noticed."""
+    their roles (and ``copy_of``: the role of the tensor a host copy copies, from provenance.Memory.copies), counted
+    in elements of each role's dtype (``units``: phases.launch_records), and the host ops and norm calls the
+    submission's side noticed."""
     by_storage = {v: k for k, v in roles.items()}
     copy_of = {copy: by_storage[source] for source, _, _, copy in copies if source in by_storage}
-    launches = launch_records(rec.launches, roles, copy_of)
+    launches = launch_records(rec.launches, roles, copy_of, units)
     host_ops = [op for op in (noticed.get("host_ops") or []) if isinstance(op, dict)][:64]
     norms = [n for n in (noticed.get("norms") or []) if isinstance(n, dict)][:16]
     return {"launches": launches, "norms": norms, "host_ops": host_ops}

@@ -2,6 +2,9 @@
 
 A job reports, per launch, every argument's loads, stores and distinct elements, and the roles it
 plays (x, dy, dx, g, y, r, dg); a buffer with no role is scratch (a partial dg buffer, lock words).
+Every count is in elements of the role's dtype (scratch: of the case's dtype), by bytes, whatever dtype a
+launch viewed the memory as (job/phases.launch_records): reading x through an int64 view moves as much of x
+as reading it in fp32.
 Items 5, 6 and 9 read these counts to tell a fused kernel from one that makes extra passes.
 """
 from __future__ import annotations
@@ -79,18 +82,32 @@ def backward_traffic_problem(launches, M, N):
     return problems[0][1] if problems else None
 
 
+def locks(launches) -> set:
+    """The storages of lock words and counters: integers that every store reaches through an atomic, in every
+    launch (a lock taken with atomic_cas and given back with atomic_xchg, a first-visit counter). Any other
+    scratch holds data, whatever its dtype: a partial buffer kept as int32 words is as much data as one in fp32."""
+    stored, atomic, ints = {}, {}, set()
+    for _, _, a in others(launches, IO_ROLES):
+        stored[a["storage"]] = stored.get(a["storage"], 0) + a["stored"]
+        atomic[a["storage"]] = atomic.get(a["storage"], 0) + a["atomics"]
+        if "int" in a.get("dtype", "float"):
+            ints.add(a["storage"])
+    return {s for s in ints if stored[s] and stored[s] == atomic[s]}
+
+
 def scratch_problem(launches, M, N):
     """Why a backward's dg reduction moves too much through its scratch buffers (None if it does not).
 
-    Scratch in floats (partial dg buffers): at most M·N + M + N stores (each row's contribution to dg
-    written once, as the lecture's M x N buffer is, or far fewer when programs sum rows in registers),
-    and at most M·N + (their size) + M loads (each contribution read back once, as a lock-protected
-    read-modify-write does, plus one pass over the partial buffers). Integer scratch (lock words,
-    counters) is not counted as data, up to a few accesses per row and program.
+    Counts are in elements of the case's dtype, by bytes, whatever a view's dtype (phases.launch_records).
+    Data scratch (partial dg buffers, in any dtype): at most M·N + M + N stores (each row's contribution to dg
+    written once, as the lecture's M x N buffer is, or far fewer when programs sum rows in registers), and at
+    most M·N + (their size) + M loads (each contribution read back once, as a lock-protected read-modify-write
+    does, plus one pass over the partial buffers). Lock words (``locks``) are not data: a few accesses per row
+    and per program, the programs counted up to one per row (programs that do nothing add nothing).
     """
-    scratch = others(launches, IO_ROLES)
-    floats = [(k, name, a) for k, name, a in scratch if "int" not in a.get("dtype", "float")]
-    words = [a for _, _, a in scratch if "int" in a.get("dtype", "float")]
+    scratch, words_at = others(launches, IO_ROLES), locks(launches)
+    floats = [(k, name, a) for k, name, a in scratch if a["storage"] not in words_at]
+    words = [a for _, _, a in scratch if a["storage"] in words_at]
     stored = sum(a["stored"] for _, _, a in floats)
     loaded = sum(a["loaded"] for _, _, a in floats)
     size = sum(covered for covered, _ in scratch_extents(floats).values())
@@ -105,10 +122,12 @@ def scratch_problem(launches, M, N):
         return (f"your backward loaded {loaded} elements from scratch buffers for x of {M}x{N} ({detail}): a fused "
                 f"backward reads each contribution to dg back at most once, plus one pass over its partial "
                 f"buffers (at most M·N + {size} + M = {M * N + size + M})")
-    programs = sum(L["programs"] for L in launches)
-    if sum(a["loaded"] + a["stored"] for a in words) > 8 * (M + programs):
-        return (f"your backward moved {sum(a['loaded'] + a['stored'] for a in words)} elements of integer "
-                f"scratch buffers for {M} rows; lock words and counters need a few accesses per program")
+    programs = min(M, sum(L["programs"] for L in launches))
+    moved = sum(a["loaded"] + a["stored"] for a in words)
+    if moved > 8 * (M + programs):
+        return (f"your backward moved {moved} elements of lock words and counters (integers stored only through "
+                f"atomics) for {M} rows; a lock or counter needs a few accesses per row or program (at most "
+                f"{8 * (M + programs)} here)")
     return None
 
 

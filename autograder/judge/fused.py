@@ -14,8 +14,8 @@ from rmsnorm_testkit.compare import host_work_problem
 
 from ..hidden.cases import CORE, HOST_CHECK, task_name
 from .charge import Finding, Ledger
-from .counts import (IO_ROLES, backward_io_problems, backward_traffic_problem, by_role, extent, io, order_dependence,
-                     others, roles_of, scratch_extents, wrote_a_whole_output)
+from .counts import (IO_ROLES, backward_io_problems, backward_traffic_problem, by_role, extent, io, locks,
+                     order_dependence, others, roles_of, scratch_extents, wrote_a_whole_output)
 from .outputs import (backward_failure, backward_outputs, coverage_cause, failed, given, laundered, made, task_error,
                       traffic)
 
@@ -252,10 +252,10 @@ def beyond_outputs(launches, M, N) -> dict:
     """scratch_extents' entries for arguments in an input's or output's storage that reach past it (dg returned as
     row 0 of a buffer whose other rows are the partial dg rows): the elements past it are scratch."""
     size = {"x": M * N, "dy": M * N, "dx": M * N, "g": N, "dg": N, "r": M}
-    out = {}
+    out, words_at = {}, locks(launches)
     for _, name, a in ((L["kernel"], n, a) for L in launches for n, a in L["args"].items()):
         roles = [r for r in roles_of(a) if r in size]
-        if roles and a["stored"] and "int" not in a.get("dtype", "float"):
+        if roles and a["stored"] and a["storage"] not in words_at:
             over = extent(a) - max(size[r] for r in roles)
             if over > 0:
                 key = ("beyond", a["storage"])
@@ -274,8 +274,9 @@ def item_9(inputs, outcome) -> Ledger:
     launches = info["bwd"]["launches"]
     problem = backward_traffic_problem(launches, M, N)
     why = order_dependence({"bwd": info["bwd"]})
-    sizes = scratch_extents([s for s in others(launches, IO_ROLES)
-                             if s[2]["stored"] and "int" not in s[2].get("dtype", "float")])
+    words_at = locks(launches)                          # lock words and counters are not a partial buffer
+    sizes = scratch_extents([(k, name, a) for k, name, a in others(launches, IO_ROLES)
+                             if a["stored"] and a["storage"] not in words_at])
     sizes.update(beyond_outputs(launches, M, N))        # a partial buffer in the same storage as dg, past it
     total = sum(size for size, _ in sizes.values())         # every partial buffer together, however it is split
     names = ", ".join(name for _, name in sizes.values())

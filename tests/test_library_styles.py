@@ -48,6 +48,24 @@ RECOMPUTE_R = "        x, g = ctx.saved_tensors\n        r = rmsnorm_forward(x, 
 # the Function saves x and g and recomputes r in its backward, as several libraries do
 STYLES["recomputes_r"] = edit(SIMPLE, SAVE_R, (USE_R, RECOMPUTE_R))
 
+# one launch per chunk of 8 rows, each given its first row as a scalar argument: more distinct scalars and launches
+# than a few (M/8 of each at the core shape), all of them sizes the shape fixes
+ROW = "    row = tl.program_id(0).to(tl.int64)\n"
+STYLES["launch_per_chunk_of_rows"] = edit(
+    SIMPLE, ("x_stride, y_stride, eps, BLOCK: tl.constexpr):", "x_stride, y_stride, eps, row0, BLOCK: tl.constexpr):"),
+    ("x_stride, dy_stride,\n                       BLOCK: tl.constexpr):",
+     "x_stride, dy_stride, row0,\n                       BLOCK: tl.constexpr):"),
+    *[(ROW, "    row = row0 + tl.program_id(0).to(tl.int64)\n")] * 2,
+    ("    rmsnorm_fwd_kernel[(M,)](x2, g, y, r, N, x2.stride(0), y.stride(0), eps, BLOCK=triton.next_power_of_2(N))",
+     "    for row0 in range(0, M, 8):\n"
+     "        rmsnorm_fwd_kernel[(min(8, M - row0),)](x2, g, y, r, N, x2.stride(0), y.stride(0), eps, row0,\n"
+     "                                                BLOCK=triton.next_power_of_2(N))"),
+    ("    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N, x2.stride(0), dy2.stride(0),\n"
+     "                             BLOCK=triton.next_power_of_2(N))",
+     "    for row0 in range(0, M, 8):\n"
+     "        rmsnorm_bwd_kernel[(min(8, M - row0),)](x2, g, dy2, r, dx, dg_partial, N, x2.stride(0), dy2.stride(0),\n"
+     "                                                row0, BLOCK=triton.next_power_of_2(N))"))
+
 # name: (the source, the parts it fails beyond simple.py's, the first words of the first one's message)
 MISTAKES = {
     # ...and its backward fails at large N only: that is 4.4's case (rows longer than 8192), not a missing r

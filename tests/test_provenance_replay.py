@@ -249,54 +249,25 @@ def test_a_nan_is_a_fill_only_as_torch_writes_it():
     assert not provenance.fill_value(payload.view(torch.uint8))
 
 
-def test_a_phase_may_refill_a_buffer_a_few_times_beyond_them_each_fill_is_the_hosts():
-    """Whether a fill happened before each of many launches, and which, carries bits."""
+def test_a_phase_may_refill_a_buffer_any_number_of_times():
+    """Whether a fill happened before each of many launches, and which, would carry bits; the replay on fresh
+    inputs makes the same fills, so what they carried of the first inputs is stale there (test_job_replay.py):
+    here each is a fill."""
     memory = provenance.Memory()
     buf = memory.buffer(_shared(torch.zeros(N)), N * 4)
-    for k in range(provenance.SCALARS + 2):
+    for k in range(40):
         fill = torch.full((N,), float("nan") if k % 2 == 0 else 0.0)
         os.pwrite(buf.fd, fill.numpy().tobytes(), 0)
         memory.refresh(buf)
-        expected = provenance.CONST if k < provenance.SCALARS else provenance.HOST
-        assert bool((memory.origins(buf, torch.float32, 0, [N], [1]) == expected).all()), k
-    memory.new_phase()                                          # the last fill was of zeros: a NaN fill now
-    os.pwrite(buf.fd, torch.full((N,), float("nan")).numpy().tobytes(), 0)
-    memory.refresh(buf)
-    assert bool((memory.origins(buf, torch.float32, 0, [N], [1]) == provenance.CONST).all())
+        assert bool((memory.origins(buf, torch.float32, 0, [N], [1]) == provenance.CONST).all()), k
 
 
-def test_a_phase_may_launch_its_kernels_again_a_few_times_beyond_that_each_launch_is_the_hosts():
-    """Which of two kernels the host launches next, bit after bit, would spell r in a word a kernel shifts."""
-    memory = provenance.Memory()
-    verdicts = [memory.host_scalars((), ("shift_in_a_1" if k % 3 else "shift_in_a_0", "[]", ()))
-                for k in range(provenance.LAUNCHES + 3)]
-    assert verdicts == [False] * provenance.LAUNCHES + [True] * 3
-    memory.new_phase()
-    assert not memory.host_scalars((), ("shift_in_a_1", "[]", ()))
-
-
-def test_a_phase_may_give_its_kernels_other_buffers_a_few_times_beyond_that_its_launches_are_the_hosts():
-    """Which of 16 clean buffers the host passes for each of many parameters would spell r, 4 bits a parameter."""
-    memory = provenance.Memory()
-    first = memory.host_scalars((), ("emit", "[]", ()), {("emit", f"b{i}"): 0 for i in range(8)})
-    again = [memory.host_scalars((), ("emit", "[]", ()), {("emit", f"b{i}"): k for i in range(8)})
-             for k in (1, 2, 3)]
-    assert not first and again == [False, False, True]          # 8 and 16 others are within SCALARS; 24 are not
-
-
-def test_a_launch_of_no_programs_counts_as_a_launch():
-    memory = provenance.Memory()
-    before = memory.launch_count
-    _launch_grid(copy_h, (0,), memory)
-    assert memory.launch_count == before + 1
-
-
-def test_a_phase_may_copy_clean_tensors_a_few_times_beyond_that_each_copy_is_the_hosts():
-    """Which of 16 one-byte clean tensors each of many one-byte host views equals would spell r, 4 bits a view."""
+def test_a_phase_may_copy_clean_tensors_any_number_of_times():
+    """Which of 16 one-byte clean tensors each of many one-byte host views equals would carry bits; the replay
+    makes the same copies, so they are stale there: here each is a copy."""
     memory = provenance.Memory()
     for v in range(2, 18):                                     # (0 and 1 are fills)
         _kernel_made(memory, torch.tensor([v], dtype=torch.uint8), [1], [1])
-    origins = [_host_writes(memory, torch.tensor([2 + k % 16], dtype=torch.uint8))
-               for k in range(provenance.SCALARS + 4)]
+    origins = [_host_writes(memory, torch.tensor([2 + k % 16], dtype=torch.uint8)) for k in range(40)]
     kinds = [int(o[0]) for o in origins]
-    assert kinds == [provenance.COPY_KERNEL] * provenance.SCALARS + [provenance.HOST] * 4, kinds
+    assert kinds == [provenance.COPY_KERNEL] * 40, kinds

@@ -246,7 +246,7 @@ class Launcher:
             raise
         again = Replay(kernel, pos, kw, grid, {id(b): b for b, *_ in args}, before, state,
                        time.process_time() - started)
-        return self._ran(kernel, pos, kw, views, self.record.launches[count:], grid, again)
+        return self._ran(kernel, pos, kw, views, self.record.launches[count:], again)
 
     def _arg(self, a, fds, views, fresh: set):
         """A launch's argument as the kernel gets it; a tensor's memory is taken in (``refresh``) once per launch,
@@ -272,17 +272,11 @@ class Launcher:
             return constexpr(plain(a["constexpr"]))
         return plain(a)
 
-    def _ran(self, kernel, pos, kw, views, stats, grid=(), again=None) -> dict:
+    def _ran(self, kernel, pos, kw, views, stats, again=None) -> dict:
         """Note what the launch read and stored, by the simulator's records of each argument; returns the distinct
         elements it stored through each tensor argument ({id of its view: count})."""
         bound = kernel.bind(pos, kw)
-        grid = grid if isinstance(grid, tuple) else (grid,)
-        scalars = [*grid, *(v.value if isinstance(v, constexpr) else v for k, v in bound.items() if id(v) not in views)]
-        signature = (kernel.fn.__name__, repr(scalars), tuple(repr(views[id(v)][1:5]) for k, v in bound.items()
-                                                             if id(v) in views))
         by_name = {name: views[id(v)] for name, v in bound.items() if id(v) in views}
-        bindings = {(kernel.fn.__name__, name): id(v[0]) for name, v in by_name.items()}
-        whole = self.memory.host_scalars(scalars, signature, bindings)     # a launch of no programs counts too
         if not stats:
             return {}
         reads, stores = {}, {}                       # {(buffer, element size): Touched}, whatever the records' number
@@ -298,7 +292,7 @@ class Launcher:
                     touched(stores, buf, size).add(r)
         reads, stores = [t.masked() for t in reads.values()], [t.masked() for t in stores.values()]
         loaded = self.memory.dirty_loaded(reads)
-        whole = whole or loaded is None
+        whole = loaded is None                       # loads the judge cannot weigh: all it stored is the host's
         derived = self.replay(again, stores) if loaded and stores and not whole and again is not None else None
         self.memory.launch_stored(stores, whole, derived)
         self.stored = {id(buf): buf for buf, _, _ in stores}

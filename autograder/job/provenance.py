@@ -13,8 +13,8 @@ buffer's inode, which the submission cannot forge) and an *origin* for every byt
   host;
 - ``KERNEL``: stored by a launch that read only clean memory;
 - ``HOST``: anything else the host wrote: values no kernel computed from the inputs;
-- ``TAINTED``: stored by a launch given the host's values as scalars (more distinct values or launches than a
-  phase's sizes, strides and eps need), or by a launch that failed part way;
+- ``TAINTED``: stored by a launch that failed part way, or whose loads the judge cannot weigh (a read of a
+  buffer that is no whole number of the view's elements);
 - ``DERIVED``: stored by a launch whose stored value depends on ``HOST``, ``TAINTED`` or ``DERIVED`` memory it
   loaded.
 
@@ -28,6 +28,11 @@ from the grader's inputs: one loaded back from memory the host filled does not, 
 changes nothing, and a second kernel that reads what a first one stored is as clean as the first. A few
 host values in an output's making (an r the host recomputed: M values, one per row, for M·N outputs) are
 forgiven when the judge reads the output (:meth:`Memory.forgiven`), and item 7 names the host's work.
+
+What the host passes otherwise (scalar arguments, constexprs, grid sizes, which kernel it launches next, which
+buffer it passes, which fill or copy it makes before a launch) is not counted here: the judge runs each task
+again on fresh inputs (replay.py) with the same scalars, launches, buffers, fills and copies, so whatever they
+carried of the first inputs is stale there and shows as a wrong output.
 """
 from __future__ import annotations
 
@@ -42,8 +47,6 @@ DIRTY = (HOST, TAINTED, DERIVED)        # every code from HOST up
 MADE = (KERNEL, COPY_KERNEL)            # what an output made by the kernels holds
 _MADE = torch.tensor(MADE, dtype=torch.uint8)
 MAX_BYTES = 1 << 30                     # one buffer: more than a job's memory could hold anyway
-SCALARS = 16                            # distinct scalar values, launches and fills a phase may have (host_scalars)
-LAUNCHES = 64                           # launches a phase may make in all, the same ones again included
 
 
 class Refused(Exception):
@@ -100,13 +103,7 @@ class Memory:
         self.kernel_views = {}             # key -> (Buffer, dtype, offset, shape, strides) clean launches stored
         self.copies = []                   # (source's address, elements, dtype, copy's address): host copies
         self.host_loaded = 0               # dirty 4-byte values (HOST, TAINTED, DERIVED) launches loaded, this phase
-        self.scalars = set()               # the distinct scalar values launches were given, this phase
-        self.launches = set()              # the distinct launches (kernel, scalars, views), this phase
-        self.launch_count = 0              # every launch, this phase
-        self.bindings = {}                 # (kernel, tensor parameter) -> the buffers it was given, this phase
-        self.rebinds = 0                   # parameters given another buffer than their first, this phase
         self._random = None                # the replays' secret bytes (seeded on first use: after the fork)
-        self.fills = 0                     # the host's fills of buffers it had already shown, this phase
 
     # -- arrival: a descriptor from either side ---------------------------------------------------------
     def buffer(self, fd: int, nbytes: int, origin=None) -> Buffer:
@@ -175,14 +172,10 @@ class Memory:
 
     # -- what the host wrote: a constant, a copy of something clean, or its own ---------------------------
     def _classify(self, buf: Buffer, changed: torch.Tensor):
-        """Bytes the host wrote, ``changed``: one value repeated over whole elements is a constant fill, among the
-        first SCALARS fills of a phase. Beyond them, a fill is the host's: which fill, where, and whether one
-        happened before a launch carry bits too (a NaN, a zero or nothing, refilled before each of many launches)."""
+        """Bytes the host wrote, ``changed``: one value repeated over whole elements is a constant fill."""
         for size in (4, 2, 8) if buf.nbytes % 2 == 0 else (1,):      # (single bytes only in a buffer of bytes)
             if buf.nbytes % size == 0 and _constant(buf.mirror, changed, size):
-                self.fills += 1
-                if self.fills <= SCALARS:
-                    buf.origin[changed] = CONST
+                buf.origin[changed] = CONST
                 return
 
     def settle(self, buf: Buffer, dtype, offset, shape, strides) -> torch.Tensor:
@@ -191,8 +184,7 @@ class Memory:
         clean kernels stored), are marked as that copy; returns the view. The whole view, and one tensor: which
         elements the host changed, or which of two clean tensors each element copies, would carry the host's
         bits. Bytes, not values: a bool that is any nonzero byte, a NaN of any payload or a zero of either sign
-        would carry them as "equal". A phase's first SCALARS copies only: which of many small clean tensors
-        each of many small views copies would carry them too."""
+        would carry them as "equal"."""
         view = self.view(buf, dtype, offset, shape, strides)
         if not buf.dirty():
             return view
@@ -204,8 +196,6 @@ class Memory:
         host = (origin[index] == HOST).all(1)
         if not bool(host.any()):
             return view
-        if len(self.copies) >= SCALARS:
-            return view                  # which of many clean tensors each small view copies would carry bits
         flat = view.reshape(-1).view(INTS[size])
         for src, code in self._candidates(flat.numel()):
             if torch.equal(flat, src.reshape(-1).to(view.dtype).view(INTS[size])):
@@ -243,31 +233,6 @@ class Memory:
         return buf.written.view(-1, size).any(1).as_strided(shape, strides, offset)
 
     # -- a launch --------------------------------------------------------------------------------------
-    def host_scalars(self, scalars=(), signature=None, bindings=None) -> bool:
-        """Are the launch's scalars the host's values? They are when one (an argument, a constexpr or a grid
-        size) is none of the first SCALARS distinct values of its phase, when the launch is none of the first
-        SCALARS distinct launches of its phase (``signature``: its kernel, scalars and tensor views) or comes after
-        its LAUNCHES-th launch, or when its
-        scalars are wider than a kernel needs (an int past 64 bits, a long string, many bools): sizes, strides,
-        offsets and eps are a few values, and more carry data the host computed (an r per row, passed as
-        floats). So are a launch's buffers, once a phase has bound its kernels' tensor parameters to more than
-        SCALARS buffers beyond the first each (``bindings``: {(kernel, parameter): buffer}): which of many clean
-        buffers the host passes carries bits. Every store of such a launch is ``TAINTED``."""
-        return bool(self._new_scalars(scalars) | self._new_launch(signature) | _wide(scalars)
-                    | self._rebound(bindings or {}))
-
-    def _rebound(self, bindings) -> bool:
-        """Has this phase bound tensor parameters to other buffers than their first more than SCALARS times?"""
-        for key, buf in bindings.items():
-            seen = self.bindings.setdefault(key, set())
-            if buf not in seen:
-                self.rebinds += bool(seen)
-                seen.add(buf)
-        if self.rebinds > SCALARS:
-            self.host_loaded += 1
-            return True
-        return False
-
     def dirty_loaded(self, reads) -> int | None:
         """The bytes of dirty memory (``HOST``, ``TAINTED``, ``DERIVED``, as it was before the launch) the launch
         loaded; None when a buffer read is no whole number of the view's elements (the judge cannot weigh it: all
@@ -305,30 +270,6 @@ class Memory:
         as an r the kernels only carried) is never forgiven, however much the kernels stored beside it."""
         return self.host_loaded <= rows and self.host_loaded * 4 < elements
 
-    def _new_launch(self, signature) -> bool:
-        """Is this launch none of the first SCALARS distinct launches of its phase, or past its LAUNCHES-th launch?
-        Which of its kernels the host launches next, again and again, carries bits too (a kernel that shifts a 1
-        into a word, another a 0: r, one bit a launch)."""
-        if signature is None:
-            return False
-        self.launch_count += 1
-        fresh = signature not in self.launches
-        self.launches.add(signature)
-        if (fresh and len(self.launches) > SCALARS) or self.launch_count > LAUNCHES:
-            self.host_loaded += 1
-            return True
-        return False
-
-    def _new_scalars(self, scalars) -> int:
-        """How many of ``scalars`` are values beyond the first SCALARS distinct ones of this phase (counted as
-        host values loaded)."""
-        fresh = {(type(v).__name__, v) for v in scalars if isinstance(v, (int, float)) and not isinstance(v, bool)
-                 and math.isfinite(v)} - self.scalars
-        beyond = max(0, len(self.scalars) + len(fresh) - max(SCALARS, len(self.scalars)))
-        self.scalars |= fresh
-        self.host_loaded += beyond
-        return beyond
-
     def launch_stored(self, stores, whole: bool = False, derived=None):
         """Mark the elements the launch stored (``stores``: (Buffer, element size, elements)) as its work:
         ``TAINTED`` when ``whole`` (host_scalars, or a failed launch), ``DERIVED`` where ``derived`` ({(id of the
@@ -347,8 +288,7 @@ class Memory:
             buf.written.view(-1, size)[elements] = True
 
     def new_phase(self):
-        self.copies, self.host_loaded, self.scalars, self.launches, self.fills = [], 0, set(), set(), 0
-        self.launch_count, self.bindings, self.rebinds = 0, {}, 0
+        self.copies, self.host_loaded = [], 0
         for buf in self.buffers.values():
             if buf.written.any():
                 buf.written.zero_()
@@ -408,13 +348,6 @@ NAN = {dtype: int(torch.tensor(float("nan"), dtype=dtype).view(INTS[n])) | SIGN[
        for n, dtypes in FLOATS.items() for dtype in dtypes}
 """The quiet NaN torch writes (torch.full(nan), torch.empty's poison), either sign: a NaN with any other payload
 carries the host's bits."""
-
-
-def _wide(scalars) -> bool:
-    """Scalars wider than any size, stride, offset or eps: an int past 64 bits, a long string, many bools."""
-    bools = sum(isinstance(v, bool) for v in scalars)
-    return bools > 16 or any((isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 64)
-                             or (isinstance(v, str) and len(v) > 64) for v in scalars)
 
 
 def _uniform(data: torch.Tensor) -> bool:

@@ -194,8 +194,12 @@ def item_7(inputs, outcome) -> Ledger:
             if taint:
                 L.add(taint)
                 continue
-            covered = max((a["distinct"] for Lc in phase["launches"] for a in Lc["args"].values()
-                           if out in roles_of(a) and a["stored"]), default=0)
+            # the elements of the output kernels wrote, by the judge's memory (every launch's together: one launch
+            # per chunk of rows covers it all); the most one launch stored, where the judge did not say
+            covered = (outcome.info[task].get("kernel_stored") or {}).get(out)
+            if not isinstance(covered, int):
+                covered = max((a["distinct"] for Lc in phase["launches"] for a in Lc["args"].values()
+                               if out in roles_of(a) and a["stored"]), default=0)
             if covered != M * N:
                 whole = wrote_a_whole_output(phase["launches"], M, N, IO_ROLES)
                 cause = (f"{out}_not_from_kernels" if whole else None) if not covered else \

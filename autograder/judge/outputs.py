@@ -21,7 +21,6 @@ from rmsnorm_testkit.compare import apply_view, describe, reference
 from ..hidden.cases import kind_of, task_name
 from ..job.phases import MADE_BY, MADE_IN
 from ..job.protocol import output_key
-from ..job.provenance import LAUNCHES, SCALARS
 from .charge import Finding, Ledger
 from .counts import IO_ROLES, others, roles_of
 
@@ -167,9 +166,7 @@ FROM = {"y": "x and g", "r": "x", "dx": "x, dy, g and r", "dg": "x, dy and r"}
 def laundered_message(name, outcome, task) -> str:
     """An output the kernels stored, whose values they loaded from memory the host wrote (provenance)."""
     return (f"your {MADE_BY[name]}'s kernels stored {name} from values the host computed (memory the host wrote, "
-            f"then loaded by them, or scalar arguments: a phase's launches may be given {SCALARS} distinct scalar "
-            f"values, such as sizes, strides and eps, in {SCALARS} distinct launches and {LAUNCHES} in all), not from "
-            f"{FROM[name]}")
+            f"then loaded by them), not from {FROM[name]}")
 
 
 def laundered(outcome, task, names, what: str) -> Finding | None:

@@ -1,8 +1,8 @@
 """fill_nan_payloads (control: r_on_host, 62/90). r computed in numpy on the host; for each row, the host writes
 one float64 NaN whose payload holds r's bits into a buffer of zeros, then makes an empty launch so the judge looks.
 Each write was one element of a fill value (any NaN counted), one run: CONST. Identical launches were never
-counted, so the forward kernel unpacked r as clean. Today only torch's own NaN is a fill, and a phase's fills
-beyond provenance.SCALARS are the host's values.
+counted, so the forward kernel unpacked r as clean. Today only torch's own NaN is a fill, and the judge runs the
+same writes and launches again on fresh inputs (job/replay.py), where that r is stale.
 
 Original: A plain, correct submission in the lecture's style: one program per row, and an M x N
 partial dg buffer summed on the host. The grading corpus expects it to earn every regular

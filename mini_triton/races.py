@@ -237,27 +237,34 @@ def _exact(launch, recs):
 
 
 def _against_atomics(launch, recs, lo, hi, unit):
-    """The first plain store or load of an element that another program changes with an atomic (not under a
-    lock both hold), or None."""
+    """The first plain store or load of an element that another program changes with an atomic, not under a lock
+    both hold, or None. Elements some program takes with ``atomic_cas`` are exempt: a lock word (released by a
+    plain store, read before the spin) or a compare-and-swap loop, whose cas checks the value read plainly."""
     atomics = [r for r in recs if r.kind is Kind.ATOMIC]
     if not atomics:
         return None
     aa, ap, ak, a_rec = _lanes_of(atomics, lo, unit)
-    who = torch.where(ak >= 0, -1 - ak, ap)          # accesses under one lock count as one program's
-    n = hi - lo + 1
-    big = torch.iinfo(torch.int64).max
-    first = torch.full((n,), big, dtype=torch.int64).scatter_reduce_(0, aa, who, "amin")
-    last = torch.full((n,), -big, dtype=torch.int64).scatter_reduce_(0, aa, who, "amax")
+    n, big = hi - lo + 1, torch.iinfo(torch.int64).max
+    protocol = torch.zeros(n, dtype=torch.bool)
+    protocol[_lanes_of([r for r in atomics if r.op == "atomic_cas"], lo, unit)[0]] = True
+
+    def spread(lanes, values):
+        """(least, greatest) of ``values`` over the lanes at each element (big, -big where none)."""
+        least = torch.full((n,), big, dtype=torch.int64).scatter_reduce_(0, aa[lanes], values[lanes], "amin")
+        return least, torch.full((n,), -big, dtype=torch.int64).scatter_reduce_(0, aa[lanes], values[lanes], "amax")
+    free, held = ak < 0, ak >= 0
+    free_p, held_p, held_k = spread(free, ap), spread(held, ap), spread(held, ak)
     for kind in (Kind.STORE, Kind.LOAD):
         plain = [r for r in recs if r.kind is kind]
         pa, pp, pk, p_rec = _lanes_of(plain, lo, unit)
-        w = torch.where(pk >= 0, -1 - pk, pp)
-        bad = ((first[pa] != big) & ((first[pa] != w) | (last[pa] != w))).nonzero()
+        other = lambda ends: (ends[0][pa] != big) & ((ends[0][pa] != pp) | (ends[1][pa] != pp))   # noqa: E731
+        unlocked = other(free_p)
+        locked = other(held_p) & ((pk < 0) | (held_k[0][pa] != pk) | (held_k[1][pa] != pk))
+        bad = ((unlocked | locked) & ~protocol[pa]).nonzero()
         if bad.numel():
             i = int(bad[0])
             addr = int(pa[i])
-            at = (aa == addr) & (who != w[i])
-            j = int(at.nonzero()[0])
+            j = int(((aa == addr) & (ap != pp[i])).nonzero()[0])
             return _message(launch, plain[int(p_rec[i])], atomics[int(a_rec[j])], (addr + lo) * unit, int(pp[i]),
                             int(ap[j]), "atomic " + kind.value)
     return None

@@ -389,6 +389,13 @@ def _libraries() -> tuple:
 _LIBRARIES = _libraries()
 
 
+def not_written_in(path: str):
+    """Frames of ``path`` are never where an op was written: a grader's module that calls the student's code back
+    (a launch's grid, given as a callable or a lazy ``map``) names the student's line that launched instead."""
+    global _LIBRARIES
+    _LIBRARIES = (*_LIBRARIES, path)
+
+
 def _written_at() -> str:
     """The line of code that ran the current torch op: the innermost frame outside torch, mini_triton and
     the rest of what is installed (_libraries)."""

@@ -17,7 +17,9 @@ autograder/job/provenance.py) and ``judge`` (the grader measures what was touche
 - ``no_other``: simple.py whose forward loads x without ``other=`` (its masked lanes are undefined);
 - ``float_atomics``: tests/calibration/float_atomics.py, dg by float atomics (no extra credit);
 - ``dg_on_host``: simple.py whose backward computes dg with torch on the host (item 3 lost);
-- ``r_on_host``: simple.py whose wrapper computes r with torch and whose kernel loads it (items 1, 5, 7 lost).
+- ``r_on_host``: simple.py whose wrapper computes r with torch and whose kernel loads it (items 1, 5, 7 lost);
+- ``zero_rows_bug``, ``validate``, ``truncated_r``, ``dot_on_host``, ``kernel_sum``: tests/hostile_files/controls/,
+  each says what it loses.
 
 About 490 lines because it is a catalogue: each trick is a few lines of edits to a control, and they are
 listed together so that a new one is added where the others are (tests/hostile_files/ holds the ones written
@@ -78,6 +80,8 @@ def _add_rows(p_ptr, dg_ptr, rows, N, BLOCK: tl.constexpr):
     tl.store(dg_ptr + cols, acc, mask=cols < N)""")
 
 CONTROLS = {
+    **{name: (ROOT / "tests" / "hostile_files" / "controls" / f"{name}.py").read_text()
+       for name in ("zero_rows_bug", "validate", "truncated_r", "dot_on_host", "kernel_sum")},
     "simple": SIMPLE,
     "pure_pytorch": PURE_PYTORCH,
     "x_twice": edit(SIMPLE, (FWD_STORE_Y, "    " + FWD_X_LOAD + "\n" + FWD_STORE_Y)),
@@ -471,6 +475,21 @@ def _touch(t):''')),
                                                   "parameters", "provenance"),
            ("buffer_choice_dg_at_the_core_shape", "simple", "dg from numpy through the buffer-choice channel at the "
                                                             "core shape only, for item 9", "provenance"),
+           ("offset_lie", "r_on_host", "a TorchFunctionMode tells the recipe each output is where a twin torch fills "
+                                       "lies", "judge"),
+           ("dg_scalars_lie", "simple", "dg from the host stored from scalars, the recipe told it is a twin torch "
+                                        "fills", "judge"),
+           ("zero_rows_hostmask", "zero_rows_bug", "which rows are zero passed as a host bitmask", "judge"),
+           ("validate_cap64", "validate", "64 small host ops before the host's check of x", "judge"),
+           ("truncated_r_corrected", "truncated_r", "a 15-bit r corrected by per-row host scalars", "judge"),
+           ("dot_packed_via_grid_map", "dot_on_host", "the host's dot packed 3 bytes a row, computed in maps the "
+                                                      "launch's grid runs", "judge"),
+           ("dot_packed_after_64_ops", "dot_on_host", "the host's dot packed 3 bytes a row, after 64 small host ops",
+            "judge"),
+           ("partial_split_over_views", "kernel_sum", "the M x N partial buffer given to 8 launches as 8 views",
+            "judge"),
+           ("partial_buffer_reused", "kernel_sum", "an M/8 x N partial buffer filled 8 times", "judge"),
+           ("partial_split_in_dg_storage", "kernel_sum", "8 partial slices in dg's own storage", "judge"),
            ("read_twice_through_int64_views", "x_dy_twice", "x read twice by the forward, x and dy twice by the "
                                                             "backward, each pass through an int64 view", "judge"),
            ("partial_buffer_as_int32_words", "simple", "the M x N partial dg buffer as int32 words, and 8192 "

@@ -24,6 +24,9 @@ EXPECTED = {
     "spin_lock": {"4.7": "a lock taken with tl.atomic_cas on lock_ptr",
                   "9": "your dg is not deterministic: in rmsnorm_bwd_kernel, a lock taken with tl.atomic_cas "
                        "on lock_ptr"},
+    "spin_lock_plain_release": {"4.7": "a lock taken with tl.atomic_cas on lock_ptr",
+                                "9": "your dg is not deterministic: in rmsnorm_bwd_kernel, a lock taken with "
+                                     "tl.atomic_cas on lock_ptr"},
     # float atomics: order-dependent on a GPU, and on the simulator, which shuffles the order
     "float_atomics": {"4.7": "in rmsnorm_bwd_kernel, tl.atomic_add on DG",
                       "9": "your dg is not deterministic: in rmsnorm_bwd_kernel, tl.atomic_add on DG"},

@@ -290,6 +290,24 @@ def test_a_plain_load_of_what_another_program_changes_with_an_atomic_is_a_race()
         add_by_load_and_xchg[(4,)](torch.zeros(8), torch.ones(4, 8), 8, BLOCK=8)
 
 
+@triton.jit
+def count_visits_released_by_a_store(count_ptr, lock_ptr, seen_ptr):
+    """count_visits_under_a_lock, its lock given back by a plain store, as much lock code does."""
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    count = tl.load(count_ptr)
+    tl.store(seen_ptr + tl.program_id(0), count)
+    tl.store(count_ptr, count + 1)
+    tl.store(lock_ptr, 0)
+
+
+@pytest.mark.filterwarnings("ignore::mini_triton.OrderDependenceWarning")
+def test_a_lock_given_back_by_a_plain_store_is_no_race():
+    count, seen = torch.zeros(1, dtype=torch.int32), torch.full((5,), -1, dtype=torch.int32)
+    count_visits_released_by_a_store[(5,)](count, torch.zeros(1, dtype=torch.int32), seen)
+    assert int(count) == 5 and sorted(seen.tolist()) == [0, 1, 2, 3, 4]
+
+
 @pytest.mark.filterwarnings("ignore::mini_triton.OrderDependenceWarning")
 def test_plain_and_atomic_accesses_under_one_lock_do_not_race():
     count, seen = torch.zeros(1, dtype=torch.int32), torch.full((5,), -1, dtype=torch.int32)

@@ -33,6 +33,8 @@ from mini_triton.launcher import LAUNCH_OPTIONS
 
 from . import recipe
 
+mini_triton.stats.not_written_in(__file__)      # a grid it evaluates runs the student's code, at their launch line
+
 # The modules a kernel may name, as both sides call them; the namespaces whose functions it may name.
 LANGUAGE = {"triton": mini_triton, "tl": mini_triton.language, "tl.math": mini_triton.language.math,
             "tl.extra": mini_triton.language.extra, "libdevice": mini_triton.language.extra.libdevice,

@@ -6,8 +6,9 @@ submission's word for what is there: it keeps its own copy of each buffer (a *mi
 buffer's inode, which the submission cannot forge) and an *origin* for every byte:
 
 - ``INPUT``: the grader's input, as given;
-- ``CONST``: a fill of 0, 1, -1, infinity or NaN (``torch.zeros``, ``torch.empty``'s poison, ``zero_()``): no
-  information (any other value, even repeated, is the host's: a one-element output is one value);
+- ``CONST``: a whole buffer filled with 0, 1, -1, infinity or NaN (``torch.zeros``, ``torch.empty``'s poison,
+  ``zero_()``): no information (any other value, even repeated, is the host's: a one-element output is one
+  value; so is a fill of part of a buffer, whose extent is the host's number);
 - ``COPY_INPUT`` / ``COPY_KERNEL``: written by the host, equal element for element to a copy or a cast of an
   input or of memory clean kernels stored (``x.contiguous()``, ``y32.to(bfloat16)``): clean, but moved on the
   host;
@@ -102,7 +103,7 @@ class Memory:
         self.inputs = []                   # the task's inputs, as the submission got them (views)
         self.kernel_views = {}             # key -> (Buffer, dtype, offset, shape, strides) clean launches stored
         self.copies = []                   # (source's address, elements, dtype, copy's address): host copies
-        self.host_loaded = 0               # dirty 4-byte values (HOST, TAINTED, DERIVED) launches loaded, this phase
+        self.host_loaded = 0               # dirty values (HOST, TAINTED) launches loaded, this phase (dirty_loaded)
         self._random = None                # the replays' secret bytes (seeded on first use: after the fork)
 
     # -- arrival: a descriptor from either side ---------------------------------------------------------
@@ -237,7 +238,8 @@ class Memory:
         """The bytes of dirty memory (``HOST``, ``TAINTED``, ``DERIVED``, as it was before the launch) the launch
         loaded; None when a buffer read is no whole number of the view's elements (the judge cannot weigh it: all
         the launch stores is the host's). The host's own values among them (``HOST``, ``TAINTED``: where its
-        information enters the kernels) are added to the phase's ``host_loaded``, in 4-byte values (as r's); a
+        information enters the kernels) are added to the phase's ``host_loaded``, in values of the view, or in
+        4-byte words where its elements are wider (an r is one value a row, of either count); a
         second kernel's load of what a first one derived from them is not counted again.
         ``reads``: (Buffer, element size, mask over its elements)."""
         dirty = 0
@@ -247,7 +249,8 @@ class Memory:
                     return None
                 origin = buf.origin.view(-1, size).amax(1)
                 dirty += int(((origin >= HOST) & elements).sum()) * size
-                self.host_loaded += -(-int(((origin >= HOST) & (origin != DERIVED) & elements).sum()) * size // 4)
+                n = int(((origin >= HOST) & (origin != DERIVED) & elements).sum())
+                self.host_loaded += max(n, -(-n * size // 4))        # values, or 4-byte words where wider
         return dirty
 
     def perturbed(self, buf: Buffer, before: torch.Tensor) -> torch.Tensor:
@@ -363,16 +366,11 @@ def _uniform(data: torch.Tensor) -> bool:
 
 
 def _constant(mirror: torch.Tensor, changed: torch.Tensor, size: int) -> bool:
-    """Is the host's write a fill: every element of ``size`` bytes it touched now holds one fill value, and those
-    elements are one run of the buffer (``buf[k:] = 0``) or the whole buffer is that fill? Which elements of a
-    buffer the host changed can carry data too (a 1 where a bit is set), so a scattered write is the host's."""
+    """Is the host's write a fill: does the whole buffer now hold one fill value, in elements of ``size`` bytes?
+    Which elements of a buffer the host changed carries data (a 1 where a bit is set), and so does where a run of
+    them ends (``buf[:k] = 1``, k the host's number): only a buffer the host filled whole carries nothing."""
     rows = changed.view(-1, size)
-    touched = rows.any(1)
-    values = mirror.view(-1, size)[touched]
-    if values.shape[0] == 0 or not bool((values == values[0]).all()) or not fill_value(values[0].clone()):
+    values = mirror.view(-1, size)[rows.any(1)]
+    if values.shape[0] == 0 or not fill_value(values[0].clone()):
         return False
-    where = touched.nonzero().reshape(-1)
-    if int(where[-1]) - int(where[0]) + 1 == where.numel():
-        return True                                   # one run
-    every = mirror.view(-1, size)
-    return bool((every == values[0]).all())
+    return bool((mirror.view(-1, size) == values[0]).all())

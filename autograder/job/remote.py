@@ -194,6 +194,7 @@ class Task:
             except (provenance.Refused, OSError, KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
                 info.setdefault("not_tensors", {})[k] = f"unreadable ({e})"[:60]
                 continue
+            self.recipe.output(k, buf, *geometry)
             self.roles.setdefault(k if k != "r_saved" else "r", buf.mirror.untyped_storage().data_ptr())
             self.units.setdefault(buf.mirror.untyped_storage().data_ptr(), view.element_size())
             claims = answer.get("claims") if isinstance(answer.get("claims"), dict) else {}
@@ -256,9 +257,10 @@ class Task:
         views = {role: self.judge.fresh_input(self.task, role, self.given[role][1]) for role in order}
         pristine = {k: v.clone() for k, v in views.items()}         # the replay may write into its inputs (dy)
         why = None
+        again_run = replay.Replay(self.judge.kernels)
         try:
             with watchdog.budgeted(self.judge.budget, self.judge.kernels.path):
-                seen = replay.run(self.recipe, replay.Replay(self.judge.kernels), views)
+                seen = replay.run(self.recipe, again_run, views)
         except replay.Stale as e:
             seen, why = e.seen, str(e)
         except watchdog.OutOfTime as e:
@@ -275,6 +277,9 @@ class Task:
             if k in self.tensors and k in first_ref and replay.right(k, self.tensors[k], first_ref[k], x) and \
                     replay.unchanged(self.tensors[k], v, first_ref[k], again_ref[k]):
                 stale[k] = "it came out the same as on the first inputs, though its right values had changed"
+        made = self.info.get("kernel_made") or {}
+        stale.update({k: "the recorded torch ops computed it, not the kernels" for k in sorted(again_run.unmade)
+                      if made.get(k) and k not in stale})           # the recipe describes another program
         if why:
             stale.update({k: why for snap in self.recipe.snapshots for k in snap[2] if k not in again})
         if stale:

@@ -2,7 +2,7 @@
 
 A task ran on the grader's inputs; the judge served its launches and the submission's process reported its
 host ops (recipe.py). Here the judge makes *fresh* inputs, drawn from a secret seed after the submission's
-process was forked (same shapes, strides and dtypes; an input's zeros, such as a case's zero rows, stay zeros),
+process was forked (same shapes, strides and dtypes; a case's zero rows stay zero rows, in a new order),
 and replays the task: each host op by its aten name, on the replay's own tensors, and each launch with the
 kernel the judge compiled from its own copy of the file, its grid and scalars as they were, and each tensor
 argument the replay's tensor of the same buffer. The outputs it reads back go to the grader beside the first
@@ -21,6 +21,8 @@ import torch
 from mini_triton import observers
 from mini_triton.blocks import constexpr
 from rmsnorm_testkit import compare, text
+
+from .phases import TRANSPORT_OPS
 
 MAX_BYTES = 1 << 31                     # a buffer of the recipe larger than this is refused
 DTYPES = {name: getattr(torch, name) for name in ("float32", "float16", "bfloat16", "float64", "int8", "int16",
@@ -48,6 +50,28 @@ class Recipe:
         self.launches = []              # launches.Launcher's notes, in the order they ran
         self.found = {}                 # buffer number -> its bytes when a launch of the task first got it
         self.snapshots = []             # (host ops before, launches before, {output: ref}): where outputs were read
+        self.numbers = {}               # id of the judge's Buffer -> the buffer number the recipe gave it
+        self.memories = {}              # buffer number -> id of the judge's Buffer
+        self.broken = None              # why the refs the submission gave contradict the memory the judge saw
+
+    def place(self, ref, buf, dtype, offset, shape, strides) -> dict:
+        """``ref`` (a tensor as the submission's side described it) with the geometry the judge itself saw: its
+        buffer number, checked against every other ref of the same memory (one number for one memory, both
+        ways), and the judge's own offset, shape, strides and dtype. A described view that is not the one the
+        judge received would replay another program."""
+        b = ref.get("b") if isinstance(ref, dict) else None
+        b = self.numbers.get(id(buf), b)
+        if not isinstance(b, int) or self.memories.setdefault(b, id(buf)) != id(buf):
+            self.broken = self.broken or "the recipe named two of your buffers as one"
+        self.numbers.setdefault(id(buf), b)
+        return {"b": b, "n": buf.nbytes, "o": int(offset), "s": [int(v) for v in shape],
+                "st": [int(v) for v in strides], "d": str(dtype).removeprefix("torch.")}
+
+    def output(self, name: str, buf, dtype, offset, shape, strides):
+        """The last snapshot's ref of output ``name``, placed where the judge read the output (``place``)."""
+        if self.snapshots and name in OUTPUTS:
+            refs = self.snapshots[-1][2]
+            refs[name] = self.place(refs.get(name), buf, dtype, offset, shape, strides)
 
     def answered(self, answer: dict, names):
         """A phase's answer: the recipe so far (its ops are the task's from the start) and its outputs' refs."""
@@ -64,7 +88,8 @@ class Recipe:
 
 
 def fresh(view: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """A new draw like ``view``'s buffer (the whole of it): values of the same mean and spread, zeros kept."""
+    """A new draw like ``view``'s buffer (the whole of it): values of the same mean and spread, zeros kept, and the
+    view's rows shuffled."""
     base = view.detach()
     whole = torch.as_strided(base, (base.untyped_storage().nbytes() // base.element_size(),), (1,), 0)
     data = whole.double()
@@ -72,8 +97,13 @@ def fresh(view: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     mean = float(finite.mean()) if finite.numel() else 0.0
     std = float(finite.std()) if finite.numel() > 1 else 1.0
     new = torch.randn(data.shape, generator=gen, dtype=torch.float64) * (std or 1.0) + mean
-    new = torch.where(data == 0, torch.zeros_like(new), new)
-    return new.to(base.dtype)
+    new = torch.where(data == 0, torch.zeros_like(new), new).to(base.dtype)
+    if base.dim() >= 2 and base.shape[0] > 1:
+        # the rows of the view in a new order: a zero row stays a zero row, elsewhere (where the host found them
+        # on the first inputs is stale)
+        rows = torch.as_strided(new, base.shape, base.stride(), base.storage_offset())
+        rows.copy_(rows[torch.randperm(base.shape[0], generator=gen)].clone())
+    return new
 
 
 def generator() -> torch.Generator:
@@ -82,12 +112,45 @@ def generator() -> torch.Generator:
 
 
 class Replay:
-    """The replay's memory: each buffer of the recipe as a byte tensor of its own."""
+    """The replay's memory: each buffer of the recipe as a byte tensor of its own, and which of its bytes the
+    replay's kernels wrote last (``made``: stored by a launch, or carried from such bytes by a transport op: a
+    copy, a cast, a view, the sum of a partial buffer). An output the first run's kernels made must be the
+    replay's kernels' work too: a recipe in which torch computes it describes another program than the one
+    that ran."""
 
     def __init__(self, kernels):
         self.kernels = kernels
         self.buffers = {}               # buffer number -> torch.uint8 tensor over its bytes
         self.found = {}                 # the recipe's buffers that no op of it made (Recipe.found)
+        self.made = {}                  # buffer number -> bool per byte: last written by the replay's kernels
+        self.unmade = set()             # outputs read back where the replay's kernels had not made them
+
+    def _made(self, b: int) -> torch.Tensor:
+        n = self.buffers[b].numel()
+        if b not in self.made or self.made[b].numel() != n:
+            self.made[b] = torch.zeros(n, dtype=torch.bool)
+        return self.made[b]
+
+    def _number(self, t: torch.Tensor | int):
+        """The buffer number of a tensor's storage (or of a storage's address)."""
+        ptr = t if isinstance(t, int) else t.untyped_storage().data_ptr()
+        return next((b for b, data in self.buffers.items() if data.untyped_storage().data_ptr() == ptr), None)
+
+    def _elements(self, t: torch.Tensor) -> torch.Tensor:
+        """The byte offsets, in its buffer, of every element of a view: (elements, bytes of one)."""
+        size = t.element_size()
+        first = torch.arange(t.untyped_storage().nbytes() // size).as_strided(tuple(t.shape), tuple(t.stride()),
+                                                                            t.storage_offset()).reshape(-1)
+        return first[:, None] * size + torch.arange(size)
+
+    def mark(self, t: torch.Tensor, made: bool):
+        b = self._number(t)
+        if b is not None and t.numel():
+            self._made(b)[self._elements(t).reshape(-1)] = made
+
+    def is_made(self, t: torch.Tensor) -> bool:
+        b = self._number(t)
+        return b is not None and (not t.numel() or bool(self._made(b)[self._elements(t).reshape(-1)].all()))
 
     def tensor(self, ref) -> torch.Tensor:
         """The replay's view of a ref."""
@@ -165,10 +228,17 @@ class Replay:
         refs = [r for r in step.get("out") or [] if r is not None]
         if len(outs) != len(refs):
             raise Stale(f"the host op {name} made other outputs than the recorded ones")
+        ins = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+        carried = name.removeprefix("aten::") in TRANSPORT_OPS and all(self.is_made(a) for a in ins[1 if
+                                                                       name == "aten::copy_" else 0:])
+        in_place = name.endswith("_") or overload.startswith("out") or "out" in kwargs
         for ref, t in zip(refs, outs):
             if name in ALLOCATIONS and t.is_floating_point():
                 t.fill_(float("nan"))
             self.adopt(ref, t)
+            aliased = any(t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() for a in ins)
+            if in_place or not aliased:             # (a view of its input moves no data)
+                self.mark(t, carried)
 
     def launch(self, note: dict):
         """One launch as the judge ran it, on the replay's tensors."""
@@ -176,11 +246,22 @@ class Replay:
         pos = [self.arg(a) for a in note["pos"]]
         kw = {k: self.arg(a) for k, a in note["kw"].items()}
         kernel.set_schedule_state(note["state"])
+        stored = []
+
+        def note_stores(launch, records):
+            stored.extend(r for r in records if r.kind.writes())
         try:
             with observers.silenced():
+                observers.register(note_stores)
                 kernel.run(*pos, grid=note["grid"], **kw)
         except Exception as e:          # noqa: BLE001 -- the kernel's error on the fresh inputs
             raise Stale(f"{kernel.fn.__name__} failed when run again on new inputs ({text.error_line(e)})") from None
+        for r in stored:                # the bytes each store reached: the kernels' own, until an op writes there
+            b = self._number(r.buf.storage_key[0])
+            if b is not None:
+                size = r.buf.tensor_element_size
+                at = (r.active_offsets()[0].reshape(-1) + r.buf.storage_offset)[:, None] * size + torch.arange(size)
+                self._made(b)[at.reshape(-1)] = True
 
     def arg(self, a):
         if isinstance(a, tuple) and a and a[0] == "ref":
@@ -195,6 +276,8 @@ def run(recipe: Recipe, replay: Replay, inputs: dict) -> list:
     outputs, {name: tensor}, in the order the snapshots were taken."""
     if recipe.overflow:
         raise Stale("the host ran more torch ops than the grader replays")
+    if recipe.broken:
+        raise Stale(recipe.broken)
     replay.found = recipe.found
     for b, role in recipe.roles.items():
         if role in inputs:
@@ -217,7 +300,9 @@ def run(recipe: Recipe, replay: Replay, inputs: dict) -> list:
             elif kind == "launch":
                 replay.launch(what)
             else:
-                seen[what] = {k: replay.tensor(ref).clone() for k, ref in recipe.snapshots[what][2].items()}
+                views = {k: replay.tensor(ref) for k, ref in recipe.snapshots[what][2].items()}
+                seen[what] = {k: v.clone() for k, v in views.items()}
+                replay.unmade |= {k for k, v in views.items() if not replay.is_made(v)}
     except Stale as e:
         e.seen = [s for s in seen if s is not None]          # the outputs read before the replay broke off
         raise

@@ -82,52 +82,34 @@ def backward_traffic_problem(launches, M, N):
     return problems[0][1] if problems else None
 
 
-def locks(launches) -> set:
-    """The storages of lock words and counters: integers that every store reaches through an atomic, in every
-    launch (a lock taken with atomic_cas and given back with atomic_xchg, a first-visit counter). Any other
-    scratch holds data, whatever its dtype: a partial buffer kept as int32 words is as much data as one in fp32."""
-    stored, atomic, ints = {}, {}, set()
-    for _, _, a in others(launches, IO_ROLES):
-        stored[a["storage"]] = stored.get(a["storage"], 0) + a["stored"]
-        atomic[a["storage"]] = atomic.get(a["storage"], 0) + a["atomics"]
-        if "int" in a.get("dtype", "float"):
-            ints.add(a["storage"])
-    return {s for s in ints if stored[s] and stored[s] == atomic[s]}
-
-
 def scratch_problem(launches, M, N):
     """Why a backward's dg reduction moves too much through its scratch buffers (None if it does not).
 
-    Counts are in elements of the case's dtype, by bytes, whatever a view's dtype (phases.launch_records).
-    Data scratch (partial dg buffers, in any dtype): at most M·N + M + N stores (each row's contribution to dg
+    Counts are in elements of the case's dtype, by bytes, whatever a view's dtype (phases.launch_records), and
+    every scratch buffer counts, whatever its dtype: at most M·N + M + N stores (each row's contribution to dg
     written once, as the lecture's M x N buffer is, or far fewer when programs sum rows in registers), and at
-    most M·N + (their size) + M loads (each contribution read back once, as a lock-protected read-modify-write
-    does, plus one pass over the partial buffers). Lock words (``locks``) are not data: a few accesses per row
-    and per program, the programs counted up to one per row (programs that do nothing add nothing).
+    most M·N + (the partial buffers' size) + M loads (each contribution read back once, as a lock-protected
+    read-modify-write does, plus one pass over the partial buffers), each with room for lock words and counters
+    (integers: a few accesses per row or program, the programs counted up to one per row).
     """
-    scratch, words_at = others(launches, IO_ROLES), locks(launches)
-    floats = [(k, name, a) for k, name, a in scratch if a["storage"] not in words_at]
-    words = [a for _, _, a in scratch if a["storage"] in words_at]
-    stored = sum(a["stored"] for _, _, a in floats)
-    loaded = sum(a["loaded"] for _, _, a in floats)
-    size = sum(covered for covered, _ in scratch_extents(floats).values())
+    scratch = others(launches, IO_ROLES)
+    stored = sum(a["stored"] for _, _, a in scratch)
+    loaded = sum(a["loaded"] for _, _, a in scratch)
+    size = sum(covered for covered, _ in scratch_extents(scratch).values())
+    ints = sum(a["loaded"] + a["stored"] for _, _, a in scratch if "int" in a.get("dtype", "float"))
+    room = min(ints, 8 * (M + min(M, sum(L["programs"] for L in launches))))
     detail = "; ".join(f"{name} in {k} ({a['numel']} elements): {a['stored']} stored, {a['loaded']} loaded"
-                       for k, name, a in floats)
-    if stored > M * N + M + N:
+                       for k, name, a in scratch)
+    if stored > M * N + M + N + room:
         return (f"your backward stored {stored} elements into scratch buffers for x of {M}x{N} ({detail}): a fused "
                 f"backward writes each row's contribution to dg at most once (at most M·N + M + N = "
-                f"{M * N + M + N}); another M x N buffer written by one kernel and read by the next is an "
-                f"extra pass over memory")
-    if loaded > M * N + size + M:
+                f"{M * N + M + N}" + (f", and {room} for lock words" if room else "") + "); another M x N buffer "
+                "written by one kernel and read by the next is an extra pass over memory")
+    if loaded > M * N + size + M + room:
         return (f"your backward loaded {loaded} elements from scratch buffers for x of {M}x{N} ({detail}): a fused "
                 f"backward reads each contribution to dg back at most once, plus one pass over its partial "
-                f"buffers (at most M·N + {size} + M = {M * N + size + M})")
-    programs = min(M, sum(L["programs"] for L in launches))
-    moved = sum(a["loaded"] + a["stored"] for a in words)
-    if moved > 8 * (M + programs):
-        return (f"your backward moved {moved} elements of lock words and counters (integers stored only through "
-                f"atomics) for {M} rows; a lock or counter needs a few accesses per row or program (at most "
-                f"{8 * (M + programs)} here)")
+                f"buffers (at most M·N + {size} + M = {M * N + size + M}" +
+                (f", and {room} for lock words" if room else "") + ")")
     return None
 
 

@@ -7,6 +7,7 @@ verdict; 9 the improved dg reduction (deterministic, a small partial buffer, dg 
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from rmsnorm_testkit import text
@@ -14,8 +15,8 @@ from rmsnorm_testkit.compare import host_work_problem
 
 from ..hidden.cases import CORE, HOST_CHECK, task_name
 from .charge import Finding, Ledger
-from .counts import (IO_ROLES, backward_io_problems, backward_traffic_problem, by_role, extent, io, locks,
-                     order_dependence, others, roles_of, scratch_extents, wrote_a_whole_output)
+from .counts import (IO_ROLES, backward_io_problems, backward_traffic_problem, by_role, extent, io, order_dependence,
+                     others, roles_of, scratch_extents, wrote_a_whole_output)
 from .outputs import (backward_failure, backward_outputs, coverage_cause, failed, given, laundered, made, task_error,
                       traffic)
 
@@ -31,14 +32,43 @@ def traffic_case(L: Ledger, outcome, phase: str) -> str | None:
     return next((k for k in CORE if k != "d" and not outcome.task_error(task_name(phase, k))), None)
 
 
+def other_shapes(outcome, phase: str, first: str) -> list:
+    """The core cases besides ``first`` whose ``phase`` task ran: a kernel fused at one shape is fused at every
+    shape, so the traffic items read these too once ``first`` is fused (a file fused only at the shape the handout
+    names is not)."""
+    return [k for k in CORE if k != first and not outcome.task_error(task_name(phase, k))]
+
+
+def at_every_shape(L: Ledger, inputs, outcome, phase: str, first: str, check) -> Ledger:
+    """``L`` (``check`` on the case ``first``), or, when it found nothing, the findings of ``check`` on the first
+    other core case where it finds something, each message naming that case's shape."""
+    if L.findings:
+        return L
+    for k in other_shapes(outcome, phase, first):
+        more = check(inputs, outcome, k)
+        if more.findings:
+            M, N = CORE[k].shape
+            for f in more.findings:
+                L.add(dataclasses.replace(f, message=f"{f.message} (for x of shape ({M}, {N}) fp32)"))
+            return L
+    return L
+
+
 def item_5(inputs, outcome) -> Ledger:
-    """The fused forward on "d" (or the core case traffic_case picks): each of its checks is a finding or a check
-    passed."""
+    """The fused forward on "d" (or the core case traffic_case picks), then on the other core cases: each of its
+    checks is a finding or a check passed."""
     L = Ledger()
     k = traffic_case(L, outcome, "fwd")
     if k is None:
         return L
-    task = task_name("fwd", k)                # the case read: "d", unless d's task failed
+    L.extend(forward_traffic(inputs, outcome, k))
+    return at_every_shape(L, inputs, outcome, "fwd", k, forward_traffic)
+
+
+def forward_traffic(inputs, outcome, k) -> Ledger:
+    """Item 5's checks on core case ``k``'s forward."""
+    L = Ledger()
+    task = task_name("fwd", k)
     info = outcome.info[task]
     M, N = CORE[k].shape
     launches = info["fwd"]["launches"]
@@ -94,21 +124,30 @@ def item_5(inputs, outcome) -> Ledger:
 
 
 def item_6(inputs, outcome) -> Ledger:
-    """The fused backward: rmsnorm_backward on "d" (or the core case traffic_case picks), given the reference r. No
-    element of x or dy loaded twice,
-    none of dx stored twice, and a dg reduction whose scratch traffic is bounded; elements never loaded or
-    stored are the grid's or the mask's doing, charged where their cause is."""
+    """The fused backward: rmsnorm_backward on "d" (or the core case traffic_case picks), given the reference r,
+    then on the other core cases. No element of x or dy loaded twice, none of dx stored twice, and a dg reduction
+    whose scratch traffic is bounded (at "d": a fixed number of programs' partial rows is most of a few rows' data);
+    elements never loaded or stored are the grid's or the mask's doing, charged where their cause is."""
     L = Ledger()
     k = traffic_case(L, outcome, "bwd")
     if k is None:
         return L
-    task = task_name("bwd", k)                # the case read: "d", unless d's task failed
+    L.extend(backward_traffic(inputs, outcome, k))
+    return at_every_shape(L, inputs, outcome, "bwd", k,
+                          lambda i, o, other: backward_traffic(i, o, other, scratch=False))
+
+
+def backward_traffic(inputs, outcome, k, scratch: bool = True) -> Ledger:
+    """Item 6's checks on core case ``k``'s backward (its scratch buffers' too, with ``scratch``)."""
+    L = Ledger()
+    task = task_name("bwd", k)
     M, N = CORE[k].shape
     taint = laundered(outcome, task, ("dx", "dg"), "a fused backward computes dx and dg from x, dy, g and r")
     if taint:
         L.add(taint)
         return L
-    problems = backward_io_problems(outcome.info[task]["bwd"]["launches"], M, N)
+    problems = [p for p in backward_io_problems(outcome.info[task]["bwd"]["launches"], M, N)
+                if scratch or p[0] != "scratch"]
     if problems and problems[0][0] == "none":
         L.add(Finding("dx", problems[0][1]))
         return L
@@ -256,10 +295,10 @@ def beyond_outputs(launches, M, N) -> dict:
     """scratch_extents' entries for arguments in an input's or output's storage that reach past it (dg returned as
     row 0 of a buffer whose other rows are the partial dg rows): the elements past it are scratch."""
     size = {"x": M * N, "dy": M * N, "dx": M * N, "g": N, "dg": N, "r": M}
-    out, words_at = {}, locks(launches)
+    out = {}
     for _, name, a in ((L["kernel"], n, a) for L in launches for n, a in L["args"].items()):
         roles = [r for r in roles_of(a) if r in size]
-        if roles and a["stored"] and a["storage"] not in words_at:
+        if roles and a["stored"]:
             over = extent(a) - max(size[r] for r in roles)
             if over > 0:
                 key = ("beyond", a["storage"])
@@ -278,12 +317,16 @@ def item_9(inputs, outcome) -> Ledger:
     launches = info["bwd"]["launches"]
     problem = backward_traffic_problem(launches, M, N)
     why = order_dependence({"bwd": info["bwd"]})
-    words_at = locks(launches)                          # lock words and counters are not a partial buffer
-    sizes = scratch_extents([(k, name, a) for k, name, a in others(launches, IO_ROLES)
-                             if a["stored"] and a["storage"] not in words_at])
+    sizes = scratch_extents([s for s in others(launches, IO_ROLES) if s[2]["stored"]])      # of any dtype
     sizes.update(beyond_outputs(launches, M, N))        # a partial buffer in the same storage as dg, past it
     total = sum(size for size, _ in sizes.values())         # every partial buffer together, however it is split
     names = ", ".join(name for _, name in sizes.values())
+    # the partial values stored, wherever: one small buffer filled again and again, or slices of a big one given
+    # to one launch each, is the lecture's M x N buffer all the same (and so are dg's own rows stored past dg);
+    # dg itself may be stored once more, in fp32 before its cast
+    # (plain stores: an integer sum built by atomics, deterministic, stores nothing a second pass reads)
+    partials = sum(a["stored"] - a["atomics"] for _, _, a in others(launches, IO_ROLES)) + \
+        max(0, by_role(launches, "dg", "stored") - N)
     if problem:
         read = traffic(outcome, BWD_D, "bwd", inputs["d"]["x"])     # an address mistake, item 2's, named
         L.add(Finding("dg", f"the improved reduction starts from a fused backward (item 6): {problem}"
@@ -297,6 +340,10 @@ def item_9(inputs, outcome) -> Ledger:
         L.add(Finding("dg", f"your partial dg {buffers} {total} elements for M·N = {M * N}; the improved reduction "
                             f"keeps it at most M·N/8 = {M * N // 8}: give each program many rows and accumulate dg in "
                             f"registers"))
+    elif partials > M * N // 8 + N:
+        L.add(Finding("dg", f"your backward stored {partials} partial dg values for M·N = {M * N} ({names}, reused or "
+                            f"in slices); the improved reduction stores at most M·N/8 = {M * N // 8} of them (and dg "
+                            f"once): give each program many rows and accumulate dg in registers"))
     else:
         x, g, dy, story = given(inputs, "d", CORE["d"])
         backward_outputs(Ledger(), L, outcome, BWD_D, x, g, dy, CORE["d"].eps, story + " (given the reference r)",

@@ -228,7 +228,8 @@ class Replay:
         refs = [r for r in step.get("out") or [] if r is not None]
         if len(outs) != len(refs):
             raise Stale(f"the host op {name} made other outputs than the recorded ones")
-        ins = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+        ins = [a for a in torch.utils._pytree.tree_leaves((args, {k: v for k, v in kwargs.items() if k != "out"}))
+               if isinstance(a, torch.Tensor)]                  # what the op reads (not where it writes)
         carried = name.removeprefix("aten::") in TRANSPORT_OPS and all(self.is_made(a) for a in ins[1 if
                                                                        name == "aten::copy_" else 0:])
         in_place = name.endswith("_") or overload.startswith("out") or "out" in kwargs

@@ -43,11 +43,12 @@ def check_type(op: str, elem):
         raise TypeError(f"{runtime.location()}: atomic_{op} needs an integer tensor, got {elem!r}")
 
 
-def apply(ch, acc, op, a, v, cmp):
+def apply(ch, acc, op, a, v, cmp, pids=None):
     """Apply ``op`` to the elements ``a`` of ``acc``'s buffer, one active lane each (``v``: the operands,
-    ``cmp``: atomic_cas's comparands); returns the value each lane saw before its update."""
+    ``cmp``: atomic_cas's comparands, ``pids``: each lane's program); returns the value each lane saw before its
+    update."""
     flat = acc.buf.flat
-    if op == "xchg" and _different_values_at_one_address(a, v):
+    if op == "xchg" and (_different_values_at_one_address(a, v) or _exchanged_by_another(ch, acc, a, v, pids)):
         order_dependent(ch, f"tl.atomic_xchg of different values into one element of {acc.buf.describe()} at "
                             f"{acc.line}")
     if op == "add" and acc.buf.elem.is_floating():
@@ -68,6 +69,20 @@ def _different_values_at_one_address(a, v) -> bool:
     order = torch.argsort(a, stable=True)
     sa, sv = a[order], v[order]
     return bool(((sa[1:] == sa[:-1]) & (sv[1:] != sv[:-1])).any())
+
+
+def _exchanged_by_another(ch, acc, a, v, pids) -> bool:
+    """Did another program of the launch exchange a different value into one of these elements, in an earlier
+    chunk? (Programs the simulator runs one after another run at once on a GPU: whichever arrives last wins.)"""
+    if pids is None or a.numel() == 0:
+        return False
+    key = acc.buf.storage_key
+    n = acc.buf.flat.numel()
+    values, owners = ch.launch.exchanged.setdefault(key, (torch.zeros(n, dtype=v.dtype), torch.full((n,), -1)))
+    before, by = values[a], owners[a]
+    other = (by >= 0) & (by != pids) & (before != v)
+    values[a], owners[a] = v, pids
+    return bool(other.any())
 
 
 def in_order(op, flat, a, v, cmp):

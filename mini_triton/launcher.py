@@ -49,6 +49,7 @@ class Launch:
         self.programs = grid[0] * grid[1] * grid[2]
         self.buffers = buffers
         self.lock_ids = {}                     # (storage, element) of a lock word -> a small id
+        self.exchanged = {}                    # storage -> (last value xchg'd into each element, by which program)
         self.order_dependent = None            # why its result depends on program order, if it does
         self.race = None                       # the first data race found, in race mode "record"
         self.rule = runtime.take_pending()     # the first compile rule broken, in rule mode "record"

@@ -18,8 +18,8 @@ autograder/job/provenance.py) and ``judge`` (the grader measures what was touche
 - ``float_atomics``: tests/calibration/float_atomics.py, dg by float atomics (no extra credit);
 - ``dg_on_host``: simple.py whose backward computes dg with torch on the host (item 3 lost);
 - ``r_on_host``: simple.py whose wrapper computes r with torch and whose kernel loads it (items 1, 5, 7 lost);
-- ``zero_rows_bug``, ``validate``, ``truncated_r``, ``dot_on_host``, ``kernel_sum``: tests/hostile_files/controls/,
-  each says what it loses.
+- ``zero_rows_bug``, ``validate``, ``truncated_r``, ``dot_on_host``, ``kernel_sum``, ``serial_plain_rmw``:
+  tests/hostile_files/controls/, each says what it loses.
 
 About 490 lines because it is a catalogue: each trick is a few lines of edits to a control, and they are
 listed together so that a new one is added where the others are (tests/hostile_files/ holds the ones written
@@ -81,7 +81,7 @@ def _add_rows(p_ptr, dg_ptr, rows, N, BLOCK: tl.constexpr):
 
 CONTROLS = {
     **{name: (ROOT / "tests" / "hostile_files" / "controls" / f"{name}.py").read_text()
-       for name in ("zero_rows_bug", "validate", "truncated_r", "dot_on_host", "kernel_sum")},
+       for name in ("zero_rows_bug", "validate", "truncated_r", "dot_on_host", "kernel_sum", "serial_plain_rmw")},
     "simple": SIMPLE,
     "pure_pytorch": PURE_PYTORCH,
     "x_twice": edit(SIMPLE, (FWD_STORE_Y, "    " + FWD_X_LOAD + "\n" + FWD_STORE_Y)),
@@ -486,6 +486,8 @@ def _touch(t):''')),
                                                       "launch's grid runs", "judge"),
            ("dot_packed_after_64_ops", "dot_on_host", "the host's dot packed 3 bytes a row, after 64 small host ops",
             "judge"),
+           ("atomic_read_then_xchg", "serial_plain_rmw", "a shared dg row updated by atomic_max(-inf) and "
+                                                          "atomic_xchg, programs taking turns", "judge"),
            ("partial_split_over_views", "kernel_sum", "the M x N partial buffer given to 8 launches as 8 views",
             "judge"),
            ("partial_buffer_reused", "kernel_sum", "an M/8 x N partial buffer filled 8 times", "judge"),

@@ -291,6 +291,23 @@ def test_a_plain_load_of_what_another_program_changes_with_an_atomic_is_a_race()
 
 
 @triton.jit
+def add_by_max_then_xchg_one_program_at_a_time(out_ptr, x_ptr, NP: tl.constexpr, N: tl.constexpr):
+    """Each program adds its row into one shared row, reading it with atomic_max(-inf) and writing the sum with
+    atomic_xchg, the programs taking turns (``if i == pid``): on a GPU they run at once and lose updates."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, N)
+    for i in range(NP):
+        if i == pid:
+            old = tl.atomic_max(out_ptr + cols, float("-inf"))
+            tl.atomic_xchg(out_ptr + cols, old + tl.load(x_ptr + pid * N + cols))
+
+
+def test_programs_that_exchange_different_values_into_one_element_depend_on_their_order():
+    with pytest.warns(triton.OrderDependenceWarning, match="tl.atomic_xchg of different values into one element"):
+        add_by_max_then_xchg_one_program_at_a_time[(8,)](torch.zeros(8), torch.ones(8, 8), NP=8, N=8)
+
+
+@triton.jit
 def count_visits_released_by_a_store(count_ptr, lock_ptr, seen_ptr):
     """count_visits_under_a_lock, its lock given back by a plain store, as much lock code does."""
     while tl.atomic_cas(lock_ptr, 0, 1) == 1:

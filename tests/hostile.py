@@ -18,7 +18,9 @@ autograder/job/provenance.py) and ``judge`` (the grader measures what was touche
 - ``float_atomics``: tests/calibration/float_atomics.py, dg by float atomics (no extra credit);
 - ``dg_on_host``: simple.py whose backward computes dg with torch on the host (item 3 lost);
 - ``r_on_host``: simple.py whose wrapper computes r with torch and whose kernel loads it (items 1, 5, 7 lost);
-- ``zero_rows_bug``, ``validate``, ``truncated_r``, ``dot_on_host``, ``kernel_sum``, ``serial_plain_rmw``:
+- ``zero_rows_bug`` (r = 0 on a zero row: 4.5 lost), ``validate`` (the host checks that x is finite: 7 lost),
+  ``dot_on_host`` (each row's dot computed on the host, loaded by the kernel), ``kernel_sum`` (the M x N partial
+  buffer summed by a second kernel: item 9 lost), and ``truncated_r``, ``serial_plain_rmw``:
   tests/hostile_files/controls/, each says what it loses.
 
 About 490 lines because it is a catalogue: each trick is a few lines of edits to a control, and they are
@@ -65,11 +67,8 @@ LAST_PROGRAM_SUMS = (
      "    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, dg_partial, out, M, N,"),
     ("dg_partial.sum(0).to(g.dtype)", "out.to(g.dtype)"))
 
-# the lecture's partial dg buffer as eight tensors of M/8 rows: a backward kernel storing into the one its row is
-# in, and a kernel that adds each into dg
-EIGHT_PARTS = ("part = row // chunk\n    at = (row - part * chunk) * N + cols\n" + "".join(
-    f"    {'if' if i == 0 else 'elif'} part == {i}:\n        tl.store(p{i} + at, dy * x * r, mask=mask)\n"
-    for i in range(8)) + """
+# a kernel that adds ``rows`` partial rows into dg, placed after a kernel's last line
+ADD_ROWS = """
 
 @triton.jit
 def _add_rows(p_ptr, dg_ptr, rows, N, BLOCK: tl.constexpr):
@@ -77,12 +76,35 @@ def _add_rows(p_ptr, dg_ptr, rows, N, BLOCK: tl.constexpr):
     acc = tl.load(dg_ptr + cols, mask=cols < N, other=0.0)
     for i in range(0, rows):
         acc += tl.load(p_ptr + i * N + cols, mask=cols < N, other=0.0)
-    tl.store(dg_ptr + cols, acc, mask=cols < N)""")
+    tl.store(dg_ptr + cols, acc, mask=cols < N)"""
+
+# the lecture's partial dg buffer as eight tensors of M/8 rows: a backward kernel storing into the one its row is
+# in, and a kernel that adds each into dg
+EIGHT_PARTS = ("part = row // chunk\n    at = (row - part * chunk) * N + cols\n" + "".join(
+    f"    {'if' if i == 0 else 'elif'} part == {i}:\n        tl.store(p{i} + at, dy * x * r, mask=mask)\n"
+    for i in range(8)) + ADD_ROWS)
 
 CONTROLS = {
     **{name: (ROOT / "tests" / "hostile_files" / "controls" / f"{name}.py").read_text()
-       for name in ("zero_rows_bug", "validate", "truncated_r", "dot_on_host", "kernel_sum", "serial_plain_rmw")},
+       for name in ("truncated_r", "serial_plain_rmw")},
     "simple": SIMPLE,
+    "zero_rows_bug": edit(SIMPLE, ("    r = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)\n",
+                                   "    ms = tl.sum(x * x, axis=0) / N\n"
+                                   "    r = tl.where(ms > 0, 1.0 / tl.sqrt(ms + eps), 0.0)\n")),
+    "validate": edit(SIMPLE, ("def rmsnorm_forward(x, g, eps=1e-5):\n",
+                              "def rmsnorm_forward(x, g, eps=1e-5):\n    if not bool(torch.isfinite(x).all()):\n"
+                              "        raise ValueError('x has inf or nan')\n")),
+    "dot_on_host": edit(SIMPLE, ("dx_ptr, dg_ptr, N, x_stride, dy_stride,",
+                                 "dx_ptr, dg_ptr, dot_ptr, N, x_stride, dy_stride,"),
+                        ("    dot = tl.sum(dy * g * x, axis=0)\n", "    dot = tl.load(dot_ptr + row)\n"),
+                        ("    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N,",
+                         "    dot = (dy2.float() * g.float() * x2.float()).sum(-1)\n"
+                         "    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, dot, N,")),
+    "kernel_sum": edit(SIMPLE, ("\n\ndef _matrix(t):", ADD_ROWS + "\n\n\ndef _matrix(t):"),
+                       ("    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)",
+                        "    dg = torch.zeros(N, dtype=torch.float32, device=x.device)\n"
+                        "    _add_rows[(triton.cdiv(N, 128),)](dg_partial, dg, M, N, BLOCK=128)\n"
+                        "    return dx.view(x.shape), dg.to(g.dtype)")),
     "pure_pytorch": PURE_PYTORCH,
     "x_twice": edit(SIMPLE, (FWD_STORE_Y, "    " + FWD_X_LOAD + "\n" + FWD_STORE_Y)),
     "x_dy_twice": edit(SIMPLE, (FWD_STORE_Y, "    " + FWD_X_LOAD + "\n" + FWD_STORE_Y),

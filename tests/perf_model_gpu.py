@@ -146,6 +146,7 @@ def measure(out_path: Path, which: str = "designs"):
                 designs.setdefault(path.stem, {})[dtype_name] = res
                 print(path.stem, dtype_name, {k: round(v, 1) for k, v in res.items() if k.endswith("share")},
                       res.get("error", "") or res.get("fwdbwd_error", ""), flush=True)
+                out_path.write_text(json.dumps({"shape": SHAPE, "designs": designs}, indent=1))  # kept if cut
     p = subprocess.run([sys.executable, __file__, "micro"], capture_output=True, text=True, timeout=600)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     micro = json.loads(lines[-1]) if lines else {"error": p.stderr[-2000:]}

@@ -72,18 +72,50 @@ def test_time_cuda_takes_the_best_median_of_its_rounds(monkeypatch):
 SHAPE = (16, 32)
 
 
+class _PassThrough(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def _left_mode():
+    mode = _PassThrough()
+    mode.__enter__()
+    return mode
+
+
+def _left_patch():
+    measured = timing.time_cuda
+    timing.time_cuda = lambda fn, **kw: measured(fn, **kw) / 12
+    return measured
+
+
+# what a step leaves behind that could run its code while it is timed (undone by the test that made it)
+LEFT_BEHIND = {"hook": lambda: __import__("sys").setprofile(lambda *a: None), "mode": _left_mode,
+               "patch": _left_patch}
+
+
+def _undo(cheat, left):
+    if cheat == "hook":
+        __import__("sys").setprofile(None)
+    elif cheat == "mode":
+        left[0].__exit__(None, None, None)
+    elif cheat == "patch":
+        timing.time_cuda = left[0]
+
+
 def stand_in(gpu, cheat=None):
     """A submission's rmsnorm_forward on the fake GPU, honest unless ``cheat`` says:
     "capture": while captured, its kernel copies the y of its last call instead of computing;
     "sync": it reads a value back to the host (not capturable); "unjoined": it leaves work on a side stream;
     "torch": torch computes y on the host; "thread": it starts a thread that outlives the call;
     "inputs": its kernel also writes into x; "rows": it computes every other row only;
-    "lazy": it returns a subclass of torch.Tensor."""
+    "lazy": it returns a subclass of torch.Tensor; "hook", "mode", "patch": it leaves a profile hook, a torch
+    function mode or a replaced timing function behind when it returns (``LEFT_BEHIND``)."""
     class Lazy(torch.Tensor):
         pass
 
     class Mod:
-        last, calls, threads = None, [], []
+        last, calls, threads, left = None, [], [], []
 
         @staticmethod
         def rmsnorm_forward(x, g):
@@ -106,6 +138,8 @@ def stand_in(gpu, cheat=None):
                     if cheat == "inputs":
                         x.mul_(2)
                 gpu.launch(kernel)
+            if cheat in LEFT_BEHIND and gpu.capturing is not None and not Mod.left:
+                Mod.left.append(LEFT_BEHIND[cheat]())     # installed while captured, never removed
             if cheat == "thread" and gpu.capturing is not None:
                 import threading
                 Mod.threads.append(threading.Thread(target=__import__("time").sleep, args=(0.5,), daemon=True))
@@ -119,6 +153,8 @@ def timed(gpu, mod, monkeypatch):
     """The job's gpu_timed, forward, on the CPU: (info, the replay's outputs, what is wrong with them, why the
     replay is not graded)."""
     monkeypatch.setattr(timing, "CUDA", gpu.table)
+    monkeypatch.setattr(job_speed, "SEALED", {})
+    job_speed.seal()                                  # as the job does before it imports the submission
     info = {"fwd_ms": 9.0, "seeds": {}, "threads": 0}
     got = job_speed.gpu_timed(mod, "fwd", ("y",), {"shape": SHAPE, "dtype": "float32", "device": "cpu"}, info)
     wrong = "no y"
@@ -177,11 +213,17 @@ def test_a_replay_whose_outputs_are_wrong_anywhere_is_caught(monkeypatch, cheat)
     ("torch", "ran torch's"),
     ("thread", "other Python threads were running"),
     ("inputs", "changed its input x while it was timed"),
+    ("hook", "a profile or trace hook"),
+    ("mode", "a torch function or dispatch mode"),
+    ("patch", "a change to the grader's timing code (rmsnorm_testkit.timing.time_cuda)"),
 ])
 def test_a_replay_that_cannot_be_graded_earns_nothing_and_says_why(monkeypatch, cheat, says):
     gpu = FakeGPU()
     mod = stand_in(gpu, cheat=cheat)
-    info, got, wrong, refused = timed(gpu, mod, monkeypatch)
+    try:
+        info, got, wrong, refused = timed(gpu, mod, monkeypatch)
+    finally:
+        _undo(cheat, mod.left)
     for thread in mod.threads:
         thread.join()
     assert refused is not None and says in refused, refused

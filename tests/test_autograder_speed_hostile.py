@@ -18,9 +18,11 @@ from autograder import config, rubric
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import speed_hostile  # noqa: E402
+import speed_hostile_more  # noqa: E402
 from conftest import ROOT  # noqa: E402
 from grade_in_process import verdicts  # noqa: E402
 
+TRICKS = {**speed_hostile.HOSTILE, **speed_hostile_more.MORE}   # on the timing, and in its process
 SPEED_PARTS = {n: p.points for n, p in rubric.PARTS.items() if n.startswith("10.")}
 
 
@@ -30,9 +32,9 @@ def test_the_corpus_has_a_dozen_tricks_on_one_honest_control():
     assert speed_hostile.CONTROL.count("for _ in range(REPEAT):") == 2
 
 
-@pytest.mark.parametrize("name", sorted(speed_hostile.HOSTILE))
+@pytest.mark.parametrize("name", sorted(TRICKS))
 def test_the_scan_refuses_exactly_the_tricks_it_is_named_for(name):
-    _, how, source = speed_hostile.HOSTILE[name]
+    _, how, source = TRICKS[name]
     missing, problems = scan.scan_rules(source)
     assert not missing
     if how == "scan":
@@ -66,7 +68,7 @@ def _item_10(path: Path, results: Path) -> tuple[float, dict]:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="item 10 is graded on a GPU")
 def test_on_a_gpu_no_trick_earns_more_of_item_10_than_the_slow_control(tmp_path):
     entries = {"solution": ("the reference solution", "-", (ROOT / "solution" / "rmsnorm.py").read_text()),
-               "control": ("the slow honest control", "-", speed_hostile.CONTROL), **speed_hostile.HOSTILE}
+               "control": ("the slow honest control", "-", speed_hostile.CONTROL), **TRICKS}
     only = os.environ.get("SPEED_HOSTILE_ONLY")       # names, comma-separated: a share of the corpus, on a short lease
     if only:
         entries = {k: v for k, v in entries.items() if k in only.split(",") or k == "control"}
@@ -80,7 +82,7 @@ def test_on_a_gpu_no_trick_earns_more_of_item_10_than_the_slow_control(tmp_path)
             Path(report).write_text(_table(table) + "\n\n" + json.dumps(table, indent=1))
     print(_table(table))
     assert "solution" not in table or table["solution"][1] == 10, table["solution"]
-    for name in set(speed_hostile.HOSTILE) & set(table):
+    for name in set(TRICKS) & set(table):
         assert table[name][1] <= table["control"][1], (name, table[name])
 
 

@@ -16,10 +16,17 @@ keeps that time honest, each checked here and judged by the grader (autograder/s
   (``TorchWork``): one that computes over M·N / 4 elements or more does what the kernels should.
 - **Nothing runs beside it.** Other Python threads alive after the capture or after the timing could
   change the outputs in the background: they are counted.
+- **Nothing of the submission's runs while it is timed.** Once the captured step returns, no code of the
+  submission's is called until the time is taken, unless the step left a way in: a profile or trace hook, a
+  torch function or dispatch mode, or a change to the grader's timing code and kept functions (replaced by a
+  name found at run time, as ``pydoc.locate`` or ``unittest.mock.patch`` find it). ``unsealed`` compares them
+  with what they were before the submission was imported (``seal``), after the capture and after the timing;
+  garbage collection, which could call a finalizer of the submission's, is off while the replays are timed.
 - **The inputs stay as they were** after the replays.
 
 Each kernel's time from the profiler is feedback only (where the time went), never graded.
 """
+import gc
 import os
 import sys
 import threading
@@ -38,11 +45,49 @@ from .protocol import plain, require_plain
 # threads running Python then (the grader's own: a test runner's, say).
 URANDOM, FRAMES, IDENT = os.urandom, sys._current_frames, threading.get_ident
 BEFORE = frozenset(FRAMES())
+PROFILE, TRACE, GC_OFF, GC_ON, GC_ENABLED = sys.getprofile, sys.gettrace, gc.disable, gc.enable, gc.isenabled
+FUNCTION_MODES, DISPATCH_MODES = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
 CALL_ROWS = 8                 # rows of a normal call's y and dx that go back (the graded replay's go back whole)
 LARGE_OP = 4                  # a torch op reading M·N / LARGE_OP elements or more does the kernels' work
 ALLOCATIONS = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "zeros",
                          "zeros_like", "new_zeros", "ones", "ones_like", "full", "full_like", "fill_", "zero_"})
 FOUND_CAP = 8
+
+
+def _fingerprint() -> dict:
+    """What the timing runs, by identity: this module's and the timing module's names (and each function's code
+    and defaults), the kept functions, the interpreter's hooks and torch's mode stacks."""
+    found = {"hooks": (id(PROFILE()), id(TRACE()), id(getattr(threading, "_profile_hook", None)),
+                       id(getattr(threading, "_trace_hook", None)), tuple(map(id, gc.callbacks))),
+             "modes": (FUNCTION_MODES(), DISPATCH_MODES()),
+             "kept": {k: id(v) for k, v in timing.CUDA.items()}}
+    for module in (timing, sys.modules[__name__]):
+        for name, value in list(vars(module).items()):
+            found[f"{module.__name__}.{name}"] = (id(value), id(getattr(value, "__code__", None)),
+                                                  id(getattr(value, "__defaults__", None)),
+                                                  id(getattr(value, "__kwdefaults__", None)))
+    return found
+
+
+SEALED = {}
+LEFT = {"hooks": "a profile or trace hook (sys.setprofile, sys.settrace, threading's, gc.callbacks)",
+        "modes": "a torch function or dispatch mode (TorchFunctionMode, TorchDispatchMode) still active",
+        "kept": "a change to the grader's kept timing functions"}
+
+
+def seal():
+    """Remember what the timing runs (``_fingerprint``): called once, before the submission is imported."""
+    SEALED.update(_fingerprint())
+
+
+def unsealed() -> list:
+    """What changed since ``seal`` that could run the submission's code while the grader times (empty: nothing),
+    in words, at most three. Nothing when nothing was sealed (a job on the simulator times nothing)."""
+    if not SEALED:
+        return []
+    now = _fingerprint()
+    changed = [k for k in SEALED if now.get(k) != SEALED[k]] + [k for k in now if k not in SEALED]
+    return sorted({LEFT.get(k, f"a change to the grader's timing code ({k})") for k in changed})[:3]
 
 
 def secret_seed() -> int:
@@ -154,12 +199,20 @@ def gpu_timed(mod, kind, names, task, info) -> dict:
         return {}
     info[f"{kind}_torch_work"] = watch.found
     info["threads"] = max(info["threads"], other_threads())
+    info[f"{kind}_unsealed"] = unsealed()
     def fresh():                                     # new inputs for every timed replay; the last seed is kept
         seed = info["seeds"][kind] = secret_seed()
         with c["no_grad"]():
             timing.speed_inputs(shape, dtype, seed, device, out=statics)
     fresh()
-    info[f"{kind}_graph_ms"] = timing.time_cuda(replay, prepare=fresh)
+    collecting = GC_ENABLED()
+    GC_OFF()                                         # no finalizer of the submission's runs while it is timed
+    try:
+        info[f"{kind}_graph_ms"] = timing.time_cuda(replay, prepare=fresh)
+    finally:
+        if collecting:
+            GC_ON()
+    info[f"{kind}_unsealed"] = info[f"{kind}_unsealed"] or unsealed()
     seed = info["seeds"][kind]
     got = got if isinstance(got, (tuple, list)) else (got,)
     got = {k: c["clone"](c["detach"](t)) if isinstance(t, c["tensor_class"]) else t for k, t in zip(names, got)}

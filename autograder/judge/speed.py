@@ -59,7 +59,8 @@ def not_timed(story: str, error: str) -> str:
 def refusal(kind: str, info: dict, own=None) -> str | None:
     """Why the timed replay of one kind of step cannot be graded (None when it can): it was not captured,
     Python ran beside it, torch did the work, kernels that are neither PyTorch's nor among ``own`` (the
-    names of the functions the submission's file defines) ran, or it changed its inputs."""
+    names of the functions the submission's file defines) ran, it changed its inputs, or it left a hook, a mode
+    or a change to the grader's timing code behind (``unsealed`` of the job's speed task)."""
     what = WHAT[kind]
     why = info.get(f"{kind}_graph_error")
     if why or f"{kind}_graph_ms" not in info:
@@ -67,6 +68,10 @@ def refusal(kind: str, info: dict, own=None) -> str | None:
         return (f"your {what} could not be captured in a CUDA graph ({why}): {not_captured(why)}. Item 10 times "
                 f"each step as a CUDA graph replays it, as torch.compile's \"reduce-overhead\" mode and inference "
                 f"servers run a model; a step that cannot be captured earns no points here")
+    left = info.get(f"{kind}_unsealed") or []
+    if left:
+        return (f"after your {what} returned, it left {' and '.join(left)}: code of yours could run while the "
+                f"grader timed the step, so the time is not used. Leave nothing installed behind a call")
     if info.get("threads"):
         return (f"other Python threads were running while your {what} was timed ({info['threads']}): a thread "
                 f"could change the outputs after the timing, so the time is not used. Start no threads")

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The H200 runs of docs/perf.md, in stages that each fit one call of the device (10 minutes):
+#   bash tests/gpu_runs.sh fidelity_and_designs OUT   # compile rules; item 10's shares of tests/perf_designs.py's
+#                                                     # designs and the microbenchmarks; the model held to them
+#   bash tests/gpu_runs.sh styles_and_solution OUT    # the other library styles' shares; the solution graded whole
+#   bash tests/gpu_runs.sh regrade OUT                # 24 submissions through grade-all (resumable)
+#   bash tests/gpu_runs.sh item10 OUT "A B"         # item 10 alone of the named entries, graded at once
+#   bash tests/gpu_runs.sh speed_hostile OUT ["A B"]  # item 10 of tests/speed_hostile.py's entries, AT_ONCE at once
+# Run from the repository root with the machine's python3 (torch and Triton); OUT collects tables and logs.
+set -uo pipefail
+stage=$1 out=$2
+export PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/triton-cache}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv,noheader
+python3 -c "import sys, torch, triton; print(sys.version.split()[0], torch.__version__, triton.__version__)"
+case $stage in
+  fidelity_and_designs)
+    python3 -m pytest -q -p no:cacheprovider tests/test_compile_rules_gpu.py 2>&1 | tail -3 | tee "$out/fidelity.txt"
+    python3 tests/perf_model_gpu.py measure "$out/designs.json" designs 2>&1 | tee "$out/designs.log"
+    PERF_MEASURED="$out/designs.json" python3 -m pytest -q -p no:cacheprovider tests/test_perf_model_gpu.py 2>&1 \
+      | tail -15 | tee "$out/model_test.txt" ;;
+  styles_and_solution)
+    python3 -m autograder.accounts create >/dev/null
+    (time python3 -m autograder.grade solution/rmsnorm.py "$out/solution.json") 2>&1 | tail -40 > "$out/solution.log"
+    python3 - "$out/solution.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("solution:", r.get("score"), [(t["number"], t["score"], t["max_score"]) for t in r["tests"] if t["number"].startswith("10")])
+print(r.get("leaderboard"))
+PY
+    python3 tests/perf_model_gpu.py measure "$out/styles.json" styles 2>&1 | tee "$out/styles.log" ;;
+  speed_hostile)                  # in AT_ONCE gradings at once (each with the control): the checks decide these
+    python3 -m autograder.accounts create >/dev/null
+    names=${3:-$(python3 -c "import sys; sys.path.insert(0, 'tests'); import speed_hostile as s, speed_hostile_more as m; print(*sorted({**s.HOSTILE, **m.MORE}))")}
+    groups=${AT_ONCE:-6} i=0 logs=$(mktemp -d)
+    for n in $names; do g[$((i % groups))]+="${g[$((i % groups))]:+,}$n"; i=$((i + 1)); done
+    for k in "${!g[@]}"; do
+      SPEED_HOSTILE_REPORT="$logs/$k.md" SPEED_HOSTILE_ONLY="${g[$k]}" timeout 560 python3 -m pytest -q -s \
+        -p no:cacheprovider tests/test_autograder_speed_hostile.py -k gpu >"$logs/$k.log" 2>&1 &
+    done
+    wait
+    cat "$logs"/*.log > "$out/speed_hostile.log"; cat "$logs"/*.md | tee "$out/speed_hostile.md"
+    grep -h "passed\|failed\|Error" "$logs"/*.log | tail -12 ;;
+  regrade)                        # a class of 24 (18 library styles, 6 mistakes) through make grade-all's warm
+                                  # server; resumable: call again with the same EXPORT to go on where it stopped
+    python3 -m autograder.accounts create >/dev/null
+    ex=${EXPORT:-/tmp/class_export}
+    python3 - "$ex" <<'PY'
+import shutil, sys
+from pathlib import Path
+sys.path.insert(0, "tests")
+import mistakes
+ex = Path(sys.argv[1])
+if not (ex / "submission_metadata.yml").exists():
+    files = {p.stem: p.read_text() for p in sorted(Path("tests/library_styles").glob("*.py"))}
+    files.update({f"mistake_{m}": mistakes.mistake(m) for m in list(mistakes.EDITS)[:6]})
+    meta = ["---"]
+    for i, (name, src) in enumerate(files.items()):
+        (ex / f"submission_{1000 + i}").mkdir(parents=True)
+        (ex / f"submission_{1000 + i}" / "rmsnorm.py").write_text(src)
+        meta += [f"submission_{1000 + i}:", "  :submitters:", f"  - :name: {name}", f"    :sid: '{i}'",
+                 f"    :email: s{i}@example.edu", "  :score: 0.0"]
+    (ex / "submission_metadata.yml").write_text("\n".join(meta) + "\n")
+print(sum(p.is_dir() for p in ex.glob("submission_*")), "submissions in", ex)
+PY
+    (time timeout ${LIMIT:-560} python3 -m autograder.grade_all "$ex" --out "$out/grades.csv") 2>&1 | tail -30
+    ls "$ex/regrade" | wc -l ;;
+  item10)                         # item 10 alone of the named entries (speed_hostile's, or "solution"), at once
+    python3 -m autograder.accounts create >/dev/null
+    python3 - $3 <<'PY'
+import concurrent.futures, json, os, sys, tempfile
+from pathlib import Path
+sys.path[:0] = ["tests", "starter", "."]
+import speed_hostile, speed_hostile_more
+from autograder import config, grade
+every = {"solution": Path("solution/rmsnorm.py").read_text(), "control": speed_hostile.CONTROL,
+         **{k: v[2] for k, v in {**speed_hostile.HOSTILE, **speed_hostile_more.MORE}.items()}}
+d = Path(tempfile.mkdtemp())
+def one(name):
+    (d / name).mkdir()
+    (d / name / "rmsnorm.py").write_text(every[name])
+    res = grade.grade(d / name / "rmsnorm.py", d / f"{name}.json", env=dict(os.environ, **{config.GPU_TASKS_VAR: "speed"}),
+                      select="gpu_speed")
+    parts = {t["number"]: t for t in res["tests"] if t["number"].startswith("10.")}
+    return name, sum(t["score"] for t in parts.values()), {n: t.get("output", "")[:240] for n, t in parts.items()}
+with concurrent.futures.ThreadPoolExecutor(len(sys.argv) - 1) as pool:
+    for name, score, said in pool.map(one, sys.argv[1:]):
+        print(f"== {name}: {score:g} / 10", json.dumps(said, indent=1), flush=True)
+PY
+    ;;
+  *) echo "unknown stage $stage"; exit 2 ;;
+esac

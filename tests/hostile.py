@@ -526,6 +526,18 @@ def _touch(t):''')),
                       "    dg_partial = whole[1:]\n"),
              ("    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)",
               "    torch.sum(dg_partial, 0, out=whole[0])\n    return dx.view(x.shape), whole[0].to(g.dtype)"))),
+    "fused_only_at_core_shapes": (
+        "x_dy_twice", "fused at the four 2-D shapes the grader's source names, each kernel launched twice at any "
+                      "other shape", "judge",
+        after_imports(edit(SIMPLE,
+                           ("    rmsnorm_fwd_kernel[(M,)](", "    for _ in range(1 if (M, N) in CORE else 2):\n"
+                                                            "        rmsnorm_fwd_kernel[(M,)]("),
+                           ("    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N, x2.stride(0), "
+                            "dy2.stride(0),\n                             BLOCK",
+                            "    for _ in range(1 if (M, N) in CORE else 2):\n"
+                            "        rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N, x2.stride(0), "
+                            "dy2.stride(0),\n                                 BLOCK")),
+                      "CORE = {(37, 100), (24, 256), (6, 513), (256, 128)}     # the grader's core shapes\n")),
     "lost_update_through_atomic_xchg": (
         "racy_dg", "dg summed into one shared row by a plain load and an atomic_xchg of the sum", "judge",
         edit(SIMPLE, (DG_STORE, "tl.atomic_xchg(dg_ptr + cols, tl.load(dg_ptr + cols, mask=mask) + dy * x * r, "

@@ -17,6 +17,7 @@ docs/ta-guide.md has a worked example.
 The names a job uses are made by the helpers at the end (``task_name``, ``input_key``), and those of
 its outputs by ``job.protocol.output_key``, never by hand.
 """
+import secrets
 import typing
 import zlib
 
@@ -58,6 +59,27 @@ def case(shape, dtype="float32", eps=1e-5, view=None, note="", forward_only=Fals
 # backward given the reference r (so that a mistake of the forward or of the autograd Function costs
 # them nothing), and, for item 7, its step through autograd.
 CORE = {k: case(shape) for k, shape in {"a": (37, 100), "b": (24, 256), "c": (6, 513), "d": (256, 128)}.items()}
+# Items 5 and 6 also read the traffic at a shape drawn for each grading (each process of the grader draws it once),
+# inside the core shapes' range: a kernel fused at every shape is fused there too, and one fused only at the
+# shapes written here is not. Items 1-3 do not grade it, so a verdict of theirs never depends on the draw.
+DRAWN_ROWS, DRAWN_COLS = (6, 64), (64, 400)
+
+
+def _drawn_shape() -> tuple:
+    """A shape no one knows before the grading: rows and columns in DRAWN_ROWS and DRAWN_COLS, not a core shape."""
+    core = {c.shape for c in CORE.values()}
+    while True:
+        shape = tuple(lo + secrets.randbelow(hi - lo + 1) for lo, hi in (DRAWN_ROWS, DRAWN_COLS))
+        if shape not in core:
+            return shape
+
+
+DRAWN = case(_drawn_shape(), note="a shape drawn for this grading")
+
+
+def traffic_cases() -> dict:
+    """The cases items 5 and 6 read: the core cases, then the drawn one ("drawn")."""
+    return {**CORE, "drawn": DRAWN}
 STRIDED = "x and dy of shape (24, 80) fp32, views {} of (24, 160) tensors, x.stride() = {}"
 LONG_ODD_N = 20001            # odd, above the 16384 fp32 values a row can hold whole in one block
 LONG_ODD = (f"N = {LONG_ODD_N}: more than one block per row, and the last chunk of any power-of-2 size is partly "
@@ -143,7 +165,7 @@ def robust_parts() -> dict:
 
 def all_sim_cases() -> dict:
     """Every case the simulator job runs, by name."""
-    return {**CORE, **ROBUST, **HOST_CASES}
+    return {**traffic_cases(), **ROBUST, **HOST_CASES}
 
 
 # ---- the names a job uses ------------------------------------------------------------------------------------
@@ -219,10 +241,10 @@ def sim_jobs(predict_item_10: bool = False) -> dict:
     in a third."""
     fwd, ag = {}, {}
     cases = all_sim_cases()
-    for k in [*CORE, *HOST_CASES]:
+    for k in [*traffic_cases(), *HOST_CASES]:
         fwd[task_name("fwd", k)] = _task("forward", k, cases[k], ("x", "g"))
     fwd[again(task_name("fwd", "d"))] = dict(fwd[task_name("fwd", "d")])           # 4.7: the same forward twice
-    for k in [*CORE, *HOST_CASES]:
+    for k in [*traffic_cases(), *HOST_CASES]:
         ag[task_name("bwd", k)] = _task("backward", k, cases[k], ("x", "g", "dy", "r"))
     ag[again(task_name("bwd", "d"))] = dict(ag[task_name("bwd", "d")])             # 4.7: the same backward twice
     for k in ["d", *HOST_CASES]:
@@ -239,7 +261,7 @@ def sim_inputs(reference_r) -> dict:
     backward. ``reference_r(x, g, eps)`` computes it (the grader's float64 reference)."""
     cases = all_sim_cases()
     inputs = make_inputs(cases)
-    for k in [*CORE, *HOST_CASES]:
+    for k in [*traffic_cases(), *HOST_CASES]:
         inputs[k]["r"] = reference_r(inputs[k]["x"], inputs[k]["g"], cases[k].eps)
     return inputs
 

@@ -1,5 +1,6 @@
 """Items 5-9: the fused kernels, read from the simulator's counts of the core case "d" (items 5 and 6: of another
-core case when d's task failed, whose error is charged once where it first shows; item 8: of every task that ran).
+core case when d's task failed, whose error is charged once where it first shows, then of the other core cases and
+the shape drawn for this grading, hidden/cases.traffic_cases; item 8: of every task that ran).
 
 Item 5 (the forward) and 6 (the backward) read each element of their inputs once and write each
 output once; 7 finds torch doing on the host what the kernels should; 8 is the race detector's
@@ -13,7 +14,7 @@ import re
 from rmsnorm_testkit import text
 from rmsnorm_testkit.compare import host_work_problem
 
-from ..hidden.cases import CORE, HOST_CHECK, task_name
+from ..hidden.cases import CORE, HOST_CHECK, task_name, traffic_cases
 from .charge import Finding, Ledger
 from .counts import (IO_ROLES, backward_io_problems, backward_traffic_problem, by_role, extent, io, order_dependence,
                      others, roles_of, scratch_extents, wrote_a_whole_output)
@@ -33,10 +34,10 @@ def traffic_case(L: Ledger, outcome, phase: str) -> str | None:
 
 
 def other_shapes(outcome, phase: str, first: str) -> list:
-    """The core cases besides ``first`` whose ``phase`` task ran: a kernel fused at one shape is fused at every
-    shape, so the traffic items read these too once ``first`` is fused (a file fused only at the shape the handout
-    names is not)."""
-    return [k for k in CORE if k != first and not outcome.task_error(task_name(phase, k))]
+    """The core cases besides ``first`` whose ``phase`` task ran, then the shape drawn for this grading: a kernel
+    fused at one shape is fused at every shape, so the traffic items read these too once ``first`` is fused (a file
+    fused only at the shapes the handout or the grader's source names is not)."""
+    return [k for k in traffic_cases() if k != first and not outcome.task_error(task_name(phase, k))]
 
 
 def at_every_shape(L: Ledger, inputs, outcome, phase: str, first: str, check) -> Ledger:
@@ -47,9 +48,10 @@ def at_every_shape(L: Ledger, inputs, outcome, phase: str, first: str, check) ->
     for k in other_shapes(outcome, phase, first):
         more = check(inputs, outcome, k)
         if more.findings:
-            M, N = CORE[k].shape
+            M, N = traffic_cases()[k].shape
+            drawn = ", a shape drawn for this grading" if k not in CORE else ""
             for f in more.findings:
-                L.add(dataclasses.replace(f, message=f"{f.message} (for x of shape ({M}, {N}) fp32)"))
+                L.add(dataclasses.replace(f, message=f"{f.message} (for x of shape ({M}, {N}) fp32{drawn})"))
             return L
     return L
 
@@ -70,7 +72,7 @@ def forward_traffic(inputs, outcome, k) -> Ledger:
     L = Ledger()
     task = task_name("fwd", k)
     info = outcome.info[task]
-    M, N = CORE[k].shape
+    M, N = traffic_cases()[k].shape
     launches = info["fwd"]["launches"]
     if not launches:
         L.add(Finding("y", "your forward launched no kernel"))
@@ -141,7 +143,7 @@ def backward_traffic(inputs, outcome, k, scratch: bool = True) -> Ledger:
     """Item 6's checks on core case ``k``'s backward (its scratch buffers' too, with ``scratch``)."""
     L = Ledger()
     task = task_name("bwd", k)
-    M, N = CORE[k].shape
+    M, N = traffic_cases()[k].shape
     taint = laundered(outcome, task, ("dx", "dg"), "a fused backward computes dx and dg from x, dy, g and r")
     if taint:
         L.add(taint)

@@ -241,3 +241,29 @@ def test_the_traffic_items_read_a_shape_drawn_for_each_grading_inside_the_core_s
     handout = (ROOT / "handout" / "README.md").read_text()
     assert f"({cases.DRAWN_ROWS[0]} to {cases.DRAWN_ROWS[1]}\nrows of {cases.DRAWN_COLS[0]} to {cases.DRAWN_COLS[1]} " \
            f"columns)" in handout
+
+
+def test_item_9_asks_for_a_fused_deterministic_backward_at_the_drawn_shape_too(tmp_path):
+    """The solution with its backward's dg built by float atomics at every shape but the core ones: right and
+    deterministic at (256, 128), where item 9 reads the buffer and dg, so only the drawn shape shows it, and item 9
+    alone is charged (4.7 reads the core case d twice; atomics are no race)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from grade_in_process import verdicts
+    from mistakes import SOLUTION, mistake
+    atomic = mistake("dg_by_atomic_add")
+    start = atomic.index("@triton.jit\ndef rmsnorm_bwd_kernel(")
+    kernel = atomic[start:atomic.index("\n@", start + 1)].replace("def rmsnorm_bwd_kernel(", "def bwd_kernel_atomic(")
+    src = SOLUTION.read_text()
+    for old, new in (("    rmsnorm_bwd_kernel[(programs,)](",
+                      "    core = (m, n) in {(37, 100), (24, 256), (6, 513), (256, 128)}\n"
+                      "    (rmsnorm_bwd_kernel if core else bwd_kernel_atomic)[(programs,)]("),
+                     ("alloc = torch.empty if single else torch.zeros", "alloc = torch.zeros"),
+                     ("\ndef rmsnorm_backward(", f"\n{kernel}\n\n\ndef rmsnorm_backward(")):
+        assert src.count(old) == 1, old
+        src = src.replace(old, new)
+    path = tmp_path / "atomic_elsewhere" / "rmsnorm.py"
+    path.parent.mkdir()
+    path.write_text(src)
+    failed = verdicts({"atomic_elsewhere": path})["atomic_elsewhere"]["failed"]
+    assert list(failed) == ["9"], failed
+    assert "not deterministic" in failed["9"] and "a shape drawn for this grading)" in failed["9"], failed["9"]

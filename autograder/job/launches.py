@@ -82,15 +82,17 @@ class Kernels:
             raise Refused(f"the kernel {name} (line {line}) is not a def of rmsnorm.py; Triton compiles a kernel "
                           f"from its source, so define it with def in the file")
         key = repr(ident)
-        if key in self.compiled:
-            seen[ident.get("id")] = self.compiled[key]
-            return self.compiled[key]
+        if key in self.compiled:                # and the helpers described inside it, which later names may refer to
+            jit, inside = self.compiled[key]
+            seen.update(inside)
+            return jit
+        before = set(seen)
         proto = self._proto(node, line, ident.get("defaults") or {})
         jit = JITFunction(proto)
         seen[ident.get("id")] = jit
         for k, v in (ident.get("globals") or {}).items():
             proto.__globals__[str(k)] = self._bound(v, seen)
-        self.compiled[key] = jit
+        self.compiled[key] = jit, {i: f for i, f in seen.items() if i not in before}
         return jit
 
     def _proto(self, node: ast.FunctionDef, line: int, defaults: dict):

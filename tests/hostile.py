@@ -84,6 +84,110 @@ EIGHT_PARTS = ("part = row // chunk\n    at = (row - part * chunk) * N + cols\n"
     f"    {'if' if i == 0 else 'elif'} part == {i}:\n        tl.store(p{i} + at, dy * x * r, mask=mask)\n"
     for i in range(8)) + ADD_ROWS)
 
+
+# ---- the shape drawn for each grading (items 5, 6 and 9 read it): files that tell it from the others ------------
+# A direct call of rmsnorm_forward / rmsnorm_backward (not through TritonRMSNorm) on fp32 rows inside the handout's
+# drawn range, not a core shape: what only the drawn shape's tasks are.
+DRAWN_DETECT = '''_DEPTH = [0]          # > 0 while TritonRMSNorm runs (the robustness cases go through autograd)
+
+
+def _is_drawn(x):
+    return (_DEPTH[0] == 0 and x.dtype == torch.float32 and x.dim() == 2 and x.is_contiguous()
+            and 6 <= x.shape[0] <= 64 and 64 <= x.shape[1] <= 400 and tuple(x.shape) not in CORE)
+
+
+'''
+THROUGH_AUTOGRAD = (
+    ("        y, r = rmsnorm_forward(x, g, eps)\n",
+     "        _DEPTH[0] += 1\n        try:\n            y, r = rmsnorm_forward(x, g, eps)\n"
+     "        finally:\n            _DEPTH[0] -= 1\n"),
+    ("        dx, dg = rmsnorm_backward(dy, x, g, r)\n",
+     "        _DEPTH[0] += 1\n        try:\n            dx, dg = rmsnorm_backward(dy, x, g, r)\n"
+     "        finally:\n            _DEPTH[0] -= 1\n"))
+CHEAP_WRONG_KERNELS = '''@triton.jit
+def _fake_fwd(x_ptr, g_ptr, y_ptr, r_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0)
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0)
+    tl.store(y_ptr + row * N + cols, x * g, mask=mask)
+    tl.store(r_ptr + row, 1.0)
+
+
+@triton.jit
+def _fake_bwd(x_ptr, dy_ptr, dx_ptr, dg_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0)
+    dy = tl.load(dy_ptr + row * N + cols, mask=mask, other=0.0)
+    tl.store(dx_ptr + row * N + cols, dy, mask=mask)
+    tl.store(dg_ptr + row * N + cols, dy * x, mask=mask)
+
+
+'''
+# the lecture's backward in two passes over x and dy (a row's dot, then dx and its dg terms); with ``launder``, the
+# passes read fp32 copies of x and dy a first kernel made
+TWO_PASS_KERNELS = '''@triton.jit
+def _dot_kernel(x_ptr, g_ptr, dy_ptr, c_ptr, N, x_stride, dy_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + row * dy_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(c_ptr + row, tl.sum(dy * g * x, axis=0))
+
+
+@triton.jit
+def _dx_kernel(x_ptr, g_ptr, dy_ptr, r_ptr, c_ptr, dx_ptr, dg_ptr, N, x_stride, dy_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + row * dy_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    r = tl.load(r_ptr + row)
+    dot = tl.load(c_ptr + row)
+    tl.store(dx_ptr + row * N + cols, dy * g * r - x * (r * r * r) * dot / N, mask=mask)
+    tl.store(dg_ptr + row * N + cols, dy * x * r, mask=mask)
+
+
+@triton.jit
+def _copy_rows(x_ptr, dy_ptr, xs_ptr, dys_ptr, N, x_stride, dy_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + row * dy_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(xs_ptr + row * N + cols, x, mask=mask)
+    tl.store(dys_ptr + row * N + cols, dy, mask=mask)
+
+
+'''
+BWD_LAUNCH = ("    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N, x2.stride(0), dy2.stride(0),\n"
+              "                             BLOCK=triton.next_power_of_2(N))\n")
+
+
+def two_passes_off_d(launder: bool) -> str:
+    """The lecture's kernels with a two-pass backward at every shape but (256, 128), the core case d."""
+    copy = ("        xs = torch.empty((M, N), dtype=torch.float32, device=x.device)\n"
+            "        dys = torch.empty((M, N), dtype=torch.float32, device=x.device)\n"
+            "        _copy_rows[(M,)](x2, dy2, xs, dys, N, x2.stride(0), dy2.stride(0), BLOCK=B)\n"
+            "        x2, dy2 = xs, dys\n") if launder else ""
+    return edit(SIMPLE, ("def _matrix(t):\n", TWO_PASS_KERNELS + "def _matrix(t):\n"),
+                (BWD_LAUNCH,
+                 "    B = triton.next_power_of_2(N)\n"
+                 "    if (M, N) == (256, 128):\n"
+                 "        rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N, x2.stride(0), dy2.stride(0),\n"
+                 "                                 BLOCK=B)\n"
+                 "    else:                       # two passes over x and dy\n" + copy +
+                 "        c = torch.empty(M, dtype=torch.float32, device=x.device)\n"
+                 "        _dot_kernel[(M,)](x2, g, dy2, c, N, x2.stride(0), dy2.stride(0), BLOCK=B)\n"
+                 "        _dx_kernel[(M,)](x2, g, dy2, r, c, dx, dg_partial, N, x2.stride(0), dy2.stride(0),\n"
+                 "                         BLOCK=B)\n"))
+
 CONTROLS = {
     **{name: (ROOT / "tests" / "hostile_files" / "controls" / f"{name}.py").read_text()
        for name in ("truncated_r", "serial_plain_rmw")},
@@ -107,6 +211,7 @@ CONTROLS = {
                         "    return dx.view(x.shape), dg.to(g.dtype)")),
     "pure_pytorch": PURE_PYTORCH,
     "x_twice": edit(SIMPLE, (FWD_STORE_Y, "    " + FWD_X_LOAD + "\n" + FWD_STORE_Y)),
+    "two_passes_off_d": two_passes_off_d(launder=False),
     "x_dy_twice": edit(SIMPLE, (FWD_STORE_Y, "    " + FWD_X_LOAD + "\n" + FWD_STORE_Y),
                        ("    dot = tl.sum(dy * g * x, axis=0)\n",
                         "    dot = tl.sum(dy * g * x, axis=0)\n"
@@ -560,3 +665,29 @@ def _touch(t):''')),
               "rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial[:, :1], N,"),
              ("dg_partial.sum(0)", "dg_partial[:M].sum(0)"))),
 }
+# found by a red team of the drawn shape: what a file does where it tells the drawn shape from the others
+_CORE_ONLY = HOSTILE["fused_only_at_core_shapes"][3]
+HOSTILE["stops_at_the_drawn_shape"] = (
+    "x_dy_twice", "fused at the core shapes only (each kernel launched twice elsewhere), and raising an error at "
+                  "the shape it takes for the drawn one: items 1-3 never read it", "judge",
+    edit(_CORE_ONLY, ("def _matrix(t):\n", DRAWN_DETECT + "def _matrix(t):\n"), *THROUGH_AUTOGRAD,
+         ("def rmsnorm_forward(x, g, eps=1e-5):\n",
+          "def rmsnorm_forward(x, g, eps=1e-5):\n    if _is_drawn(x):\n        raise RuntimeError('not supported')\n"),
+         ("def rmsnorm_backward(dy, x, g, r):\n",
+          "def rmsnorm_backward(dy, x, g, r):\n    if _is_drawn(x):\n        raise RuntimeError('not supported')\n")))
+HOSTILE["cheap_wrong_kernels_at_the_drawn_shape"] = (
+    "x_dy_twice", "fused at the core shapes only, and at the shape it takes for the drawn one a kernel per phase "
+                  "that reads x once and stores wrong y, r, dx and dg", "judge",
+    edit(_CORE_ONLY, ("def _matrix(t):\n", DRAWN_DETECT + CHEAP_WRONG_KERNELS + "def _matrix(t):\n"),
+         *THROUGH_AUTOGRAD,
+         ("    r = torch.empty(M, dtype=torch.float32, device=x.device)\n",
+          "    r = torch.empty(M, dtype=torch.float32, device=x.device)\n    if _is_drawn(x):\n"
+          "        _fake_fwd[(M,)](x2, g, y, r, N, BLOCK=triton.next_power_of_2(N))\n        return y, r\n"),
+         ("    dg_partial = torch.empty((M, N), dtype=torch.float32, device=x.device)\n",
+          "    dg_partial = torch.empty((M, N), dtype=torch.float32, device=x.device)\n    if _is_drawn(x):\n"
+          "        _fake_bwd[(M,)](x2, dy2, dx, dg_partial, N, BLOCK=triton.next_power_of_2(N))\n"
+          "        return dx, dg_partial.sum(0)\n")))
+HOSTILE["two_passes_through_kernel_made_copies"] = (
+    "two_passes_off_d", "a two-pass backward at every shape but (256, 128), its passes reading fp32 copies of x and "
+                        "dy that a first kernel made: x and dy are read once, the copies twice", "judge",
+    two_passes_off_d(launder=True))

@@ -267,3 +267,21 @@ def test_item_9_asks_for_a_fused_deterministic_backward_at_the_drawn_shape_too(t
     failed = verdicts({"atomic_elsewhere": path})["atomic_elsewhere"]["failed"]
     assert list(failed) == ["9"], failed
     assert "not deterministic" in failed["9"] and "a shape drawn for this grading)" in failed["9"], failed["9"]
+
+
+def test_a_persistent_grid_of_a_fixed_size_keeps_its_points_at_a_drawn_shape_of_few_rows(tmp_path):
+    """The solution with 32 programs whatever M (its buffer M·N/8 at (256, 128)): at a drawn shape of 20 rows, 12 of
+    them have no rows and store a row of zeros each; that is no extra pass (items 6 and 9 keep their points)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from grade_in_process import verdicts
+    from mistakes import SOLUTION
+    old = ("    programs = _num_programs_bwd(m, per_sm, x.device)\n"
+           "    rows_per_program = cdiv(m, programs)\n"
+           "    programs = cdiv(m, rows_per_program)                 # no program left without rows\n")
+    src = SOLUTION.read_text()
+    assert src.count(old) == 1
+    path = tmp_path / "fixed_grid" / "rmsnorm.py"
+    path.parent.mkdir()
+    path.write_text(src.replace(old, "    programs = 32\n    rows_per_program = cdiv(m, programs)\n"))
+    failed = verdicts({"fixed_grid": path}, drawn=(20, 200))["fixed_grid"]["failed"]
+    assert failed == {}, failed

@@ -74,7 +74,12 @@ def _drawn_shape() -> tuple:
             return shape
 
 
-DRAWN = case(_drawn_shape(), note="a shape drawn for this grading")
+def drawn_case(shape: tuple):
+    """The case of a drawn shape (the project's tests choose one: tests/grade_in_process.py)."""
+    return case(shape, note="a shape drawn for this grading")
+
+
+DRAWN = drawn_case(_drawn_shape())
 
 
 def traffic_cases() -> dict:

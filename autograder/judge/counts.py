@@ -55,7 +55,7 @@ def wrote_a_whole_output(launches, M, N, roles) -> bool:
     return any(a["stored"] and a.get("distinct", 0) >= M * N for _, _, a in others(launches, roles))
 
 
-def backward_io_problems(launches, M, N) -> list:
+def backward_io_problems(launches, M, N, idle: bool = False) -> list:
     """[(kind, message)] of a backward that is not fused: "repeat" when an element of x or dy is loaded twice
     or one of dx stored twice (an extra pass), "coverage" when some are never loaded or stored (a grid or mask
     that misses elements: its cause is elsewhere), "scratch" for partial buffers that move too much."""
@@ -70,19 +70,13 @@ def backward_io_problems(launches, M, N) -> list:
                                   f"backward reads x and dy once and writes dx once"))
         elif distinct < M * N:
             out.append(("coverage", f"your backward {what} for only {distinct} of the {M * N} elements"))
-    problem = scratch_problem(launches, M, N)
+    problem = scratch_problem(launches, M, N, idle)
     if problem:
         out.append(("scratch", problem))
     return out
 
 
-def backward_traffic_problem(launches, M, N):
-    """Why the backward is not fused, or None: the first of backward_io_problems."""
-    problems = backward_io_problems(launches, M, N)
-    return problems[0][1] if problems else None
-
-
-def scratch_problem(launches, M, N):
+def scratch_problem(launches, M, N, idle: bool = False):
     """Why a backward's dg reduction moves too much through its scratch buffers (None if it does not).
 
     Counts are in elements of the case's dtype, by bytes, whatever a view's dtype (phases.launch_records), and
@@ -91,6 +85,9 @@ def scratch_problem(launches, M, N):
     most M·N + (the partial buffers' size) + M loads (each contribution read back once, as a lock-protected
     read-modify-write does, plus one pass over the partial buffers), each with room for lock words and counters
     (integers: a few accesses per row or program, the programs counted up to one per row).
+
+    With ``idle`` (the shapes besides the core case d), a grid of more programs than rows may also store a row of
+    N zeros for each program left without rows (a persistent grid of a fixed size at a few rows).
     """
     scratch = others(launches, IO_ROLES)
     stored = sum(a["stored"] for _, _, a in scratch)
@@ -98,6 +95,10 @@ def scratch_problem(launches, M, N):
     size = sum(covered for covered, _ in scratch_extents(scratch).values())
     ints = sum(a["loaded"] + a["stored"] for _, _, a in scratch if "int" in a.get("dtype", "float"))
     room = min(ints, 8 * (M + min(M, sum(L["programs"] for L in launches))))
+    if idle:
+        programs = max((L["programs"] for L in launches if any(a["stored"] for a in L["args"].values()
+                                                               if not set(roles_of(a)) & set(IO_ROLES))), default=0)
+        room += max(0, programs - M) * N
     detail = "; ".join(f"{name} in {k} ({a['numel']} elements): {a['stored']} stored, {a['loaded']} loaded"
                        for k, name, a in scratch)
     if stored > M * N + M + N + room:

@@ -16,10 +16,10 @@ from rmsnorm_testkit.compare import host_work_problem
 
 from ..hidden.cases import CORE, HOST_CHECK, task_name, traffic_cases
 from .charge import Finding, Ledger
-from .counts import (IO_ROLES, backward_io_problems, backward_traffic_problem, by_role, extent, io, order_dependence,
+from .counts import (IO_ROLES, backward_io_problems, by_role, extent, io, order_dependence,
                      others, roles_of, scratch_extents, wrote_a_whole_output)
-from .outputs import (backward_failure, backward_outputs, coverage_cause, failed, given, laundered, made, task_error,
-                      traffic)
+from .outputs import (backward_failure, backward_outputs, coverage_cause, failed, forward_outputs, given, laundered,
+                      made, task_error, traffic)
 
 FWD_D, BWD_D = task_name("fwd", "d"), task_name("bwd", "d")      # the core case the traffic items read
 
@@ -42,17 +42,56 @@ def other_shapes(outcome, phase: str, first: str) -> list:
 
 def at_every_shape(L: Ledger, inputs, outcome, phase: str, first: str, check) -> Ledger:
     """``L`` (``check`` on the case ``first``), or, when it found nothing, the findings of ``check`` on the first
-    other core case where it finds something, each message naming that case's shape."""
+    other core case where it finds something, each message naming that case's shape; then, at the drawn shape,
+    the task's own error or wrong outputs (``drawn_outputs``)."""
     if L.findings:
         return L
     for k in other_shapes(outcome, phase, first):
         more = check(inputs, outcome, k)
         if more.findings:
-            M, N = traffic_cases()[k].shape
-            drawn = ", a shape drawn for this grading" if k not in CORE else ""
-            for f in more.findings:
-                L.add(dataclasses.replace(f, message=f"{f.message} (for x of shape ({M}, {N}) fp32{drawn})"))
-            return L
+            return named(L, more, k)
+    return named(L, drawn_outputs(inputs, outcome, phase), "drawn")
+
+
+def named(L: Ledger, more: Ledger, k: str) -> Ledger:
+    """``more``'s findings added to ``L``, each message naming traffic case ``k``'s shape."""
+    M, N = traffic_cases()[k].shape
+    drawn = ", a shape drawn for this grading" if k not in CORE else ""
+    for f in more.findings:
+        L.add(dataclasses.replace(f, message=f"{f.message} (for x of shape ({M}, {N}) fp32{drawn})"))
+    return L
+
+
+def right_at_the_core_shapes(inputs, outcome, phase: str) -> bool:
+    """Did every core case's ``phase`` task run and give right outputs (items 1-3's findings, none)?"""
+    for k, case in CORE.items():
+        L, task = Ledger(), task_name(phase, k)
+        if failed(L, outcome, task):
+            return False
+        x, g, dy, story = given(inputs, k, case)
+        if phase == "fwd":
+            forward_outputs(L, outcome, task, x, g, case.eps, story)
+        else:
+            backward_outputs(L, L, outcome, task, x, g, dy, case.eps, story, r=inputs[k]["r"])
+        if L.findings:
+            return False
+    return True
+
+
+def drawn_outputs(inputs, outcome, phase: str) -> Ledger:
+    """The drawn shape's task as items 1-3 would judge it, which never read it: its error, or its outputs wrong.
+    The traffic of kernels that do not compute the outputs there (or of a task that stopped) proves nothing."""
+    L = Ledger()
+    k = "drawn"
+    case, task = traffic_cases()[k], task_name(phase, k)
+    if failed(L, outcome, task) or not right_at_the_core_shapes(inputs, outcome, phase):
+        return L                                # (wrong at a core shape too: items 1-3 charge it)
+    x, g, dy, story = given(inputs, k, case)
+    if phase == "fwd":
+        forward_outputs(L, outcome, task, x, g, case.eps, story)
+    else:
+        backward_outputs(L, L, outcome, task, x, g, dy, case.eps, story + " (given the reference r)",
+                         r=inputs[k]["r"])
     return L
 
 
@@ -135,12 +174,12 @@ def item_6(inputs, outcome) -> Ledger:
     if k is None:
         return L
     L.extend(backward_traffic(inputs, outcome, k))
-    return at_every_shape(L, inputs, outcome, "bwd", k,
-                          lambda i, o, other: backward_traffic(i, o, other, scratch=False))
+    return at_every_shape(L, inputs, outcome, "bwd", k, lambda i, o, other: backward_traffic(i, o, other, idle=True))
 
 
-def backward_traffic(inputs, outcome, k, scratch: bool = True) -> Ledger:
-    """Item 6's checks on core case ``k``'s backward (its scratch buffers' too, with ``scratch``)."""
+def backward_traffic(inputs, outcome, k, idle: bool = False) -> Ledger:
+    """Item 6's checks on traffic case ``k``'s backward (``idle``: its scratch may also hold a row of zeros for each
+    program left without rows, counts.scratch_problem)."""
     L = Ledger()
     task = task_name("bwd", k)
     M, N = traffic_cases()[k].shape
@@ -148,8 +187,7 @@ def backward_traffic(inputs, outcome, k, scratch: bool = True) -> Ledger:
     if taint:
         L.add(taint)
         return L
-    problems = [p for p in backward_io_problems(outcome.info[task]["bwd"]["launches"], M, N)
-                if scratch or p[0] != "scratch"]
+    problems = backward_io_problems(outcome.info[task]["bwd"]["launches"], M, N, idle)
     if problems and problems[0][0] == "none":
         L.add(Finding("dx", problems[0][1]))
         return L
@@ -318,14 +356,12 @@ def item_9(inputs, outcome) -> Ledger:
     if failed(L, outcome, BWD_D):
         return L
     L = improved_reduction(inputs, outcome, "d")
-    if L.findings or outcome.task_error(task_name("bwd", "drawn")):
-        return L                                # a task that failed is charged where it first shows
-    more = improved_reduction(inputs, outcome, "drawn", whole=False)
-    M, N = traffic_cases()["drawn"].shape
-    for f in more.findings:
-        L.add(dataclasses.replace(f, message=f"{f.message} (for x of shape ({M}, {N}) fp32, a shape drawn for "
-                                             f"this grading)"))
-    return L
+    if L.findings:
+        return L
+    more = Ledger()
+    if not failed(more, outcome, task_name("bwd", "drawn")):     # a task that stopped earns no extra credit
+        more = improved_reduction(inputs, outcome, "drawn", whole=False)
+    return named(L, more, "drawn")
 
 
 def improved_reduction(inputs, outcome, k, whole: bool = True) -> Ledger:
@@ -336,7 +372,8 @@ def improved_reduction(inputs, outcome, k, whole: bool = True) -> Ledger:
     task = task_name("bwd", k)
     info = outcome.info[task]
     launches = info["bwd"]["launches"]
-    problem = backward_traffic_problem(launches, M, N)
+    problems = backward_io_problems(launches, M, N, idle=not whole)     # at the drawn shape, as item 6 reads it
+    problem = problems[0][1] if problems else None
     why = order_dependence({"bwd": info["bwd"]})
     if problem:
         read = traffic(outcome, task, "bwd", inputs[k]["x"])     # an address mistake, item 2's, named

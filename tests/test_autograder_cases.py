@@ -285,3 +285,19 @@ def test_a_persistent_grid_of_a_fixed_size_keeps_its_points_at_a_drawn_shape_of_
     path.write_text(src.replace(old, "    programs = 32\n    rows_per_program = cdiv(m, programs)\n"))
     failed = verdicts({"fixed_grid": path}, drawn=(20, 200))["fixed_grid"]["failed"]
     assert failed == {}, failed
+
+
+def test_wrong_outputs_at_the_drawn_shape_are_charged_in_5_and_6_naming_the_shape_once(tmp_path):
+    """Kernels that read x once but compute wrong outputs where the file takes the shape for the drawn one, right at
+    the core shapes: items 1-3 never read the drawn shape, so 5 and 6 say what is wrong there, naming it once."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import hostile
+    from grade_in_process import verdicts
+    path = tmp_path / "wrong_at_drawn" / "rmsnorm.py"
+    path.parent.mkdir()
+    path.write_text(hostile.HOSTILE["cheap_wrong_kernels_at_the_drawn_shape"][3])
+    failed = verdicts({"wrong": path}, drawn=(20, 200))["wrong"]["failed"]
+    assert sorted(failed) == ["5", "6", "9"], failed
+    for part, output in (("5", "r from rmsnorm_forward differs"), ("6", "from rmsnorm_backward differs")):
+        assert output in failed[part] and failed[part].count("(20, 200)") == 1, failed[part]
+        assert failed[part].count("a shape drawn for this grading") == 1, failed[part]

@@ -58,7 +58,8 @@ def named(L: Ledger, more: Ledger, k: str) -> Ledger:
     M, N = traffic_cases()[k].shape
     drawn = ", a shape drawn for this grading" if k not in CORE else ""
     for f in more.findings:
-        L.add(dataclasses.replace(f, message=f"{f.message} (for x of shape ({M}, {N}) fp32{drawn})"))
+        said = f"x of shape ({M}, {N}) fp32" in f.message      # an output's message names its case already
+        L.add(f if said else dataclasses.replace(f, message=f"{f.message} (for x of shape ({M}, {N}) fp32{drawn})"))
     return L
 
 

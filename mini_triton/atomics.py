@@ -50,9 +50,9 @@ def apply(ch, acc, op, a, v, cmp, pids=None):
     flat = acc.buf.flat
     if op == "xchg" and (_different_values_at_one_address(a, v) or _exchanged_by_another(ch, acc, a, v, pids)):
         order_dependent(ch, f"tl.atomic_xchg of different values into one element of {acc.buf.describe()} at "
-                            f"{acc.line}")
+                            f"{acc.line}", acc)
     if op == "add" and acc.buf.elem.is_floating():
-        order_dependent(ch, f"tl.atomic_add on {acc.buf.describe()} at {acc.line}")
+        order_dependent(ch, f"tl.atomic_add on {acc.buf.describe()} at {acc.line}", acc)
         perm = runtime.schedule(torch.arange(a.numel()))        # the lanes arrive in any order
         old = torch.empty_like(v)
         old[perm] = in_order(op, flat, a[perm], v[perm], None)
@@ -138,12 +138,13 @@ def _add_repeated(flat, a, v):
     return old.to(flat.dtype)
 
 
-def order_dependent(ch, why: str, stacklevel: int = 5):
-    """Mark the launch order-dependent (the launcher then shuffles it) and say so, once per launch.
-    ``stacklevel`` 5 is the kernel's line: this, apply or track_locks, memory.atomic, tl.atomic_*."""
+def order_dependent(ch, why: str, acc, stacklevel: int = 5):
+    """Mark the launch order-dependent (the launcher then shuffles it) and say so, once per launch; ``acc``, the
+    access that made it so. ``stacklevel`` 5 is the kernel's line: this, apply or track_locks, memory.atomic,
+    tl.atomic_*."""
     launch = ch.launch
     if launch.order_dependent is None:
-        launch.order_dependent = why
+        launch.order_dependent, launch.order_on = why, acc.buf.name
         warnings.warn(f"{why}: programs then add in the order they arrive, which a GPU does not fix, so a "
                       f"float sum built this way changes in its last bits from run to run (mini_triton runs such "
                       f"launches in a shuffled order to show it). For a deterministic result, give each program "
@@ -177,7 +178,7 @@ def track_locks(ch, acc, op, old, new, cmp, active):
         took = (old == cmp) & (new != cmp)
         if bool(took.any()):
             ch.hold(positions[took], keys[took])
-            order_dependent(ch, f"a lock taken with tl.atomic_cas on {acc.buf.describe()} at {acc.line}")
+            order_dependent(ch, f"a lock taken with tl.atomic_cas on {acc.buf.describe()} at {acc.line}", acc)
 
 
 def note_turns(ch, positions, keys):

@@ -177,7 +177,8 @@ def check(launch, records):
             continue
         site, msg = found
         if _MODE == "record":
-            launch.race = launch.race or msg
+            if launch.race is None:
+                launch.race, launch.race_on = msg, tuple(sorted({r.buf.name for r in recs}))
             continue
         if _MODE == "warn":
             warnings.warn(msg, DataRaceWarning, stacklevel=4)

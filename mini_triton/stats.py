@@ -13,7 +13,8 @@ lanes move nothing), per launch and per argument:
     rec.launches[0].args["x_ptr"].loaded
 
 An atomic reads and writes its element: it counts as loaded and stored, and
-again under "atomics".
+again under "atomics"; ``tl.atomic_xchg`` only writes (the old value it hands back
+is the program's, not a pass over memory): it counts as stored.
 """
 from __future__ import annotations
 
@@ -115,6 +116,8 @@ class LaunchStats:
     waits: int = 0                # reductions across a block the programs made, summed over them (perf.py)
     rounds: dict = dataclasses.field(default_factory=dict)   # the loads they waited for: {bytes per thread: programs}
     issued: int = 0               # float block operations per thread, summed over programs (perf.py's issue term)
+    race_on: tuple = ()           # the names of the buffer the race was found in (one memory, any view of it)
+    order_on: str | None = None   # the name of the buffer whose atomics or lock made the result order-dependent
 
     @property
     def loaded(self):
@@ -126,7 +129,8 @@ class LaunchStats:
 
     def as_dict(self):
         return {"kernel": self.kernel, "grid": list(self.grid), "programs": self.programs,
-                "order_dependent": self.order_dependent, "race": self.race,
+                "order_dependent": self.order_dependent, "race": self.race, "race_on": list(self.race_on),
+                "order_on": self.order_on,
                 "undefined_lanes": self.undefined_lanes, "rule": self.rule,
                 "args": {k: v.as_dict() for k, v in self.args.items()}}
 
@@ -297,10 +301,11 @@ def commit_launch(launch, records):
             a.stored_bytes += n * size
         else:
             a.atomics += n
-            a.loaded += n
             a.stored += n
-            a.loaded_bytes += n * size
             a.stored_bytes += n * size
+            if r.op != "atomic_xchg":
+                a.loaded += n
+                a.loaded_bytes += n * size
         a.records.append(r)
     _GLOBAL["launches"] += 1
     _GLOBAL["programs"] += launch.programs
@@ -310,7 +315,7 @@ def commit_launch(launch, records):
     if _RECORDERS:
         ls = LaunchStats(launch.name, launch.grid, launch.programs, args, launch.order_dependent, launch.race,
                          launch.undefined_lanes, launch.rule, launch.num_warps, launch.waits, launch.rounds,
-                         launch.issued)
+                         launch.issued, launch.race_on, launch.order_on)
         for rec in _RECORDERS:
             rec.launches.append(ls)
             rec.alive.extend(b.tensor.untyped_storage() for b in launch.buffers)

@@ -31,13 +31,15 @@ def _start():
     import autograder  # noqa: F401 -- registers the test kit, rmsnorm_testkit (autograder/__init__.py)
 
 
-def _grade(path: str, gpu_cases: bool | str = False, drawn: tuple | None = None) -> dict:
+def _grade(path: str, gpu_cases: bool | str = False, drawn: tuple | None = None, tall: tuple | None = None) -> dict:
     from rmsnorm_testkit.compare import reference
     from autograder.job.main import setup_backend
     from autograder.hidden import cases
     from autograder.hidden.cases import GPU_ROBUST, flat, gpu_jobs, make_inputs, sim_inputs, sim_jobs
     if drawn is not None:                                 # this grading's drawn shape, chosen (cases.DRAWN)
         cases.DRAWN = cases.drawn_case(tuple(drawn))
+    if tall is not None:                                  # item 9's drawn shape of many rows, chosen (cases.TALL)
+        cases.TALL = cases.tall_case(tuple(tall))
     from autograder.judge import ledgers
     from autograder.judge.charge import charge
     triton = setup_backend(ROOT, "mini_triton")
@@ -98,13 +100,16 @@ class Pool:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
-def verdicts(paths: dict, workers: int = 2, gpu_cases: bool | str = False, drawn: tuple | None = None) -> dict:
+def verdicts(paths: dict, workers: int = 2, gpu_cases: bool | str = False, drawn: tuple | None = None,
+             tall: tuple | None = None) -> dict:
     """{name: verdicts} of each submission (a path to its rmsnorm.py); ``drawn``: the shape items 5, 6 and 9 read
-    besides the core ones, instead of one drawn for the worker (cases.DRAWN)."""
+    besides the core ones, instead of one drawn for the worker (cases.DRAWN); ``tall``: item 9's shape of many rows
+    (cases.TALL)."""
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start) as pool:
         jobs = [str(p) for p in paths.values()]
-        return dict(zip(paths, pool.map(_grade, jobs, [gpu_cases] * len(jobs), [drawn] * len(jobs))))
+        return dict(zip(paths, pool.map(_grade, jobs, [gpu_cases] * len(jobs), [drawn] * len(jobs),
+                                        [tall] * len(jobs))))
 
 
 def _most_masks_per_launch(path: str, shape: tuple) -> int:

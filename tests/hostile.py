@@ -691,3 +691,11 @@ HOSTILE["two_passes_through_kernel_made_copies"] = (
     "two_passes_off_d", "a two-pass backward at every shape but (256, 128), its passes reading fp32 copies of x and "
                         "dy that a first kernel made: x and dy are read once, the copies twice", "judge",
     two_passes_off_d(launder=True))
+# the improved reduction (item 9) at the shapes the grader's source names, the lecture's M x N buffer elsewhere
+HOSTILE["improved_only_at_core_shapes"] = (
+    "simple", "the solution, whose backward gives each program many rows at the four core shapes only and one row "
+              "elsewhere (an M x N partial buffer)", "judge",
+    edit((ROOT / "solution" / "rmsnorm.py").read_text(),
+         ("    programs = _num_programs_bwd(m, per_sm, x.device)\n",
+          "    programs = _num_programs_bwd(m, per_sm, x.device) if (m, n) in {(37, 100), (24, 256), (6, 513), "
+          "(256, 128)} else m\n")))

@@ -139,6 +139,11 @@ EDITS = {
     "dg_by_atomic_add": [(DG_STORE, DG_STORE.replace("tl.store(dg_partial_ptr + pid * n_cols + cols,",
                                                      "tl.atomic_add(dg_partial_ptr + cols,")),
                          ("alloc = torch.empty if single else torch.zeros", "alloc = torch.zeros")],
+    # every program adds its dg into row 0 of the partial buffer by a plain load and an atomic_xchg of the sum: the
+    # updates made between the two are lost (a race of a plain load with other programs' atomics)
+    "dg_lost_update": [(DG_STORE, "tl.atomic_xchg(dg_partial_ptr + cols, tl.load(dg_partial_ptr + cols, mask=col_mask)"
+                                  " + tl.sum(dg, axis=0), mask=col_mask)"),
+                       ("alloc = torch.empty if single else torch.zeros", "alloc = torch.zeros")],
     # --- the causes the diagnosis names (starter/rmsnorm_testkit/diagnose.py), each in the part that owns it ---
     # the forward leaves eps out of r
     "eps_left_out": [(FWD_R, FWD_R.replace(" + eps)", ")")), (FWD_R_CHUNKED, FWD_R_CHUNKED.replace(" + eps)", ")"))],

@@ -269,6 +269,33 @@ def test_item_9_asks_for_a_fused_deterministic_backward_at_the_drawn_shape_too(t
     assert "not deterministic" in failed["9"] and "a shape drawn for this grading)" in failed["9"], failed["9"]
 
 
+def test_item_9_reads_the_buffer_bound_at_a_second_drawn_shape_of_many_rows(tmp_path):
+    """Item 9's partial buffer (at most M·N/8) and dg are read at d and at a shape of many rows drawn for each grading
+    (a multiple of 8, so that M / 8 programs of 8 rows meet the bound exactly): the solution keeps its extra credit
+    at the smallest such shape, and a file that gives each program one row except at the shapes the grader's source
+    names loses it there, the shape named, and nothing else."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import hostile
+    from grade_in_process import verdicts
+    from autograder.hidden import cases
+    draws = {cases._tall_shape() for _ in range(200)}
+    assert all(cases.TALL_ROWS[0] <= m <= cases.TALL_ROWS[1] and m % 8 == 0 and
+               cases.TALL_COLS[0] <= n <= cases.TALL_COLS[1] for m, n in draws) and len(draws) > 50
+    assert cases.task_name("bwd", "tall") in cases.sim_jobs()["autograd"]
+    assert cases.task_name("fwd", "tall") not in cases.sim_jobs()["forward"]
+    paths = {"solution": ROOT / "solution" / "rmsnorm.py", "core_only": tmp_path / "core_only" / "rmsnorm.py"}
+    paths["core_only"].parent.mkdir()
+    paths["core_only"].write_text(hostile.HOSTILE["improved_only_at_core_shapes"][3])
+    got = verdicts(paths, tall=(cases.TALL_ROWS[0], 100))
+    assert got["solution"]["failed"] == {}, got["solution"]["failed"]
+    failed = got["core_only"]["failed"]
+    assert list(failed) == ["9"], failed
+    assert f"for x of shape ({cases.TALL_ROWS[0]}, 100) fp32, a shape drawn for this grading)" in failed["9"], failed
+    handout = " ".join((ROOT / "handout" / "README.md").read_text().split())
+    assert f"{cases.TALL_ROWS[0]} to {cases.TALL_ROWS[1]} rows, a multiple of 8, of {cases.TALL_COLS[0]} to " \
+           f"{cases.TALL_COLS[1]} columns" in handout
+
+
 def test_a_persistent_grid_of_a_fixed_size_keeps_its_points_at_a_drawn_shape_of_few_rows(tmp_path):
     """The solution with 32 programs whatever M (its buffer M·N/8 at (256, 128)): at a drawn shape of 20 rows, 12 of
     them have no rows and store a row of zeros each; that is no extra pass (items 6 and 9 keep their points)."""

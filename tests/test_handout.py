@@ -243,7 +243,7 @@ def test_part_d_s_program_count_is_the_handouts_in_the_public_test_that_checks_i
                    cwd=ROOT, check=True, capture_output=True)
     lecture = load_impl(tmp_path / "abc.py", backend="mini_triton", name="part_d_count")   # an M x N partial dg
     with pytest.raises(AssertionError) as e:
-        test_part_d.test_partial_dg_buffer_holds_at_most_an_eighth_of_x(lecture)
+        test_part_d.test_partial_dg_buffer_holds_at_most_an_eighth_of_x(lecture, test_part_d.GRADER_SHAPE)
     said = " ".join(str(e.value).split())
     assert f"the course GPU's {H200.sms}" in said and "never more than ⌈M / 8⌉" in said, said
     for lang, text in TEXT.items():

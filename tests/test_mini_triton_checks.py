@@ -290,6 +290,23 @@ def test_a_plain_load_of_what_another_program_changes_with_an_atomic_is_a_race()
         add_by_load_and_xchg[(4,)](torch.zeros(8), torch.ones(4, 8), 8, BLOCK=8)
 
 
+@pytest.mark.filterwarnings("ignore::mini_triton.OrderDependenceWarning")
+def test_a_recorded_race_and_order_dependence_name_their_buffer():
+    """A lost update is one mistake: the grader charges its order dependence to the race, since both are out_ptr's."""
+    triton.set_race_mode("record")
+    try:
+        with triton.record() as rec:
+            add_by_load_and_xchg[(4,)](torch.zeros(8), torch.arange(32.0).reshape(4, 8), 8, BLOCK=8)
+            count_visits_under_a_lock[(3,)](torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32),
+                                            torch.zeros(3, dtype=torch.int32))
+    finally:
+        triton.set_race_mode("error")
+    lost, locked = rec.launches
+    assert lost.race and lost.race_on == ("out_ptr",) and lost.order_on == "out_ptr"
+    assert locked.race is None and locked.race_on == () and locked.order_on == "lock_ptr"
+    assert lost.as_dict()["race_on"] == ["out_ptr"] and locked.as_dict()["order_on"] == "lock_ptr"
+
+
 @triton.jit
 def add_by_max_then_xchg_one_program_at_a_time(out_ptr, x_ptr, NP: tl.constexpr, N: tl.constexpr):
     """Each program adds its row into one shared row, reading it with atomic_max(-inf) and writing the sum with

@@ -113,6 +113,23 @@ def test_atomics_count_as_load_and_store():
     assert float(out) == 256.0
 
 
+@triton.jit
+def _xchg_each(out_ptr, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    tl.atomic_xchg(out_ptr + tl.program_id(0) * BLOCK + cols, cols.to(tl.float32))
+
+
+def test_an_atomic_xchg_counts_as_a_store_only():
+    """It writes its element; the old value it hands back is the program's, not a pass over memory (so a lost
+    update, a plain load and an xchg of the sum, moves what a lock-protected load and store move)."""
+    out = torch.zeros(2 * 64)
+    with triton.record() as rec:
+        _xchg_each[(2,)](out, BLOCK=64)
+    a = rec.launches[0].args["out_ptr"]
+    assert (a.atomics, a.loaded, a.stored, a.loaded_bytes, a.stored_bytes) == (128, 0, 128, 0, 512)
+    assert out[64 + 5] == 5.0
+
+
 def test_nested_records_and_host_ops():
     x = torch.randn(8, 16)
     with triton.record() as outer:

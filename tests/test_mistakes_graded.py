@@ -75,6 +75,8 @@ CHARGED = {
     "one_partial_row_per_input_row": ((), ["9"], "your partial dg buffer (dg_partial_ptr) has 32768 elements"),
     "dx_written_into_dy": (("dy_modified",), ["4.6"], "your backward modified dy"),
     "dg_by_atomic_add": (("order_dependent",), ["4.7", "9"], "tl.atomic_add on dg_partial_ptr"),
+    # one mistake (a race), charged once: not again as order dependence (4.7) or as scratch traffic (6)
+    "dg_lost_update": (("race",), ["8", "9"], "reads dg_partial_ptr[0, 0] (rmsnorm_bwd_kernel line"),
     "eps_left_out": (("eps_forgotten",), ["4.5"], "it matches the formula with eps left out"),
     "eps_outside_sqrt": (("eps_outside_sqrt",), ["4.5"], "eps is outside the square root"),
     "eps_fixed": (("eps_ignored",), ["4.5"], "instead of the eps = 0.01 the caller passed"),

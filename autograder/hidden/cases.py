@@ -82,9 +82,34 @@ def drawn_case(shape: tuple):
 DRAWN = drawn_case(_drawn_shape())
 
 
+# Item 9 also reads the backward at a second drawn shape, of many rows: its partial buffer's bound, M·N/8, holds
+# for any design that gives each program 8 rows or more (M a multiple of 8, so that M / 8 programs of 8 rows fit it
+# exactly), and a file that keeps its improved reduction for the shapes written here breaks it.
+TALL_ROWS, TALL_COLS = (264, 384), (64, 128)
+
+
+def _tall_shape() -> tuple:
+    """Item 9's drawn shape: rows a multiple of 8 in TALL_ROWS, columns in TALL_COLS."""
+    (lo, hi), (c_lo, c_hi) = TALL_ROWS, TALL_COLS
+    return lo + 8 * secrets.randbelow((hi - lo) // 8 + 1), c_lo + secrets.randbelow(c_hi - c_lo + 1)
+
+
+def tall_case(shape: tuple):
+    """The case of item 9's drawn shape (the project's tests choose one: tests/grade_in_process.py)."""
+    return case(shape, note="a shape of many rows drawn for this grading")
+
+
+TALL = tall_case(_tall_shape())
+
+
 def traffic_cases() -> dict:
     """The cases items 5 and 6 read: the core cases, then the drawn one ("drawn")."""
     return {**CORE, "drawn": DRAWN}
+
+
+def reduction_cases() -> dict:
+    """The cases item 9 reads: the core case d, the drawn one, and one of many rows ("tall"), the backward alone."""
+    return {"d": CORE["d"], "drawn": DRAWN, "tall": TALL}
 STRIDED = "x and dy of shape (24, 80) fp32, views {} of (24, 160) tensors, x.stride() = {}"
 LONG_ODD_N = 20001            # odd, above the 16384 fp32 values a row can hold whole in one block
 LONG_ODD = (f"N = {LONG_ODD_N}: more than one block per row, and the last chunk of any power-of-2 size is partly "
@@ -170,7 +195,7 @@ def robust_parts() -> dict:
 
 def all_sim_cases() -> dict:
     """Every case the simulator job runs, by name."""
-    return {**traffic_cases(), **ROBUST, **HOST_CASES}
+    return {**traffic_cases(), "tall": TALL, **ROBUST, **HOST_CASES}
 
 
 # ---- the names a job uses ------------------------------------------------------------------------------------
@@ -249,7 +274,7 @@ def sim_jobs(predict_item_10: bool = False) -> dict:
     for k in [*traffic_cases(), *HOST_CASES]:
         fwd[task_name("fwd", k)] = _task("forward", k, cases[k], ("x", "g"))
     fwd[again(task_name("fwd", "d"))] = dict(fwd[task_name("fwd", "d")])           # 4.7: the same forward twice
-    for k in [*traffic_cases(), *HOST_CASES]:
+    for k in [*traffic_cases(), "tall", *HOST_CASES]:
         ag[task_name("bwd", k)] = _task("backward", k, cases[k], ("x", "g", "dy", "r"))
     ag[again(task_name("bwd", "d"))] = dict(ag[task_name("bwd", "d")])             # 4.7: the same backward twice
     for k in ["d", *HOST_CASES]:
@@ -266,7 +291,7 @@ def sim_inputs(reference_r) -> dict:
     backward. ``reference_r(x, g, eps)`` computes it (the grader's float64 reference)."""
     cases = all_sim_cases()
     inputs = make_inputs(cases)
-    for k in [*traffic_cases(), *HOST_CASES]:
+    for k in [*traffic_cases(), "tall", *HOST_CASES]:
         inputs[k]["r"] = reference_r(inputs[k]["x"], inputs[k]["g"], cases[k].eps)
     return inputs
 

@@ -13,9 +13,9 @@ from rmsnorm_testkit.compare import compare, ctx_tensors_message, partial_dtype_
 
 from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of, robust_parts, task_name
 from .charge import Finding, Ledger
-from .counts import IO_ROLES, order_dependence, others
+from .counts import IO_ROLES, order_dependence, others, racing
 from .outputs import (BOTH, GRAD_OF, backward_failure, backward_outputs, exchanged_on_the_gpu, failed, forward_outputs,
-                      given, got, needs_input_grad, no_dg, no_r_saved, not_made)
+                      given, got, needs_input_grad, no_dg, no_r_saved, not_made, overlap_cause)
 
 
 def item_1(inputs, outcome) -> Ledger:
@@ -199,7 +199,12 @@ def part_4_7(outcome, gpu=None) -> Ledger:
         why = order_dependence(out.info[first]) or order_dependence(out.info[second])
         names = {"fwd": ("y", "r"), "bwd": ("dx", "dg")}.get(kind_of(first), ("y", "dx", "dg"))
         differ = [n for n in names if not _same(out, first, second, n)]
-        if why:
+        race = differ and not why and next(((k, p, r) for k in (first, second) for p in ("fwd", "bwd")
+                                            if (r := racing({p: out.info[k].get(p, {})}))), None)
+        if race:                                       # a race's results differ from run to run: item 8's charge, or
+            k, phase, race = race                      # that of the address fault that made it (overlap_cause)
+            L.add(Finding(differ[0], race, overlap_cause(out, k, phase, race) or "race", checked=True))
+        elif why:
             what = f"gave different {differ[0]}" if differ else "gave the same bits this time, by luck"
             run = {"fwd": "forward", "bwd": "backward"}.get(kind_of(first), "forward and backward")
             L.add(Finding("dg", f"running the same {run} twice on {story} {what} {where}: {why}. "

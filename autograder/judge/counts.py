@@ -115,10 +115,19 @@ def scratch_problem(launches, M, N, idle: bool = False):
 
 
 def order_dependence(info) -> str:
-    """Why a run's result depends on the order programs run, as the simulator saw it ('' if it does not)."""
+    """Why a run's result depends on the order programs run, as the simulator saw it ('' if it does not). A launch
+    whose order dependence comes from a buffer it also races on (a plain load, then an atomic_xchg of the sum: a
+    lost update) is the race's, which item 8 charges (``racing``)."""
     for phase in ("fwd", "bwd"):
         for L in info.get(phase, {}).get("launches", []):
-            if L.get("order_dependent"):
+            if L.get("order_dependent") and L.get("order_on") not in (L.get("race_on") or ()):
                 return (f"in {L['kernel']}, {L['order_dependent']} makes the result depend on the order programs "
                         f"run, which changes from run to run on a GPU (the simulator shuffles it too)")
     return ""
+
+
+def racing(info) -> str:
+    """The first data race of a run (item 8's), '' if none: what makes its results differ from run to run when no
+    atomic does."""
+    return next((L["race"] for phase in ("fwd", "bwd") for L in info.get(phase, {}).get("launches", [])
+                 if L.get("race")), "")

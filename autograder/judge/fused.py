@@ -14,12 +14,12 @@ import re
 from rmsnorm_testkit import text
 from rmsnorm_testkit.compare import host_work_problem
 
-from ..hidden.cases import CORE, HOST_CHECK, task_name, traffic_cases
+from ..hidden.cases import CORE, HOST_CHECK, reduction_cases, task_name, traffic_cases
 from .charge import Finding, Ledger
 from .counts import (IO_ROLES, backward_io_problems, by_role, extent, io, order_dependence,
                      others, roles_of, scratch_extents, wrote_a_whole_output)
 from .outputs import (backward_failure, backward_outputs, coverage_cause, failed, forward_outputs, given, laundered,
-                      made, task_error, traffic)
+                      made, overlap_cause, task_error, traffic)
 
 FWD_D, BWD_D = task_name("fwd", "d"), task_name("bwd", "d")      # the core case the traffic items read
 
@@ -55,7 +55,7 @@ def at_every_shape(L: Ledger, inputs, outcome, phase: str, first: str, check) ->
 
 def named(L: Ledger, more: Ledger, k: str) -> Ledger:
     """``more``'s findings added to ``L``, each message naming traffic case ``k``'s shape."""
-    M, N = traffic_cases()[k].shape
+    M, N = {**traffic_cases(), **reduction_cases()}[k].shape
     drawn = ", a shape drawn for this grading" if k not in CORE else ""
     for f in more.findings:
         said = f"x of shape ({M}, {N}) fp32" in f.message      # an output's message names its case already
@@ -291,17 +291,6 @@ def item_7(inputs, outcome) -> Ledger:
     return L
 
 
-def _overlap_cause(outcome, task, phase, race) -> str | None:
-    """The cause of a race on an output some of whose rows no program stored, in the same task: programs whose
-    shares overlap where others are missing (a row index that ignores the program, say) make both, one address
-    fault, charged once where rows never stored are; None for any other race."""
-    for Lc in outcome.info[task][phase]["launches"]:
-        for name, a in Lc["args"].items():
-            if f"both write {name}[" in race and a.get("role") in ("y", "r", "dx"):
-                return coverage_cause(outcome, task, a["role"])
-    return None
-
-
 def item_8(inputs, outcome) -> Ledger:
     L = Ledger()
     overlap = None                                     # a race that an address fault made, charged where it is
@@ -309,7 +298,7 @@ def item_8(inputs, outcome) -> Ledger:
         for phase in ("fwd", "bwd"):
             race = next((Lc["race"] for Lc in outcome.info[task].get(phase, {}).get("launches", []) if Lc.get("race")),
                         None) if isinstance(outcome.info[task], dict) else None
-            cause = race and _overlap_cause(outcome, task, phase, race)
+            cause = race and overlap_cause(outcome, task, phase, race)
             if race and not cause:
                 L.add(Finding("race", race, "race"))
                 return L
@@ -349,27 +338,29 @@ def beyond_outputs(launches, M, N) -> dict:
 
 def item_9(inputs, outcome) -> Ledger:
     """The improved reduction: a fused backward (item 6) whose dg is deterministic (no float atomics, no sums
-    built under a lock) and whose partial buffer is at most M·N/8 elements, and dg right, at the core case d; at the
-    shape drawn for this grading, fused and deterministic too (a file that keeps its improved reduction for the
-    shapes it knows is not). The buffer's bound and dg's exactness are d's alone: at other shapes a persistent grid
-    of one program per SM may hold more than M·N/8, and a wrong dg is items 1-4's."""
+    built under a lock) and whose partial buffer is at most M·N/8 elements, and dg right, at the core case d and at
+    a shape of many rows drawn for this grading ("tall": a file that keeps its improved reduction for the shapes it
+    knows does not keep the bound there); at the other drawn shape, of few rows, fused and deterministic (a
+    persistent grid of one program per SM may hold more than M·N/8 there, and a wrong dg there is items 5 and 6's)."""
     L = Ledger()
     if failed(L, outcome, BWD_D):
         return L
     L = improved_reduction(inputs, outcome, "d")
-    if L.findings:
-        return L
-    more = Ledger()
-    if not failed(more, outcome, task_name("bwd", "drawn")):     # a task that stopped earns no extra credit
-        more = improved_reduction(inputs, outcome, "drawn", whole=False)
-    return named(L, more, "drawn")
+    for k, whole in (("tall", True), ("drawn", False)):
+        if L.findings:
+            return L
+        more = Ledger()
+        if not failed(more, outcome, task_name("bwd", k)):     # a task that stopped earns no extra credit
+            more = improved_reduction(inputs, outcome, k, whole=whole)
+        L = named(L, more, k)
+    return L
 
 
 def improved_reduction(inputs, outcome, k, whole: bool = True) -> Ledger:
     """Item 9's checks on the backward of traffic case ``k``: fused and deterministic, then (``whole``) the partial
     buffer's size and dg."""
     L = Ledger()
-    M, N = traffic_cases()[k].shape
+    M, N = reduction_cases()[k].shape
     task = task_name("bwd", k)
     info = outcome.info[task]
     launches = info["bwd"]["launches"]
@@ -408,7 +399,7 @@ def improved_reduction(inputs, outcome, k, whole: bool = True) -> Ledger:
                             f"in slices); the improved reduction stores at most M·N/8 = {M * N // 8} of them (and dg "
                             f"once): give each program many rows and accumulate dg in registers"))
     else:
-        case = traffic_cases()[k]
+        case = reduction_cases()[k]
         x, g, dy, story = given(inputs, k, case)
         backward_outputs(Ledger(), L, outcome, task, x, g, dy, case.eps, story + " (given the reference r)",
                          r=inputs[k]["r"])

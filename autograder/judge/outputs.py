@@ -472,3 +472,14 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
     if outcome.task_error(task_name("ag", "d")) is None:
         return Finding("dx", f"your backward failed for {story}: {err}", crash_site(err))
     return no_r_saved(outcome, task, x, story, err) or Finding("dx", err, crash_site(err))
+
+
+def overlap_cause(outcome, task, phase, race) -> str | None:
+    """The cause of a race on an output some of whose rows no program stored, in the same task: programs whose
+    shares overlap where others are missing (a row index that ignores the program, say) make both, one address
+    fault, charged once where rows never stored are; None for any other race."""
+    for Lc in outcome.info[task][phase]["launches"]:
+        for name, a in Lc["args"].items():
+            if f"both write {name}[" in race and a.get("role") in ("y", "r", "dx"):
+                return coverage_cause(outcome, task, a["role"])
+    return None

@@ -53,6 +53,7 @@ class Launch:
         self.order_dependent = None            # why its result depends on program order, if it does
         self.race = None                       # the first data race found, in race mode "record"
         self.race_on = ()                      # the names of the buffer it was found in (one memory, any view)
+        self.race_kind = None                  # "store", "load", "atomic store" or "atomic load" (races._message)
         self.order_on = None                   # the name of the buffer that made it order-dependent
         self.rule = runtime.take_pending()     # the first compile rule broken, in rule mode "record"
         self.undefined_lanes = None            # the first masked tl.load without other= (its lanes hold NaN)

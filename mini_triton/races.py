@@ -175,10 +175,10 @@ def check(launch, records):
         found = _exact(launch, recs)
         if found is None:
             continue
-        site, msg = found
+        site, msg, what = found
         if _MODE == "record":
             if launch.race is None:
-                launch.race, launch.race_on = msg, tuple(sorted({r.buf.name for r in recs}))
+                launch.race, launch.race_on, launch.race_kind = msg, tuple(sorted({r.buf.name for r in recs})), what
             continue
         if _MODE == "warn":
             warnings.warn(msg, DataRaceWarning, stacklevel=4)
@@ -288,6 +288,14 @@ def _same_lock(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _message(launch, rec, writer_rec, byte_addr, p, q, what):
+    """(the kernel's line, the message, ``what``) of a race: ``what`` is "store" (two programs store), "load" (one
+    loads what another stores), or "atomic store" / "atomic load" (a plain access of what another changes with an
+    atomic)."""
+    site, msg = _said(launch, rec, writer_rec, byte_addr, p, q, what)
+    return site, msg, what
+
+
+def _said(launch, rec, writer_rec, byte_addr, p, q, what):
     off = byte_addr // rec.buf.tensor_element_size - rec.buf.storage_offset
     where = rec.buf.index_of(off)
     a, b = sorted((p, q)) if what == "store" else (p, q)

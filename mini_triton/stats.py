@@ -117,6 +117,7 @@ class LaunchStats:
     rounds: dict = dataclasses.field(default_factory=dict)   # the loads they waited for: {bytes per thread: programs}
     issued: int = 0               # float block operations per thread, summed over programs (perf.py's issue term)
     race_on: tuple = ()           # the names of the buffer the race was found in (one memory, any view of it)
+    race_kind: str | None = None  # "store", "load", "atomic store" or "atomic load" (races._message)
     order_on: str | None = None   # the name of the buffer whose atomics or lock made the result order-dependent
 
     @property
@@ -130,7 +131,7 @@ class LaunchStats:
     def as_dict(self):
         return {"kernel": self.kernel, "grid": list(self.grid), "programs": self.programs,
                 "order_dependent": self.order_dependent, "race": self.race, "race_on": list(self.race_on),
-                "order_on": self.order_on,
+                "race_kind": self.race_kind, "order_on": self.order_on,
                 "undefined_lanes": self.undefined_lanes, "rule": self.rule,
                 "args": {k: v.as_dict() for k, v in self.args.items()}}
 
@@ -315,7 +316,8 @@ def commit_launch(launch, records):
     if _RECORDERS:
         ls = LaunchStats(launch.name, launch.grid, launch.programs, args, launch.order_dependent, launch.race,
                          launch.undefined_lanes, launch.rule, launch.num_warps, launch.waits, launch.rounds,
-                         launch.issued, launch.race_on, launch.order_on)
+                         launch.issued, race_on=launch.race_on, race_kind=launch.race_kind,
+                         order_on=launch.order_on)
         for rec in _RECORDERS:
             rec.launches.append(ls)
             rec.alive.extend(b.tensor.untyped_storage() for b in launch.buffers)

@@ -156,6 +156,28 @@ def _stale(path: str, shape: tuple, dtype: str, op: str) -> dict:
     return outcome.info["task"].get("stale") or {}
 
 
+def _fresh_inputs(path: str, shape: tuple, op: str) -> dict:
+    """{input: (the input given, the replay's fresh draw of it)} of one task of ``op`` at ``shape``."""
+    from rmsnorm_testkit.compare import reference
+    from autograder.hidden.cases import case, flat, make_inputs
+    from autograder.job.main import setup_backend
+    from autograder.job.protocol import fresh_key
+    triton = setup_backend(ROOT, "mini_triton")
+    inputs = make_inputs({"rows": case(shape)})
+    inputs["rows"]["r"] = reference(inputs["rows"]["x"], inputs["rows"]["g"])[1].float()
+    names = {"forward": ("x", "g"), "backward": ("dy", "x", "g", "r"), "autograd": ("x", "g", "dy")}[op]
+    task = {"op": op, "tensors": {t: f"{t}.rows" for t in names}, "eps": 1e-5}
+    outcome = _run(triton, Path(path), {"one": {"task": task}}, flat(inputs))
+    return {t: (inputs["rows"][t], outcome.tensors.get(fresh_key(f"{t}.rows"))) for t in names}
+
+
+def fresh_inputs(path: Path, shape: tuple, op: str) -> dict:
+    """``_fresh_inputs`` in a spawned process, as ``verdicts`` runs a grading."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
+        return pool.submit(_fresh_inputs, str(path), shape, op).result()
+
+
 def stale(path: Path, shape: tuple, op: str, dtype: str = "float32") -> dict:
     """``_stale`` in a spawned process, as ``verdicts`` runs a grading."""
     context = multiprocessing.get_context("spawn")

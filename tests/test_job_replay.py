@@ -12,7 +12,7 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
 import hostile  # noqa: E402
-from grade_in_process import stale, verdicts  # noqa: E402
+from grade_in_process import fresh_inputs, stale, verdicts  # noqa: E402
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -91,6 +91,21 @@ def test_honest_kernels_are_right_again_on_fresh_inputs(tmp_path, name, op):
     path = {"solution": ROOT / "solution" / "rmsnorm.py", "unsloth": ROOT / "tests" / "library_styles" / "unsloth.py",
             "simple": ROOT / "tests" / "corpus" / "simple.py"}[name]
     assert stale(path, (37, 100), op) == {}
+
+
+def test_the_fresh_inputs_follow_the_inputs_as_given_not_what_the_run_left_in_their_memory(tmp_path):
+    """A backward that writes into dy (here dy scaled by 1000, as dx stored into dy's memory is dx's scale: 316 times
+    dy's on a zero row of x) leaves its mark in dy's buffer; the replay's fresh dy is drawn like the dy it was given,
+    or a fresh dy 1000 times too large would make rounding look like a wrong dg."""
+    path = tmp_path / "rmsnorm.py"
+    path.write_text(hostile.edit(hostile.SIMPLE, ("    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)",
+                                                  "    dy.mul_(1000)\n    return dx.view(x.shape), dg_partial.sum(0)"
+                                                  ".to(g.dtype)")))
+    got = fresh_inputs(path, (37, 100), "backward")
+    for name, (given, new) in got.items():
+        assert new is not None and new.numel() == given.numel() and not torch.equal(new, given.reshape(-1)), name
+        if name != "r":
+            assert 0.5 < float(new.std()) / float(given.std()) < 2, (name, float(new.std()), float(given.std()))
 
 
 # the lecture's kernels, whose backward then writes dg again from a value the host computed in numpy, passed to a

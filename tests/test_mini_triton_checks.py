@@ -303,6 +303,7 @@ def test_a_recorded_race_and_order_dependence_name_their_buffer():
         triton.set_race_mode("error")
     lost, locked = rec.launches
     assert lost.race and lost.race_on == ("out_ptr",) and lost.order_on == "out_ptr"
+    assert lost.race_kind == "atomic load" and locked.race_kind is None
     assert locked.race is None and locked.race_on == () and locked.order_on == "lock_ptr"
     assert lost.as_dict()["race_on"] == ["out_ptr"] and locked.as_dict()["order_on"] == "lock_ptr"
 

@@ -128,6 +128,7 @@ def launch_records(launches, roles: dict, copy_of: dict | None = None, units: di
                "distinct_loaded": n(a.distinct_loaded), "storage": a.storage}
         return out if copy_of is None else {**out, "copy_of": copy_of.get(a.storage)}
     return [{"kernel": L.kernel, "programs": L.programs, "order_dependent": L.order_dependent, "race": L.race,
-             "race_on": list(L.race_on), "order_on": L.order_on, "undefined_lanes": L.undefined_lanes, "rule": L.rule,
+             "race_on": list(L.race_on), "race_kind": L.race_kind, "order_on": L.order_on,
+             "undefined_lanes": L.undefined_lanes, "rule": L.rule,
              "args": {k: arg(a) for k, a in L.args.items()}}
             for L in launches]

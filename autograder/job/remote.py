@@ -137,6 +137,10 @@ class Task:
             self.fds.append(fd)
         judge.memory.inputs = [view for _, view in self.given.values()]
         self.original = {k: view.clone() for k, (_, view) in self.given.items()}
+        # each input as it was given, its whole buffer: the fresh draws follow these values, not what the task's
+        # run left in the buffer (a backward that stores dx into dy's memory would give the fresh dy dx's scale)
+        self.pristine = {k: replay.buffer_of(view).clone().as_strided(view.shape, view.stride(), view.storage_offset())
+                         for k, (_, view) in self.given.items()}
         self.kw = {"eps": task["eps"]} if "eps" in task else {}
         self.info, self.tensors, self.roles = {}, {}, {}
         # the bytes of one element of each role's memory, and of scratch (None): the case's own dtype's
@@ -254,7 +258,7 @@ class Task:
         if not self.recipe.snapshots:
             return
         order = sorted(self.given, key=lambda role: role == "r")       # r is made from the fresh x and g
-        views = {role: self.judge.fresh_input(self.task, role, self.given[role][1]) for role in order}
+        views = {role: self.judge.fresh_input(self.task, role, self.pristine[role]) for role in order}
         pristine = {k: v.clone() for k, v in views.items()}         # the replay may write into its inputs (dy)
         why = None
         again_run = replay.Replay(self.judge.kernels)

@@ -87,12 +87,16 @@ class Recipe:
                                {k: refs[k] for k in names if k in OUTPUTS and k in refs}))
 
 
+def buffer_of(view: torch.Tensor) -> torch.Tensor:
+    """The whole buffer ``view`` lies in, as a flat tensor of its dtype."""
+    return torch.as_strided(view.detach(), (view.untyped_storage().nbytes() // view.element_size(),), (1,), 0)
+
+
 def fresh(view: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """A new draw like ``view``'s buffer (the whole of it): values of the same mean and spread, zeros kept, and the
     view's rows shuffled."""
     base = view.detach()
-    whole = torch.as_strided(base, (base.untyped_storage().nbytes() // base.element_size(),), (1,), 0)
-    data = whole.double()
+    data = buffer_of(base).double()
     finite = data[torch.isfinite(data)]
     mean = float(finite.mean()) if finite.numel() else 0.0
     std = float(finite.std()) if finite.numel() > 1 else 1.0

@@ -479,7 +479,9 @@ def overlap_cause(outcome, task, phase, race) -> str | None:
     shares overlap where others are missing (a row index that ignores the program, say) make both, one address
     fault, charged once where rows never stored are; None for any other race."""
     for Lc in outcome.info[task][phase]["launches"]:
+        if Lc.get("race") != race or Lc.get("race_kind") != "store":
+            continue
         for name, a in Lc["args"].items():
-            if f"both write {name}[" in race and a.get("role") in ("y", "r", "dx"):
+            if name in (Lc.get("race_on") or ()) and a.get("role") in ("y", "r", "dx"):
                 return coverage_cause(outcome, task, a["role"])
     return None

@@ -699,3 +699,9 @@ HOSTILE["improved_only_at_core_shapes"] = (
          ("    programs = _num_programs_bwd(m, per_sm, x.device)\n",
           "    programs = _num_programs_bwd(m, per_sm, x.device) if (m, n) in {(37, 100), (24, 256), (6, 513), "
           "(256, 128)} else m\n")))
+# dy upcast on the host inside triton.unrecorded(), which steps out of the simulator's records of host ops (and so
+# out of the recipe the judge replays): the replay's fp32 dy is then never made, and its outputs are stale
+HOSTILE["host_upcast_unrecorded"] = (
+    "dy_upcast", "dy converted to fp32 on the host inside triton.unrecorded(), out of the host-op records", "judge",
+    edit(SIMPLE, ("    x2, dy2 = _matrix(x), _matrix(dy)\n",
+                  "    with triton.unrecorded():\n        x2, dy2 = _matrix(x), _matrix(dy).float()\n")))

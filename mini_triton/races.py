@@ -261,11 +261,14 @@ def _against_atomics(launch, recs, lo, hi, unit):
         other = lambda ends: (ends[0][pa] != big) & ((ends[0][pa] != pp) | (ends[1][pa] != pp))   # noqa: E731
         unlocked = other(free_p)
         locked = other(held_p) & ((pk < 0) | (held_k[0][pa] != pk) | (held_k[1][pa] != pk))
-        bad = ((unlocked | locked) & ~protocol[pa]).nonzero()
+        bad = ((unlocked | locked) & ~protocol[pa]).nonzero().reshape(-1)
         if bad.numel():
-            i = int(bad[0])
+            # the plain access of the lowest program (then address), against the lowest other program's atomic:
+            # the same whatever order the programs ran in (a launch with float atomics runs them shuffled)
+            i = int(bad[torch.argmin(pp[bad] * (n + 1) + pa[bad])])
             addr = int(pa[i])
-            j = int(((aa == addr) & (ap != pp[i])).nonzero()[0])
+            others = ((aa == addr) & (ap != pp[i])).nonzero().reshape(-1)
+            j = int(others[torch.argmin(ap[others])])
             return _message(launch, plain[int(p_rec[i])], atomics[int(a_rec[j])], (addr + lo) * unit, int(pp[i]),
                             int(ap[j]), "atomic " + kind.value)
     return None

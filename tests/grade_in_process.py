@@ -76,19 +76,30 @@ def _run(triton, submission: Path, groups: dict, inputs: dict):
     return runner.Outcome(tensors, results, f"importing rmsnorm.py failed: {error}" if error else None, None)
 
 
+def _draw() -> tuple:
+    """(a drawn shape, a tall one), as a grading draws them (hidden/cases.py)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from autograder.hidden import cases
+    return cases._drawn_shape(), cases._tall_shape()
+
+
 class Pool:
     """Gradings started now, each read when wanted: ``pool.start(name, path)``, then ``pool.verdict(name)`` waits
-    for that one only, at most ``each_s`` seconds (a stuck grading fails its own test, not the others')."""
+    for that one only, at most ``each_s`` seconds (a stuck grading fails its own test, not the others'). Every
+    grading of a pool reads the same drawn shapes (``shapes``: (drawn, tall), drawn once for the pool unless given),
+    so that a trick and its control are compared at the same shapes, whichever worker grades each."""
 
-    def __init__(self, workers: int = 2, each_s: float = 300):
-        self.each_s = each_s
+    def __init__(self, workers: int = 2, each_s: float = 300, shapes: tuple | None = None):
+        shapes = shapes or _draw()
+        self.each_s, self.shapes = each_s, shapes
         self.futures = {}
         self.pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                                            initializer=_start)
 
     def start(self, name, path, gpu_cases: bool | str = False):
         if name not in self.futures:
-            self.futures[name] = self.pool.submit(_grade, str(path), gpu_cases)
+            self.futures[name] = self.pool.submit(_grade, str(path), gpu_cases, *self.shapes)
 
     def verdict(self, name) -> dict:
         try:
@@ -103,8 +114,9 @@ class Pool:
 def verdicts(paths: dict, workers: int = 2, gpu_cases: bool | str = False, drawn: tuple | None = None,
              tall: tuple | None = None) -> dict:
     """{name: verdicts} of each submission (a path to its rmsnorm.py); ``drawn``: the shape items 5, 6 and 9 read
-    besides the core ones, instead of one drawn for the worker (cases.DRAWN); ``tall``: item 9's shape of many rows
-    (cases.TALL)."""
+    besides the core ones (cases.DRAWN), and ``tall``: item 9's shape of many rows (cases.TALL), each drawn once for
+    all the files unless given."""
+    drawn, tall = drawn or _draw()[0], tall or _draw()[1]           # one draw for every file compared
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start) as pool:
         jobs = [str(p) for p in paths.values()]

@@ -104,7 +104,7 @@ def _same_step(a, b, loose, what):
         return
     assert len(outs_a) == len(outs_b), what
     for i, (ta, tb) in enumerate(zip(outs_a, outs_b)):
-        assert _same_tensor(ta, tb, loose), f"{what}: output {i} differs"
+        assert _same_tensor(ta, tb, loose) if loose is not None else ta.shape == tb.shape, f"{what}: output {i} differs"
     for i, (ma, mb) in enumerate(zip(masks_a, masks_b)):
         assert torch.equal(ma, mb), f"{what}: the elements of output {i} that kernels stored differ"
 
@@ -132,6 +132,8 @@ def test_batched_and_program_by_program_runs_agree(name, tmp_path):
         mini_triton.set_batching(old)
     for (case, fwd_a, bwd_a, launches_a), (_, fwd_b, bwd_b, launches_b) in zip(batched, one_by_one):
         loose = any(ls[5] for ls in launches_a + launches_b)       # programs shuffled: float sums reorder
+        if any(ls[3] != "None" for ls in launches_a + launches_b):
+            loose = None        # a race: what it stores depends on how programs interleave (a lost update), not values
         _same_step(fwd_a, fwd_b, loose, f"{name} forward {case}")
         assert (bwd_a is None) == (bwd_b is None), f"{name} {case}"
         if bwd_a is not None:

@@ -271,3 +271,21 @@ def test_a_phase_may_copy_clean_tensors_any_number_of_times():
     origins = [_host_writes(memory, torch.tensor([2 + k % 16], dtype=torch.uint8)) for k in range(40)]
     kinds = [int(o[0]) for o in origins]
     assert kinds == [provenance.COPY_KERNEL] * 40, kinds
+
+
+def test_a_sample_taken_between_lines_never_stops_the_kernel(tmp_path):
+    """Python leaves a frame's f_lineno None at some instants; the watchdog's sample then notes nothing (it raised a
+    TypeError into the kernel, which a long-running honest backward was charged for, about 1 grading in 8)."""
+    import types
+    from rmsnorm_testkit.watch import Watch
+    path = tmp_path / "rmsnorm.py"
+    path.write_text("def k(n):\n    for i in range(n):\n        pass\n")
+    watch = Watch(str(path), 0.25)
+    code = compile(path.read_text(), str(path), "exec")
+    frame = types.SimpleNamespace(f_code=code, f_lineno=None, f_back=None, f_locals={})
+    assert watch.loop(None) is None and watch.loop(3) is not None
+    watch.sample(frame)
+    assert watch.samples == []
+    frame.f_lineno = 3
+    watch.sample(frame)
+    assert watch.samples and watch.samples[-1][1] == 3

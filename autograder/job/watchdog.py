@@ -37,7 +37,10 @@ def budgeted(budget, path: str):
     watch = Watch(path, SLICE_S)
 
     def tick(signum, frame):
-        watch.sample(frame)
+        try:
+            watch.sample(frame)
+        except Exception:                  # noqa: BLE001 -- the grader's own notes never stop a kernel
+            pass
         if budget():
             signal.setitimer(signal.ITIMER_PROF, 0, 0)
             where = watch.where()

@@ -75,7 +75,11 @@ class Watch:
             self._loops = loops(self.path)
         return self._loops
 
-    def loop(self, line: int):
+    def loop(self, line: int | None):
+        """The innermost loop of the file around ``line`` (None: none, or a frame between lines, whose f_lineno
+        Python leaves None)."""
+        if line is None:
+            return None
         return max((lp for lp in self.loops if lp[0] <= line <= lp[1]), default=None)
 
     def sample(self, frame):
@@ -87,7 +91,7 @@ class Watch:
             if outer is None:
                 break
             f = outer
-        if f is None:
+        if f is None or f.f_lineno is None:
             return
         lp = self.loop(f.f_lineno)
         state = None if lp is None or lp[2] is None else tuple(fingerprint(f.f_locals.get(n)) for n in lp[2])

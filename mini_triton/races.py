@@ -209,9 +209,9 @@ def _exact(launch, recs):
     hi = max((int(r.hi.max()) + r.buf.storage_offset + 1) * r.buf.tensor_element_size // unit - 1 for r in recs)
     stores = [r for r in recs if r.kind is Kind.STORE]
     loads = [r for r in recs if r.kind is Kind.LOAD]
-    if not stores:
-        return _against_atomics(launch, recs, lo, hi, unit)
     sa, sp, sk, s_rec = _lanes_of(stores, lo, unit)
+    if not sa.numel():                                  # no store, or only stores whose every lane is masked off
+        return _against_atomics(launch, recs, lo, hi, unit)
     # each element's owner: the program of the last store lane that wrote it (as stores in order would leave it)
     last = torch.full((hi - lo + 1,), -1, dtype=torch.int64).scatter_reduce_(0, sa, torch.arange(sa.numel()), "amax")
     written = last >= 0

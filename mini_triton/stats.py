@@ -13,8 +13,8 @@ lanes move nothing), per launch and per argument:
     rec.launches[0].args["x_ptr"].loaded
 
 An atomic reads and writes its element: it counts as loaded and stored, and
-again under "atomics"; ``tl.atomic_xchg`` only writes (the old value it hands back
-is the program's, not a pass over memory): it counts as stored.
+again under "atomics" (``tl.atomic_xchg`` too: the old value it hands back is a read
+of memory, which a kernel can use as a load).
 """
 from __future__ import annotations
 
@@ -302,11 +302,10 @@ def commit_launch(launch, records):
             a.stored_bytes += n * size
         else:
             a.atomics += n
+            a.loaded += n
             a.stored += n
+            a.loaded_bytes += n * size
             a.stored_bytes += n * size
-            if r.op != "atomic_xchg":
-                a.loaded += n
-                a.loaded_bytes += n * size
         a.records.append(r)
     _GLOBAL["launches"] += 1
     _GLOBAL["programs"] += launch.programs

@@ -579,6 +579,10 @@ def _touch(t):''')),
        for name, control, what, how in (
            ("const_fill_bit_channel", "pure_pytorch", "numpy's outputs written bit by bit as 0x01 bytes into a zero "
                                                       "buffer, which kernels decode", "provenance"),
+           ("read_twice_through_xchg", "x_dy_twice", "x and dy read twice, the second time through atomic_xchg "
+                                                       "pairs that put each value back", "judge"),
+           ("float_atomics_with_a_race_on_purpose", "float_atomics", "dg by float atomic_add into one row, plus a "
+                                                                      "plain load of that row on purpose", "judge"),
            ("launder_wide_load_byte_store", "pure_pytorch", "the host's outputs loaded by a kernel as int64 words and "
                                                             "stored byte by byte", "provenance"),
            ("r_on_host_packed", "r_on_host", "numpy's r packed two values per int64, unpacked and stored by the "

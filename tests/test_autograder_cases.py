@@ -279,20 +279,20 @@ def test_item_9_reads_the_buffer_bound_at_a_second_drawn_shape_of_many_rows(tmp_
     from grade_in_process import verdicts
     from autograder.hidden import cases
     draws = {cases._tall_shape() for _ in range(200)}
-    assert all(cases.TALL_ROWS[0] <= m <= cases.TALL_ROWS[1] and m % 8 == 0 and
-               cases.TALL_COLS[0] <= n <= cases.TALL_COLS[1] for m, n in draws) and len(draws) > 50
+    assert all(cases.TALL_ROWS[0] <= m <= cases.TALL_ROWS[1] and m % 8 == 0 and n in cases.TALL_COLS
+               for m, n in draws) and len(draws) > 20
     assert cases.task_name("bwd", "tall") in cases.sim_jobs()["autograd"]
     assert cases.task_name("fwd", "tall") not in cases.sim_jobs()["forward"]
     paths = {"solution": ROOT / "solution" / "rmsnorm.py", "core_only": tmp_path / "core_only" / "rmsnorm.py"}
     paths["core_only"].parent.mkdir()
     paths["core_only"].write_text(hostile.HOSTILE["improved_only_at_core_shapes"][3])
-    got = verdicts(paths, tall=(cases.TALL_ROWS[0], 100))
+    got = verdicts(paths, tall=(cases.TALL_ROWS[0], 64))
     assert got["solution"]["failed"] == {}, got["solution"]["failed"]
     failed = got["core_only"]["failed"]
     assert list(failed) == ["9"], failed
-    assert f"for x of shape ({cases.TALL_ROWS[0]}, 100) fp32, a shape drawn for this grading)" in failed["9"], failed
+    assert f"for x of shape ({cases.TALL_ROWS[0]}, 64) fp32, a shape drawn for this grading)" in failed["9"], failed
     handout = " ".join((ROOT / "handout" / "README.md").read_text().split())
-    assert f"{cases.TALL_ROWS[0]} to {cases.TALL_ROWS[1]} rows, a multiple of 8, of {cases.TALL_COLS[0]} to " \
+    assert f"{cases.TALL_ROWS[0]} to {cases.TALL_ROWS[1]} rows, a multiple of 8, of {cases.TALL_COLS[0]} or " \
            f"{cases.TALL_COLS[1]} columns" in handout
 
 

@@ -309,6 +309,25 @@ def test_a_recorded_race_and_order_dependence_name_their_buffer():
 
 
 @triton.jit
+def atomics_and_a_store_masked_off(out_ptr, N, BLOCK: tl.constexpr):
+    """Each program adds into one shared row with atomics, and reads it back; program 0 stores into it under a mask
+    that is false in every lane (a store that moves nothing)."""
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    tl.atomic_add(out_ptr + cols, 1, mask=mask)
+    seen = tl.load(out_ptr + cols, mask=mask, other=0)
+    if tl.program_id(0) == 0:
+        tl.store(out_ptr + cols, seen, mask=mask & (cols < 0))
+
+
+def test_a_store_whose_every_lane_is_masked_off_is_no_write_to_the_race_check():
+    """The check found the store's lanes empty and failed inside itself (an IndexError, charged to the kernel); with
+    no lane stored, what remains is the plain load of what other programs change with atomics: that race."""
+    with pytest.raises(triton.DataRaceError, match=r"reads out_ptr\[0\] .* changes it with an atomic"):
+        atomics_and_a_store_masked_off[(4,)](torch.zeros(8, dtype=torch.int32), 8, BLOCK=8)
+
+
+@triton.jit
 def add_by_max_then_xchg_one_program_at_a_time(out_ptr, x_ptr, NP: tl.constexpr, N: tl.constexpr):
     """Each program adds its row into one shared row, reading it with atomic_max(-inf) and writing the sum with
     atomic_xchg, the programs taking turns (``if i == pid``): on a GPU they run at once and lose updates."""

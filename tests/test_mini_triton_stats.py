@@ -114,20 +114,22 @@ def test_atomics_count_as_load_and_store():
 
 
 @triton.jit
-def _xchg_each(out_ptr, BLOCK: tl.constexpr):
-    cols = tl.arange(0, BLOCK)
-    tl.atomic_xchg(out_ptr + tl.program_id(0) * BLOCK + cols, cols.to(tl.float32))
+def _read_by_xchg(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.atomic_xchg(x_ptr + cols, 0.0)          # reads x (and writes 0 there)
+    tl.atomic_xchg(x_ptr + cols, v)                 # and puts it back
+    tl.store(out_ptr + cols, v * 2)
 
 
-def test_an_atomic_xchg_counts_as_a_store_only():
-    """It writes its element; the old value it hands back is the program's, not a pass over memory (so a lost
-    update, a plain load and an xchg of the sum, moves what a lock-protected load and store move)."""
-    out = torch.zeros(2 * 64)
+def test_an_atomic_xchg_counts_as_a_load_too():
+    """The old value an xchg hands back is a read of memory: a kernel that reads x through two xchgs (taking each
+    value and putting it back) has read x twice, as a fused forward may not."""
+    x, out = torch.arange(128.0), torch.zeros(128)
     with triton.record() as rec:
-        _xchg_each[(2,)](out, BLOCK=64)
-    a = rec.launches[0].args["out_ptr"]
-    assert (a.atomics, a.loaded, a.stored, a.loaded_bytes, a.stored_bytes) == (128, 0, 128, 0, 512)
-    assert out[64 + 5] == 5.0
+        _read_by_xchg[(2,)](x, out, BLOCK=64)
+    a = rec.launches[0].args["x_ptr"]
+    assert (a.atomics, a.loaded, a.stored) == (256, 256, 256)
+    assert torch.equal(out, torch.arange(128.0) * 2) and torch.equal(x, torch.arange(128.0))
 
 
 def test_nested_records_and_host_ops():

@@ -108,7 +108,9 @@ class Pool:
             raise TimeoutError(f"grading {name} took over {self.each_s:.0f} s") from None
 
     def close(self):
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        """Cancel what has not started and wait for the rest: no thread of the pool outlives its tests (the speed
+        tests count the threads running beside a timing)."""
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def verdicts(paths: dict, workers: int = 2, gpu_cases: bool | str = False, drawn: tuple | None = None,

@@ -118,7 +118,7 @@ def verdicts(paths: dict, workers: int = 2, gpu_cases: bool | str = False, drawn
     """{name: verdicts} of each submission (a path to its rmsnorm.py); ``drawn``: the shape items 5, 6 and 9 read
     besides the core ones (cases.DRAWN), and ``tall``: item 9's shape of many rows (cases.TALL), each drawn once for
     all the files unless given."""
-    drawn, tall = drawn or _draw()[0], tall or _draw()[1]           # one draw for every file compared
+    drawn, tall = (d or new for d, new in zip((drawn, tall), _draw()))    # one draw for every file compared
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start) as pool:
         jobs = [str(p) for p in paths.values()]

@@ -579,8 +579,6 @@ def _touch(t):''')),
        for name, control, what, how in (
            ("const_fill_bit_channel", "pure_pytorch", "numpy's outputs written bit by bit as 0x01 bytes into a zero "
                                                       "buffer, which kernels decode", "provenance"),
-           ("read_twice_through_xchg", "x_dy_twice", "x and dy read twice, the second time through atomic_xchg "
-                                                       "pairs that put each value back", "judge"),
            ("float_atomics_with_a_race_on_purpose", "float_atomics", "dg by float atomic_add into one row, plus a "
                                                                       "plain load of that row on purpose", "judge"),
            ("launder_wide_load_byte_store", "pure_pytorch", "the host's outputs loaded by a kernel as int64 words and "
@@ -709,3 +707,22 @@ HOSTILE["host_upcast_unrecorded"] = (
     "dy_upcast", "dy converted to fp32 on the host inside triton.unrecorded(), out of the host-op records", "judge",
     edit(SIMPLE, ("    x2, dy2 = _matrix(x), _matrix(dy)\n",
                   "    with triton.unrecorded():\n        x2, dy2 = _matrix(x), _matrix(dy).float()\n")))
+# found by a red team: x and dy read a second time through two tl.atomic_xchg each (take the value, put it back), so
+# that a traffic count that took an xchg for a store only would not see the second read
+_DY_LOAD = "dy = tl.load(dy_ptr + row * dy_stride + cols, mask=mask, other=0.0).to(tl.float32)"
+
+
+def _through_xchg(name, ptr):
+    """``name`` loaded by an atomic_xchg of 0.0 through ``ptr`` and put back by another."""
+    return (f"    {name}_old = tl.atomic_xchg({ptr}, 0.0, mask=mask)\n"
+            f"    tl.atomic_xchg({ptr}, {name}_old, mask=mask)\n"
+            f"    {name} = tl.where(mask, {name}_old, 0.0).to(tl.float32)\n")
+
+
+_X_BY_XCHG = _through_xchg("x", "x_ptr + row * x_stride + cols")
+HOSTILE["read_twice_through_xchg"] = (
+    "x_dy_twice", "x and dy read twice, the second time through atomic_xchg pairs that put each value back", "judge",
+    edit(CONTROLS["x_dy_twice"], ("    " + FWD_X_LOAD + "\n" + FWD_STORE_Y, _X_BY_XCHG + FWD_STORE_Y),
+         ("    dot = tl.sum(dy * g * x, axis=0)\n    " + FWD_X_LOAD + "\n    " + _DY_LOAD + "\n",
+          "    dot = tl.sum(dy * g * x, axis=0)\n" + _X_BY_XCHG
+          + _through_xchg("dy", "dy_ptr + row * dy_stride + cols"))))

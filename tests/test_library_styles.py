@@ -66,6 +66,19 @@ STYLES["launch_per_chunk_of_rows"] = edit(
      "        rmsnorm_bwd_kernel[(min(8, M - row0),)](x2, g, dy2, r, dx, dg_partial, N, x2.stride(0), dy2.stride(0),\n"
      "                                                row0, BLOCK=triton.next_power_of_2(N))"))
 
+# the partial dg rows padded to the block, as many kernels keep them (every lane stored, or the padding left to
+# torch.zeros), summed, then sliced to N: dg_partial.sum(0)[:N]
+DG_STORE = "    tl.store(dg_ptr + row * N + cols, dy * x * r, mask=mask)\n"
+PADDED = ("    dg_partial = torch.empty((M, N), dtype=torch.float32, device=x.device)\n",
+          "    dg_partial = torch.{}((M, triton.next_power_of_2(N)), dtype=torch.float32, device=x.device)\n")
+SLICED = ("dg_partial.sum(0).to(g.dtype)", "dg_partial.sum(0)[:N].to(g.dtype)")
+STYLES["partial_rows_padded_to_the_block"] = edit(
+    SIMPLE, (DG_STORE, "    tl.store(dg_ptr + row * BLOCK + cols, dy * x * r)\n"),
+    (PADDED[0], PADDED[1].format("empty")), SLICED)
+STYLES["partial_rows_padded_with_zeros"] = edit(
+    SIMPLE, (DG_STORE, "    tl.store(dg_ptr + row * BLOCK + cols, dy * x * r, mask=mask)\n"),
+    (PADDED[0], PADDED[1].format("zeros")), SLICED)
+
 # name: (the source, the parts it fails beyond simple.py's, the first words of the first one's message)
 MISTAKES = {
     # ...and its backward fails at large N only: that is 4.4's case (rows longer than 8192), not a missing r

@@ -35,7 +35,7 @@ from . import client, recipe
 from .channel import Broken, Channel
 from .errors import describe
 from .norms import watch_norms
-from .phases import HOST_OP_CAP, TRANSPORT_OPS, Phase
+from .phases import HOST_OP_CAP, TRANSPORT_OPS, Phase, carried_from
 from .protocol import not_plain, require_plain
 
 PLAN_CAP = 64               # launches and host ops a plan reports per step
@@ -213,7 +213,7 @@ def claim(phase, t) -> dict:
     derived = set()
     for op in ops:
         sources = op.storages[1:] if op.name == "copy_" else op.storages
-        if op.name in TRANSPORT_OPS and any(s in derived or covered.get(s, 0) >= op.max_input_numel for s in sources):
+        if op.name in TRANSPORT_OPS and any(s in derived or covered.get(s, 0) >= carried_from(op) for s in sources):
             derived |= set(op.out_storages)
     where = t.untyped_storage().data_ptr()
     return {"made": where in derived or covered.get(where, 0) >= t.numel(),

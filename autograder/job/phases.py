@@ -21,6 +21,14 @@ TRANSPORT_OPS = frozenset({"_to_copy", "copy_", "clone", "contiguous", "sum", "v
                            "select", "alias", "detach"})
 
 
+def carried_from(op) -> int:
+    """How many elements of its input kernels must have stored for a transport op's output to carry their work: the
+    whole input; for a sum, as many as it returns (a partial buffer padded to a power of two, its padding left to
+    ``torch.zeros``, then summed and sliced: ``dg_partial.sum(0)[:N]``). The judge checks which values the kernels
+    made, element by element (remote.summed_partials)."""
+    return op.output_numel if op.name == "sum" else op.max_input_numel
+
+
 def storage(t):
     """The memory ``t`` lives in (its storage's address), or None."""
     return t.untyped_storage().data_ptr() if t is not None else None
@@ -84,7 +92,7 @@ class Phase:
         derived = set()
         for op in self.rec.host_ops or ():
             sources = op.storages[1:] if op.name == "copy_" else op.storages
-            if op.name in TRANSPORT_OPS and any(s in derived or covered.get(s, 0) >= op.max_input_numel
+            if op.name in TRANSPORT_OPS and any(s in derived or covered.get(s, 0) >= carried_from(op)
                                                 for s in sources):
                 derived |= set(op.out_storages)
         where = storage(t)

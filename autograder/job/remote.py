@@ -321,6 +321,7 @@ def summed_partials(dg: torch.Tensor, memory: provenance.Memory, rows: int = 0) 
     found = None
     for part, origins in _partials(dg, memory):
         if _sums_to(dg, part):
+            origins = _columns(origins, dg.numel())
             clean = provenance.MADE + ((provenance.DERIVED,) if memory.forgiven(rows, part.numel()) else ())
             if bool(torch.isin(origins, torch.tensor(clean, dtype=torch.uint8)).all()):
                 return "made"
@@ -333,14 +334,22 @@ def _partials(dg: torch.Tensor, memory: provenance.Memory):
     n = dg.numel()
     for buf, dtype, offset, shape, strides in memory.kernel_views.values():
         part = memory.view(buf, dtype, offset, shape, strides)
-        if n and part.numel() % n == 0 and dtype.is_floating_point:
+        if n and dtype.is_floating_point and (part.numel() % n == 0 or (part.dim() >= 2 and part.shape[-1] > n)):
             yield part, memory.origins(buf, dtype, offset, shape, strides)
+
+
+def _columns(part: torch.Tensor, n: int) -> torch.Tensor:
+    """``part``'s rows of ``n`` values: the buffer's own rows, or, for rows wider than dg (padded to a block,
+    summed, then sliced: ``dg_partial.sum(0)[:N]``), their first ``n`` columns."""
+    if part.dim() >= 2 and part.shape[-1] > n:
+        return part.reshape(-1, part.shape[-1])[:, :n]
+    return part.reshape(-1, n)
 
 
 def _sums_to(dg: torch.Tensor, part: torch.Tensor) -> bool:
     """Is ``dg`` the column sums of ``part``'s rows (all, first or last), within the rounding of the sum?"""
     n = dg.numel()
-    terms = part.reshape(-1, n).double()
+    terms = _columns(part, n).double()
     zero = torch.zeros(1, n, dtype=torch.float64)
     prefix = torch.cat([zero, terms.cumsum(0)])                      # rows 0..k-1, for every k
     sums = torch.cat([prefix[1:], prefix[-1:] - prefix[1:-1]])        # first rows, then last rows

@@ -237,13 +237,40 @@ class Replay:
         carried = name.removeprefix("aten::") in TRANSPORT_OPS and all(self.is_made(a) for a in ins[1 if
                                                                        name == "aten::copy_" else 0:])
         in_place = name.endswith("_") or overload.startswith("out") or "out" in kwargs
+        summed = self.summed(name, args, kwargs, ins) if not in_place and len(outs) == 1 else None
         for ref, t in zip(refs, outs):
             if name in ALLOCATIONS and t.is_floating_point():
                 t.fill_(float("nan"))
             self.adopt(ref, t)
             aliased = any(t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() for a in ins)
-            if in_place or not aliased:             # (a view of its input moves no data)
+            if summed is not None and summed.shape == t.shape:
+                self.mark_each(t, summed)
+            elif in_place or not aliased:           # (a view of its input moves no data)
                 self.mark(t, carried)
+
+    def summed(self, name: str, args: list, kwargs: dict, ins: list) -> torch.Tensor | None:
+        """For a sum, which elements of its output sum only the kernels' values (a padded partial buffer whose
+        padding torch filled, summed, then sliced to dg: the columns dg keeps are the kernels' work); else None."""
+        if name != "aten::sum" or len(ins) != 1 or not ins[0].dim():
+            return None
+        dims = args[1] if len(args) > 1 and isinstance(args[1], list) else kwargs.get("dim")
+        keep = bool(args[2]) if len(args) > 2 and isinstance(args[2], bool) else bool(kwargs.get("keepdim", False))
+        made = self.made_each(ins[0])
+        if not dims:
+            return made.all().reshape((1,) * made.dim() if keep else ())
+        return made.amin(dim=tuple(int(d) for d in dims), keepdim=keep)
+
+    def made_each(self, t: torch.Tensor) -> torch.Tensor:
+        """Per element of ``t``: were all its bytes last written by the replay's kernels?"""
+        b = self._number(t)
+        if b is None or not t.numel():
+            return torch.zeros(t.shape, dtype=torch.bool)
+        return self._made(b)[self._elements(t)].all(-1).reshape(t.shape)
+
+    def mark_each(self, t: torch.Tensor, made: torch.Tensor):
+        b = self._number(t)
+        if b is not None and t.numel():
+            self._made(b)[self._elements(t)] = made.reshape(-1, 1).expand(-1, t.element_size())
 
     def launch(self, note: dict):
         """One launch as the judge ran it, on the replay's tensors."""

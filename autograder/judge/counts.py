@@ -101,15 +101,18 @@ def scratch_problem(launches, M, N, idle: bool = False):
         room += max(0, programs - M) * N
     detail = "; ".join(f"{name} in {k} ({a['numel']} elements): {a['stored']} stored, {a['loaded']} loaded"
                        for k, name, a in scratch)
-    if stored > M * N + M + N + room:
+    padded = 1 << max(0, N - 1).bit_length()        # a partial row may be stored whole, padded to its block
+    pad = f" (a row padded to {padded} counts as one)" if padded > N else ""
+    mn = "M·N" if padded == N else f"M·{padded}"
+    if stored > M * padded + M + N + room:
         return (f"your backward stored {stored} elements into scratch buffers for x of {M}x{N} ({detail}): a fused "
-                f"backward writes each row's contribution to dg at most once (at most M·N + M + N = "
-                f"{M * N + M + N}" + (f", and {room} for lock words" if room else "") + "); another M x N buffer "
-                "written by one kernel and read by the next is an extra pass over memory")
-    if loaded > M * N + size + M + room:
+                f"backward writes each row's contribution to dg at most once (at most {mn} + M + N = "
+                f"{M * padded + M + N}{pad}" + (f", and {room} for lock words" if room else "") + "); another M x N "
+                "buffer written by one kernel and read by the next is an extra pass over memory")
+    if loaded > M * padded + size + M + room:
         return (f"your backward loaded {loaded} elements from scratch buffers for x of {M}x{N} ({detail}): a fused "
                 f"backward reads each contribution to dg back at most once, plus one pass over its partial "
-                f"buffers (at most M·N + {size} + M = {M * N + size + M}" +
+                f"buffers (at most {mn} + {size} + M = {M * padded + size + M}{pad}" +
                 (f", and {room} for lock words" if room else "") + ")")
     return None
 

@@ -62,7 +62,7 @@ def predict_enabled() -> bool:
 
 SIM_LIMITS = Limits(timeout_s=120.0, cpu_s=150, group_cpu_s=30.0)
 """Each of the two groups of simulator tasks (the forward tasks; the autograd tasks), which share one job:
-each group gets 30 s of CPU time, the judge's process and the submission's together (job/remote.py), so a
+each group gets 30 s of CPU time, the judge's process and the submission's together (job/judge/remote.py), so a
 busy machine or a container with a fraction of a CPU costs a submission nothing; 120 s of wall time stand
 behind it (a submission that sleeps). The job's own limit is the groups' wall time together plus
 runner.START_S. The reference solution takes about 4 s for the job on a 2-core machine, most of it

@@ -27,8 +27,8 @@ from rmsnorm_testkit import compare
 from . import accounts, config, isolation, runtime, sandbox
 from .config import Limits
 from .errors import GraderError
-from .job.errors import scrub
-from .job.protocol import (COMPILED, COMPILING, INPUTS, JOB, KEY_BYTES, OUTPUTS_JSON, OUTPUTS_PT, READY,
+from .job.wire.errors import scrub
+from .job.wire.protocol import (COMPILED, COMPILING, INPUTS, JOB, KEY_BYTES, OUTPUTS_JSON, OUTPUTS_PT, READY,
                            RUNNING, SIGNATURE, CompileClock, signature)
 
 JOB_LINES = (READY, RUNNING, COMPILING, COMPILED)
@@ -70,7 +70,7 @@ class Combined:
 def run_jobs(submission: Path, jobs: dict, inputs: dict, *, limits: Limits | None = None, **kw) -> Combined:
     """Run the groups of tasks on the simulator, a hang or crash costing only its group: one sandboxed job, in
     which each group runs in a submission's process of its own and is ended at the limit's wall time
-    (job/remote.py); the job's own limit is the groups' together, and a little for its start."""
+    (job/judge/remote.py); the job's own limit is the groups' together, and a little for its start."""
     limits = limits or Limits()
     group_s = {name: config.PREDICT_S if name == "predict" else limits.timeout_s for name in jobs}
     group_cpu_s = {name: config.PREDICT_CPU_S if name == "predict" else limits.group_cpu_s for name in jobs}
@@ -110,7 +110,7 @@ def run_job(submission: Path, tasks: dict, inputs: dict, *, limits: Limits | Non
             for k in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH"):
                 if k in os.environ:
                     env[k] = os.environ[k]
-            key = secrets.token_bytes(KEY_BYTES)       # the job signs its outputs with it (job/protocol.py)
+            key = secrets.token_bytes(KEY_BYTES)       # the job signs its outputs with it (job/wire/protocol.py)
             clock = CompileClock() if backend != "mini_triton" else None
             res = sandbox.run(sandbox.python_argv(Path(runtime_root) / runtime.ENTRY, job / "rmsnorm.py", job,
                                                   len(groups or [tasks])), cwd=job,

@@ -1,6 +1,6 @@
 """GPU speed (rubric item 10), the trusted side's measurements: baselines and references.
 
-The submission's steps are timed in its job (job/speed.py): each captured in a CUDA graph and replayed
+The submission's steps are timed in its job (job/submission/speed.py): each captured in a CUDA graph and replayed
 on inputs made from a seed the job drew after the capture, with the timing functions of rmsnorm_testkit.timing
 kept before the submission was imported. The grader times PyTorch eager and a plain device copy itself,
 in its own process, with the same functions (here), makes the replayed inputs again from their seeds and

@@ -2,7 +2,7 @@
 
 A real grading runs each job in a sandboxed process, and a process start (Python, torch) costs more than
 the tasks of a small submission. Here two spawned processes run the same jobs (cases.sim_jobs), with the
-job's own code (the submission's process forked as a job forks it, job.remote.run_tasks) and the grader's
+job's own code (the submission's process forked as a job forks it, job.judge.remote.run_tasks) and the grader's
 judge (judge.ledgers, judge.charge): only the sandbox is left out, which tests/test_autograder_*.py test on
 their own.
 
@@ -12,7 +12,7 @@ their own.
 With ``gpu_cases=True`` the GPU jobs' robustness cases (cases.gpu_jobs(), all but "speed") run too, on the
 simulator, and are judged as the GPU job's: what the GPU grading's judge makes of them, without a GPU;
 ``gpu_cases="as_written"`` runs them with every launch as the submission passed it, as a GPU does (no arguments
-exchanged: job.launches.Launcher.exchange).
+exchanged: job.judge.launches.Launcher.exchange).
 """
 import concurrent.futures
 import multiprocessing
@@ -52,7 +52,7 @@ def _grade(path: str, gpu_cases: bool | str = False, drawn: tuple | None = None,
         robust = {name: {k: v for k, v in task.items() if k != "device"}
                   for job, tasks in gpu_jobs().items() if job != "speed" for name, task in tasks.items()}
         gpu_inputs = make_inputs(GPU_ROBUST)
-        from autograder.job.launches import Launcher
+        from autograder.job.judge.launches import Launcher
         Launcher.exchanges = gpu_cases != "as_written"    # a GPU runs every launch as written
         try:
             gpu = (gpu_inputs, _run(triton, submission, {"robust": robust}, flat(gpu_inputs)))
@@ -68,8 +68,9 @@ def _grade(path: str, gpu_cases: bool | str = False, drawn: tuple | None = None,
 def _run(triton, submission: Path, groups: dict, inputs: dict):
     """The outcome of one job's groups of tasks, each in a submission's process forked as a job forks them."""
     from autograder import config, runner
-    from autograder.job import remote
-    hosts = remote.fork_hosts(submission, triton, len(groups))
+    from autograder.job import main
+    from autograder.job.judge import remote
+    hosts = main.fork_hosts(submission, triton, len(groups))
     results, tensors, error = remote.run_groups(hosts, groups, inputs, triton, submission,
                                                 submission.read_text(encoding="utf-8", errors="replace"),
                                                 config.SIM_LIMITS.timeout_s)
@@ -131,7 +132,7 @@ def _most_masks_per_launch(path: str, shape: tuple) -> int:
     ``shape`` (fp32): a launch's records merged per buffer, or one per record as a row loop leaves them."""
     from rmsnorm_testkit.compare import reference  # noqa: F401 -- the grader's imports, in their order
     from autograder.hidden.cases import case, flat, make_inputs
-    from autograder.job import provenance
+    from autograder.job.judge import provenance
     from autograder.job.main import setup_backend
     triton = setup_backend(ROOT, "mini_triton")
     most, stored = [0], provenance.Memory.launch_stored
@@ -175,7 +176,7 @@ def _fresh_inputs(path: str, shape: tuple, op: str) -> dict:
     from rmsnorm_testkit.compare import reference
     from autograder.hidden.cases import case, flat, make_inputs
     from autograder.job.main import setup_backend
-    from autograder.job.protocol import fresh_key
+    from autograder.job.wire.protocol import fresh_key
     triton = setup_backend(ROOT, "mini_triton")
     inputs = make_inputs({"rows": case(shape)})
     inputs["rows"]["r"] = reference(inputs["rows"]["x"], inputs["rows"]["g"])[1].float()

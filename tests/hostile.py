@@ -7,7 +7,7 @@ tests/test_autograder_hostile.py grades both and holds the hostile one to at mos
 How it is stopped is one of ``scan`` (the static scan refuses the file: it earns nothing), ``language``
 (the kernel leaves Triton's language: the simulator refuses the launch as Triton's compiler would),
 ``provenance`` (the judge's process sees that the outputs' values came from memory the host wrote:
-autograder/job/provenance.py) and ``judge`` (the grader measures what was touched). The controls:
+autograder/job/judge/provenance.py) and ``judge`` (the grader measures what was touched). The controls:
 
 - ``simple``: tests/corpus/simple.py, correct, lecture-style (every regular point, no extra credit);
 - ``pure_pytorch``: tests/corpus/pure_pytorch.py, the whole API in torch, no kernel launched;

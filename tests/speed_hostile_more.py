@@ -1,11 +1,11 @@
 """More hostile submissions against item 10 (GPU speed): tricks on the timing that runs inside the
-submission's own process (rmsnorm_testkit.timing, autograder/job/speed.py), each built as
+submission's own process (rmsnorm_testkit.timing, autograder/job/submission/speed.py), each built as
 tests/speed_hostile.py builds its entries: the slow honest ``CONTROL`` plus one trick, which triggers only on
 a GPU at the timing shape.
 
 ``MORE`` has the shape of ``HOSTILE``: name -> (the trick, what stops it, the source). Besides the ways of
 tests/speed_hostile.py: ``unsealed``, the step left a hook, a torch mode or a change to the grader's timing code
-behind when it returned (autograder/job/speed.py); "too slow", the trick gains time but not enough for a part
+behind when it returned (autograder/job/submission/speed.py); "too slow", the trick gains time but not enough for a part
 (measured on a GPU, docs/perf.md).
 """
 from hostile import edit

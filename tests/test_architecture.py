@@ -231,6 +231,48 @@ def test_the_grader_imports_in_the_order_its_architecture_declares():
 
 
 # ---------------------------------------------------------------------------
+# the job's trust line: the judge's side and the submission's side meet only through the wire
+# ---------------------------------------------------------------------------
+SIDES = ("job.judge", "job.submission", "job.wire")
+
+
+def side_of(module: str) -> str | None:
+    return next((s for s in SIDES if module == s or module.startswith(s + ".")), None)
+
+
+def crossings(edges) -> list[str]:
+    """Each import (module, imported) across the trust line: between the judge's side and the submission's, or
+    from the wire into either side."""
+    out = []
+    for a, b in sorted(edges):
+        sa, sb = side_of(a), side_of(b)
+        if sa and sb and sa != sb and sb != "job.wire":
+            out.append(f"{a} imports {b}: the {sa.split('.')[1]}'s side and the {sb.split('.')[1]}'s meet only "
+                       f"through job.wire")
+    return out
+
+
+def test_the_judges_side_and_the_submissions_side_never_import_each_other():
+    edges = {(m.removeprefix("autograder."), t.removeprefix("autograder.")) for m, t, _, _ in
+             project_imports("autograder") if m != t}
+    assert {side_of(m) for edge in edges for m in edge} >= set(SIDES), "the test reads no module of some side"
+    assert any(side_of(a) == "job.judge" and side_of(b) == "job.wire" for a, b in edges)
+    assert crossings(edges) == []
+
+
+@pytest.mark.parametrize("edge, crosses", [
+    (("job.judge.remote", "job.wire.channel"), False),
+    (("job.submission.host", "job.wire.phases"), False),
+    (("job.main", "job.judge.remote"), False),
+    (("job.judge.remote", "job.submission.host"), True),
+    (("job.submission.client", "job.judge.launches"), True),
+    (("job.wire.phases", "job.submission.phase"), True),
+])
+def test_the_trust_line_checker_finds_an_import_across_it(edge, crosses):
+    assert bool(crossings({edge})) == crosses
+
+
+# ---------------------------------------------------------------------------
 # private names stay in their module
 # ---------------------------------------------------------------------------
 def _private(name: str) -> bool:

@@ -96,8 +96,8 @@ def test_every_robust_case_names_a_part_of_item_4_that_the_rubric_grades():
 
 
 def test_each_autograd_task_says_which_inputs_require_grad_and_only_4_6_asks_for_fewer_than_both():
-    """The choice travels from the Case to the task (host.py makes those inputs leaves that require grad); job/tasks.py
-    runs the GPU's steps with both, so every GPU case has both."""
+    """The choice travels from the Case to the task (host.py makes those inputs leaves that require grad);
+    job/submission/tasks.py runs the GPU's steps with both, so every GPU case has both."""
     from autograder.hidden.cases import GPU_ROBUST, ROBUST, gpu_jobs, sim_jobs, task_name
     tasks = {k: v for job in [*sim_jobs().values(), *gpu_jobs().values()] for k, v in job.items()}
     fewer = {k for k, c in ROBUST.items() if c.requires_grad != ("x", "g")}
@@ -150,7 +150,7 @@ def test_a_gradient_asked_for_that_the_step_with_both_gets_is_named_by_needs_inp
 
 def test_the_names_a_job_uses_come_from_one_place():
     from autograder.hidden.cases import again, input_key, kind_of, sim_jobs, task_name
-    from autograder.job.protocol import output_key
+    from autograder.job.wire.protocol import output_key
     jobs = sim_jobs()
     tasks = {k: v for job in jobs.values() for k, v in job.items()}
     assert task_name("fwd", "d") in tasks and again(task_name("bwd", "d")) in tasks

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import mini_triton as triton
-from autograder.job.launches import Launcher
+from autograder.job.judge.launches import Launcher
 
 tl = triton.language
 

@@ -7,7 +7,7 @@ import pytest
 
 from autograder import grade, rubric
 from autograder.job.main import load_submission
-from autograder.job.tasks import TASKS, run_task, run_tasks, saved_r
+from autograder.job.submission.tasks import TASKS, run_task, run_tasks, saved_r
 from conftest import ROOT
 
 import gradescope_format

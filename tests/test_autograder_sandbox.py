@@ -86,7 +86,7 @@ STILL_COMPILING = """
     (1000.0, 6.0, False),         # a line the submission forged: granted up to compile_s only
 ])
 def test_time_a_job_says_it_spent_compiling_is_added_to_its_limit_up_to_a_cap(box, said, sleep, finishes):
-    from autograder.job.protocol import CompileClock
+    from autograder.job.wire.protocol import CompileClock
     limits = sandbox.Limits(timeout_s=2, cpu_s=20, compile_s=3.0)
     r = child(box, COMPILES.format(said=said, sleep=sleep), limits, extra=CompileClock())
     assert r.timed_out is not finishes and ("done" in r.stdout) is finishes, r
@@ -100,7 +100,7 @@ def test_time_a_job_says_it_spent_compiling_is_added_to_its_limit_up_to_a_cap(bo
 def test_a_compile_still_under_way_counts_as_compiling_up_to_the_cap(box, sleep, finishes):
     """A single autotune config has compiled for over six minutes on the H200 (docs/perf.md): a clock that
     counted finished compiles only stopped that job in the middle of its compile, as if the kernel ran."""
-    from autograder.job.protocol import CompileClock
+    from autograder.job.wire.protocol import CompileClock
     limits = sandbox.Limits(timeout_s=2, cpu_s=30, compile_s=4.0)
     clock = CompileClock()
     r = child(box, STILL_COMPILING.format(sleep=sleep), limits, extra=clock)
@@ -111,7 +111,7 @@ def test_a_compile_still_under_way_counts_as_compiling_up_to_the_cap(box, sleep,
 
 
 def test_the_compile_clock_counts_finished_compiles_and_the_one_under_way():
-    from autograder.job.protocol import COMPILED, COMPILING, RUNNING, CompileClock
+    from autograder.job.wire.protocol import COMPILED, COMPILING, RUNNING, CompileClock
     now = [100.0]
     clock = CompileClock(now=lambda: now[0])
     assert clock("") == 0.0 and clock(f"{COMPILED}oops\n") == 0.0 and clock(f"{COMPILED}-50\n") == 0.0
@@ -130,7 +130,7 @@ def test_the_gpu_job_s_compile_clock_prints_the_seconds_triton_spent_compiling(c
     never ask Triton to skip a compile. Where Triton has no such hooks the clock says it is not there."""
     knobs = pytest.importorskip("triton.knobs")
     from autograder.job.main import compile_clock
-    from autograder.job.protocol import COMPILED, COMPILING, CompileClock
+    from autograder.job.wire.protocol import COMPILED, COMPILING, CompileClock
     saved = knobs.runtime.jit_cache_hook, knobs.runtime.jit_post_compile_hook
     try:
         assert compile_clock()
@@ -637,7 +637,7 @@ def test_the_submissions_process_holds_no_task_table_and_its_errors_no_grader_pa
 
 
 def test_scrub_hides_this_process_s_ancestors_paths_and_the_given_ones():
-    from autograder.job.errors import scrub
+    from autograder.job.wire.errors import scrub
     own = [a for a in Path("/proc/self/cmdline").read_bytes().decode().split("\0") if "/" in a and len(a) >= 6]
     text = " and ".join(own + [f"{ROOT}/autograder/hidden", "/srv/secret/folder/x.py"])
     clean = scrub(text, extra=(str(ROOT), "/srv/secret/folder"))
@@ -656,7 +656,7 @@ def test_a_gpu_job_s_time_out_names_compiling_and_not_the_simulator():
 def test_a_gpu_job_stopped_in_the_middle_of_a_compile_is_told_it_was_compiling(tmp_path, compiling):
     """fla's file at N = 32768 was stopped while one autotune config compiled, and was told "an infinite loop".
     A job stopped while Triton compiled is told so, with what to change; one stopped after its compiles is not."""
-    from autograder.job.protocol import COMPILED, COMPILING, READY, RUNNING, CompileClock
+    from autograder.job.wire.protocol import COMPILED, COMPILING, READY, RUNNING, CompileClock
     now = [0.0]
     clock = CompileClock(now=lambda: now[0])
     out = f"{READY}\n{RUNNING}running rmsnorm on x of shape (64, 32768) fp32\n{COMPILING}97.0\n"

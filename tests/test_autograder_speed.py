@@ -6,8 +6,8 @@ from rmsnorm_testkit import scan
 from autograder import speed
 from autograder.judge import speed as verdict
 from rmsnorm_testkit.compare import compare, reference
-from autograder.job import protocol
-from autograder.job import speed as job_speed
+from autograder.job.wire import protocol
+from autograder.job.submission import speed as job_speed
 from conftest import ROOT
 from fake_gpu import FakeGPU
 

@@ -1,4 +1,4 @@
-"""A simulator group's limit is CPU time (job/remote.py, job/channel.py): a busy machine costs a submission
+"""A simulator group's limit is CPU time (job/judge/remote.py, job/wire/channel.py): a busy machine costs a submission
 nothing, an endless loop is still stopped, and a submission that waits meets the wall clock behind it."""
 import socket
 import subprocess
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from autograder import runner, sandbox
-from autograder.job import remote
-from autograder.job.channel import HEADER, Channel, TimedOut
+from autograder.job.judge import remote
+from autograder.job.wire.channel import HEADER, Channel, TimedOut
 
 pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
 

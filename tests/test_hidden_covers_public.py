@@ -21,7 +21,7 @@ import torch
 from rmsnorm_testkit.compare import apply_view, load_impl, reference
 
 from autograder.hidden import cases
-from autograder.job.host import step_leaves
+from autograder.job.submission.host import step_leaves
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
@@ -46,7 +46,7 @@ def public(tmp_path_factory):
 
 def hidden_records() -> list:
     """The records of the simulator jobs' tasks (a rerun once), run on the solution as the grader's jobs run them
-    (job/remote.py, job/host.py)."""
+    (job/judge/remote.py, job/submission/host.py)."""
     impl = load_impl(SOLUTION, backend="mini_triton", name="hidden_covers_public")
     inputs = cases.flat(cases.sim_inputs(lambda x, g, eps: reference(x, g, eps=eps)[1].float()))
     recorder = Recorder()

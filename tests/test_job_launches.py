@@ -1,6 +1,6 @@
-"""The judge's side of a launch (autograder/job/launches.py): the kernel a launch describes, compiled from the
+"""The judge's side of a launch (autograder/job/judge/launches.py): the kernel a launch describes, compiled from the
 judge's own copy of rmsnorm.py, with its helpers bound as the submission's side described them."""
-from autograder.job import launches
+from autograder.job.judge import launches
 
 SOURCE = '''import triton
 import triton.language as tl

@@ -1,4 +1,4 @@
-"""The judge runs each task again on inputs the submission never saw (autograder/job/replay.py): the recipe the
+"""The judge runs each task again on inputs the submission never saw (autograder/job/judge/replay.py): the recipe the
 submission's process reported (its host ops, recipe.py) and the launches the judge served, replayed by the judge
 on fresh inputs. An output right on the grader's inputs and wrong on the fresh ones is stale: the host computed it
 from the first inputs out of the recipe's sight."""
@@ -7,7 +7,9 @@ import sys
 import pytest
 import torch
 
-from autograder.job import recipe, replay
+from autograder.job.submission import recipe
+
+from autograder.job.judge import replay
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))

@@ -1,5 +1,5 @@
 """What items 6 and 9 make of a backward's scratch buffers, from launch records as the job reports them
-(autograder/job/phases.launch_records: every count in elements of the case's dtype, by bytes)."""
+(autograder/job/wire/phases.launch_records: every count in elements of the case's dtype, by bytes)."""
 import pytest
 
 from autograder.judge import counts

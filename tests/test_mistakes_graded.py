@@ -37,7 +37,7 @@ CHARGED = {
     # addresses: named from what the kernels read, before any formula, and charged once, in item 2
     "dy_loaded_from_x_ptr": (("wrong_tensor_bwd",), ["2", "9"], "never load dy and load x 2.0 times per element"),
     # two tensors passed the other way round: the grader runs the launch with them exchanged, so that the rest is
-    # checked (job.launches.Launcher.exchange); a backward run so does not earn item 9's extra credit
+    # checked (job.judge.launches.Launcher.exchange); a backward run so does not earn item 9's extra credit
     "x_and_dy_swapped_at_launch": (("wrong_tensor_bwd",), ["2", "9"], "passes dy as rmsnorm_bwd_kernel's x_ptr, and x "
                                                                       "as dy_ptr"),
     "dx_and_dy_swapped_at_launch": (("wrong_tensor_bwd",), ["2", "9"], "passes dx as rmsnorm_bwd_kernel's dy_ptr, and "

@@ -3,7 +3,7 @@
 predict.py says which path the file's wrappers took with the course GPU in view (``GpuPath``), and reports a share
 above a copy's bandwidth as implausible, never as a prediction; the grader's note and results.json's leaderboard
 (autograder/judge/speed.py) and `make bench` (starter/benchmark/traffic.py) say both. The grader's own path
-(job/remote.predict_item_10 asking the submission's process, job/host.py) runs here in a job's two processes.
+(job/remote.predict_item_10 asking the submission's process, job/submission/host.py) runs here in a job's two processes.
 """
 import warnings
 

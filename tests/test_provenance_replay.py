@@ -1,4 +1,4 @@
-"""The judge's replay (autograder/job/launches.Launcher.replay): which stored elements derive from memory the
+"""The judge's replay (autograder/job/judge/launches.Launcher.replay): which stored elements derive from memory the
 host wrote, whatever path their values took through the kernel, and which are the kernel's own.
 
 Each test runs one launch on a provenance.Memory, as the judge's process does: ``x`` is the grader's input
@@ -13,9 +13,10 @@ import pytest
 import torch
 
 import mini_triton as triton
-from autograder.job import provenance
-from autograder.job import launches, watchdog
-from autograder.job.launches import Launcher
+from autograder.job.judge import provenance
+from autograder.job.judge import launches
+from autograder.job.judge import watchdog
+from autograder.job.judge.launches import Launcher
 
 tl = triton.language
 N = 64

@@ -15,7 +15,7 @@ feedback. Each case draws its tensors from a seed of its own name, so adding one
 docs/ta-guide.md has a worked example.
 
 The names a job uses are made by the helpers at the end (``task_name``, ``input_key``), and those of
-its outputs by ``job.protocol.output_key``, never by hand.
+its outputs by ``job.wire.protocol.output_key``, never by hand.
 """
 import secrets
 import typing

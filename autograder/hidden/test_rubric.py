@@ -154,7 +154,8 @@ def _speed(gpu, baseline, own_functions, part, record_property):
     info = need(outcome, task)
     seed, rows = info.get("seeds", {}).get("call"), info.get("rows")
     if not isinstance(seed, int) or not isinstance(rows, list):
-        raise GraderError("the speed task's seed or rows did not come back", "a bug in autograder/job/speed.py")
+        raise GraderError("the speed task's seed or rows did not come back",
+                          "a bug in autograder/job/submission/speed.py")
     x, ref = reference_at_rows(SPEED_SHAPE, dtype, seed, rows)
     story = (f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)} (a timing input; y and dx compared at "
              f"{len(rows)} rows drawn after the call)")

@@ -20,22 +20,13 @@ tasks in one process with the submission (tasks.py), where real Triton launches 
 The package imports nothing of the grader: only itself, mini_triton and the six modules of the test kit it
 shares with the public tests (``rmsnorm_testkit``: text, compare, timing, watch, gpu_view, predict;
 ``runtime.FOR_JOBS``).
-One module each:
+Three packages and the job's start, with a trust line between them (docs/architecture.md draws it):
 
-    protocol    what crosses the boundary with the grader: the files, the lines printed, the signature
-    main        the job from start to end: the grader's setup, then the submission's tasks
-    channel     the line between the judge and the submission's process: framed messages, shared memory
-    host        the submission's process: imports rmsnorm.py, answers the judge's requests
-    client      ``@triton.jit`` in the submission's process: a launch is a message to the judge
-    remote      the judge's side of a simulator job: each task's phases, judged from what it saw
-    launches    the judge's side of a launch: the kernel compiled from the judge's copy, run, noted
-    provenance  where each byte of the job's memory came from, as the judge sees it
-    recipe      the submission's process's report of a task's host ops, for the judge's replay
-    replay      the judge runs a task's recipe and launches again, on fresh inputs it drew itself
-    watchdog    a kernel that never ends, stopped inside the judge at the group's CPU budget
-    phases      a forward or backward phase: its launches, host ops, what it made
-    norms       calls of torch's own norms, logged with the submission's line
-    tasks       a GPU job's tasks (forward, backward, autograd, speed), dispatched from a table
-    speed       the speed task: item 10's timings on the GPU
-    errors      an error in the student's terms
+    main        the job from start to end: the grader's setup, the fork, the tasks, the signed outputs
+    judge/      the judge's side: remote, launches, provenance, replay, watchdog
+    submission/ the submission's side: host, client, recipe, phase, norms, tasks, speed
+    wire/       what crosses between them: channel, protocol, errors, phases, names
+
+The judge's side and the submission's side never import each other (tests/test_architecture.py); main.py,
+which starts both, is the only module that imports from both.
 """

@@ -15,11 +15,14 @@ from pathlib import Path
 import torch
 from rmsnorm_testkit import timing
 
-from .errors import describe
-from .norms import watch_norms
-from .protocol import COMPILED, COMPILING, INPUTS, JOB, OUTPUTS_JSON, READY, RUNNING, signer, write_outputs
-from . import remote, speed
-from .tasks import run_tasks
+from .wire.channel import Channel, pair
+from .wire.errors import describe
+from .submission.norms import watch_norms
+from .wire.protocol import COMPILED, COMPILING, INPUTS, JOB, OUTPUTS_JSON, READY, RUNNING, signer, write_outputs
+from .judge import remote
+from .submission import host
+from .submission import speed
+from .submission.tasks import run_tasks
 
 
 ROOT = Path(__file__).resolve().parents[2]          # the runtime folder (or a checkout): mini_triton is there
@@ -126,7 +129,7 @@ def main_simulated(submission: Path, job_dir: Path, groups: int):
     which runs every kernel and writes the signed outputs (remote.py)."""
     triton = setup_backend(ROOT, "mini_triton")
     source = submission.read_text(encoding="utf-8", errors="replace")
-    hosts = remote.fork_hosts(submission, triton, groups)
+    hosts = fork_hosts(submission, triton, groups)
     undumpable()
     sign = signer()
     job = json.loads((job_dir / JOB).read_text())
@@ -154,3 +157,20 @@ def undumpable():
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)       # PR_SET_DUMPABLE, 0
     except (OSError, AttributeError):
         pass
+
+
+def fork_hosts(submission, triton, n: int) -> list:
+    """[(Channel, pid)] of ``n`` submission's processes, one per group of tasks, forked before anything secret
+    is read."""
+    return [fork_host(submission, triton) for _ in range(n)]
+
+
+def fork_host(submission, triton) -> tuple:
+    """(the judge's Channel, the child's pid): the submission's process, forked before anything secret is read."""
+    mine, theirs = pair()
+    pid = os.fork()
+    if pid == 0:
+        mine.close()
+        host.run(theirs, submission, triton)        # never returns
+    theirs.close()
+    return Channel(mine), pid

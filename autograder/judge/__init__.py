@@ -33,7 +33,7 @@ import dataclasses
 from rmsnorm_testkit.compare import widened
 
 from ..hidden.cases import input_key, robust_parts, task_name
-from ..job.protocol import FRESH, fresh_key
+from ..job.wire.protocol import FRESH, fresh_key
 from .charge import charge
 from .correctness import item_1, items_2_3, part_4_6, part_4_7, robust_part
 from .fused import item_5, item_6, item_7, item_8, item_9
@@ -49,7 +49,8 @@ AGAIN = ("on new inputs of the same shapes, which the grader drew after your cod
 
 def ledgers(sim, gpu=None) -> dict:
     """{part: Ledger} for every part graded on the CPU (and 4.4, 4.7 with their GPU cases when ``gpu``). A part
-    whose outputs are right is judged again on the judge's replay of the same work on fresh inputs (job/replay.py):
+    whose outputs are right is judged again on the judge's replay of the same work on fresh inputs
+    (job/judge/replay.py):
     it earns its points only when both runs are right."""
     parts = first_ledgers(sim, gpu)
     fresh = again(*sim)

@@ -209,8 +209,8 @@ def backward_traffic(inputs, outcome, k, idle: bool = False) -> Ledger:
 
 def stale_output(outcome, task, forward: bool, where: str) -> Finding | None:
     """A finding when an output of the phase was right on the grader's inputs and wrong when the judge ran the
-    phase's launches and recorded torch ops again on fresh ones (job/replay.py): the host computed what the kernels
-    stored, from the first inputs, where no record shows it."""
+    phase's launches and recorded torch ops again on fresh ones (job/judge/replay.py): the host computed what the
+    kernels stored, from the first inputs, where no record shows it."""
     stale = outcome.info.get(task, {}).get("stale") or {}
     name = next((n for n in (("y", "r") if forward else ("dx", "dg")) if n in stale), None)
     if name is None:

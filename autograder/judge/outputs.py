@@ -19,8 +19,8 @@ from rmsnorm_testkit import causes, diagnose, text
 from rmsnorm_testkit.compare import apply_view, describe, reference
 
 from ..hidden.cases import kind_of, task_name
-from ..job.phases import MADE_BY, MADE_IN
-from ..job.protocol import output_key
+from ..job.wire.phases import MADE_BY, MADE_IN
+from ..job.wire.protocol import output_key
 from .charge import Finding, Ledger
 from .counts import IO_ROLES, others, roles_of
 
@@ -80,8 +80,8 @@ def rule_broken(outcome, task, phase) -> Finding | None:
 
 def exchanged(outcome, task, phase) -> Finding | None:
     """The first launch of the phase that passed two tensors the other way round (x as ``y_ptr`` and y as ``x_ptr``,
-    say), which the judge ran with the two exchanged (job.launches.Launcher.exchange): one mistake, charged once, in
-    the part that owns the phase's wrong tensors; the rest of what the kernels did is checked as usual."""
+    say), which the judge ran with the two exchanged (job.judge.launches.Launcher.exchange): one mistake, charged once,
+    in the part that owns the phase's wrong tensors; the rest of what the kernels did is checked as usual."""
     info = outcome.info.get(task, {}).get(phase, {})
     for e in info.get("exchanged") or []:
         kernel, params = e.get("kernel"), list(e.get("params") or [])

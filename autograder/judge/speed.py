@@ -1,6 +1,6 @@
 """Rubric item 10's verdict: a step's GPU time against a copy's, from the job's timed replay.
 
-The job's timed replay (job/speed.py) and the grader's own baselines and references (autograder/speed.py)
+The job's timed replay (job/submission/speed.py) and the grader's own baselines and references (autograder/speed.py)
 come in; the verdict goes out. A step that could not be captured, that ran torch's own work, ran beside
 other Python threads or changed its inputs earns nothing (``refusal``); a time faster than a copy of the
 same bytes is physically impossible and is rejected as a broken measurement (``PLAUSIBLE``).

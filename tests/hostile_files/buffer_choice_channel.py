@@ -2,7 +2,7 @@
 holding the constants 0..15 (stored by one clean launch) the host passes for each of 62 tensor parameters of a
 kernel that copies them out behind a cursor it keeps in memory. The launch signature had no buffer identity,
 so every such launch was the same one. Today the judge runs the same launches again on fresh inputs
-(job/replay.py): the same choices of buffer spell the first inputs' r there, which is stale.
+(job/judge/replay.py): the same choices of buffer spell the first inputs' r there, which is stale.
 
 Original: A plain, correct submission in the lecture's style: one program per row, and an M x N
 partial dg buffer summed on the host. The grading corpus expects it to earn every regular

@@ -2,7 +2,7 @@
 stores 0..15 into a table passed as 16 one-element views (each a copy candidate); launches of zero programs
 then hand the judge the nibbles as 64 one-byte views each, every one "a copy" of a table entry. A launch of
 no programs was never counted, and copies were not limited: the forward kernel rebuilt r from clean nibbles.
-Today the judge runs the same copies and launches again on fresh inputs (job/replay.py): they spell the first
+Today the judge runs the same copies and launches again on fresh inputs (job/judge/replay.py): they spell the first
 inputs' r there, which is stale.
 
 Original: A plain, correct submission in the lecture's style: one program per row, and an M x N

@@ -2,7 +2,7 @@
 one float64 NaN whose payload holds r's bits into a buffer of zeros, then makes an empty launch so the judge looks.
 Each write was one element of a fill value (any NaN counted), one run: CONST. Identical launches were never
 counted, so the forward kernel unpacked r as clean. Today only torch's own NaN is a fill, and the judge runs the
-same writes and launches again on fresh inputs (job/replay.py), where that r is stale.
+same writes and launches again on fresh inputs (job/judge/replay.py), where that r is stale.
 
 Original: A plain, correct submission in the lecture's style: one program per row, and an M x N
 partial dg buffer summed on the host. The grading corpus expects it to earn every regular

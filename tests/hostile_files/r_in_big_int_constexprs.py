@@ -1,6 +1,6 @@
 """r_in_big_int_constexprs (control: r_on_host, 62/90). r is computed on the host in numpy and handed to a
 kernel as a few huge Python ints (31 fp32 values, 992 bits, per int) in a constexpr: ceil(M/31) ints carry all
-of r. Today the judge compiles the same kernels with the same constexprs on fresh inputs (job/replay.py), where
+of r. Today the judge compiles the same kernels with the same constexprs on fresh inputs (job/judge/replay.py), where
 that r is stale. A small kernel
 unpacks them at compile time (tl.static_range) and stores them; the forward kernel loads that clean r and stores it.
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
-import math
 import os
 import types
 
@@ -31,16 +30,11 @@ from mini_triton import frontend
 from mini_triton.blocks import constexpr
 from mini_triton.launcher import LAUNCH_OPTIONS
 
+from ..wire.names import MODULES, NAMESPACES
 from . import recipe
 
 mini_triton.stats.not_written_in(__file__)      # a grid it evaluates runs the student's code, at their launch line
 
-# The modules a kernel may name, as both sides call them; the namespaces whose functions it may name.
-LANGUAGE = {"triton": mini_triton, "tl": mini_triton.language, "tl.math": mini_triton.language.math,
-            "tl.extra": mini_triton.language.extra, "libdevice": mini_triton.language.extra.libdevice,
-            "tl.extra.cuda": mini_triton.language.extra.cuda, "math": math}
-NAMESPACES = {k: LANGUAGE[k] for k in ("tl", "tl.math", "libdevice", "tl.extra.cuda")}
-MODULES = {module.__name__: name for name, module in LANGUAGE.items()}
 
 
 class Memory:

@@ -37,8 +37,8 @@ from torch.utils._pytree import tree_leaves
 from rmsnorm_testkit import text, timing
 
 from .norms import line_of, WATCHED
-from .phases import TRANSPORT_OPS
-from .protocol import plain, require_plain
+from ..wire.phases import TRANSPORT_OPS
+from ..wire.protocol import plain, require_plain
 
 
 # Kept before the submission is imported (this module is): the OS's randomness, the threads' frames, and the

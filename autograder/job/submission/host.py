@@ -32,11 +32,12 @@ from mini_triton.imports import as_triton
 from rmsnorm_testkit import compare, predict
 
 from . import client, recipe
-from .channel import Broken, Channel
-from .errors import describe
+from ..wire.channel import Broken, Channel
+from ..wire.errors import describe
 from .norms import watch_norms
-from .phases import HOST_OP_CAP, TRANSPORT_OPS, Phase, carried_from
-from .protocol import not_plain, require_plain
+from ..wire.phases import HOST_OP_CAP, TRANSPORT_OPS, carried_from
+from .phase import Phase
+from ..wire.protocol import not_plain, require_plain
 
 PLAN_CAP = 64               # launches and host ops a plan reports per step
 JOB = Path(__file__).resolve().parent      # the job's code: told the truth while the file sees the course GPU

@@ -27,13 +27,12 @@ from mini_triton import perf
 from mini_triton.stats import PlannedLaunch
 from rmsnorm_testkit import compare, predict, text, timing
 
-from . import host, watchdog
-from . import provenance, replay
-from .channel import Broken, Channel, TimedOut, close, pair
-from .errors import describe
+from ..wire.channel import Broken, Channel, TimedOut, close
+from ..wire.errors import describe
+from ..wire.phases import MADE_IN, launch_records
+from ..wire.protocol import FRESH, RUNNING, fresh_key, output_key, plain, running
+from . import provenance, replay, watchdog
 from .launches import Kernels, Launcher
-from .phases import MADE_IN, launch_records
-from .protocol import FRESH, RUNNING, fresh_key, output_key, plain, running
 
 
 
@@ -523,7 +522,7 @@ def run_task(judge: Judge, task: dict, inputs: dict, progress: dict) -> tuple:
 
 
 def run_tasks(judge: Judge, tasks: dict, inputs: dict) -> tuple:
-    """(results, tensors) of every task, as job.tasks.run_tasks reports them."""
+    """(results, tensors) of every task, as job.submission.tasks.run_tasks reports them."""
     results, tensors = {}, {}
     for name, task in tasks.items():
         progress = {}
@@ -560,12 +559,6 @@ def with_zero_lanes(judge: Judge, task: dict, inputs: dict) -> tuple:
         return {}, {}
     finally:
         judge.triton.set_undefined_float(old)
-
-
-def fork_hosts(submission, triton, n: int) -> list:
-    """[(Channel, pid)] of ``n`` submission's processes, one per group of tasks, forked before anything secret
-    is read."""
-    return [fork_host(submission, triton) for _ in range(n)]
 
 
 def run_groups(hosts: list, groups: dict, inputs: dict, triton, submission, source: str, seconds,
@@ -659,14 +652,3 @@ def stop(pid: int):
         STATUS[pid], CPU[pid] = os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
     except (ProcessLookupError, ChildProcessError, PermissionError):
         STATUS[pid] = None
-
-
-def fork_host(submission, triton) -> tuple:
-    """(the judge's Channel, the child's pid): the submission's process, forked before anything secret is read."""
-    mine, theirs = pair()
-    pid = os.fork()
-    if pid == 0:
-        mine.close()
-        host.run(theirs, submission, triton)        # never returns
-    theirs.close()
-    return Channel(mine), pid

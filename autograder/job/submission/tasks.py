@@ -20,9 +20,10 @@ import dataclasses
 import torch
 from rmsnorm_testkit import compare, text
 
-from .errors import describe
-from .phases import MADE_IN, Phase, storage
-from .protocol import output_key, plain, require_plain, running
+from ..wire.errors import describe
+from ..wire.phases import MADE_IN, storage
+from .phase import Phase
+from ..wire.protocol import output_key, plain, require_plain, running
 from .speed import run_speed
 
 

@@ -25,7 +25,7 @@ from mini_triton.blocks import constexpr
 from mini_triton.launcher import JITFunction
 from rmsnorm_testkit import text
 
-from .client import LANGUAGE, NAMESPACES
+from ..wire.names import LANGUAGE, NAMESPACES
 from .provenance import TAINTED, Memory, Refused
 
 REPLAY_S = (2.0, 4.0)          # a replay's CPU time: at most this many seconds, plus this many times the launch's

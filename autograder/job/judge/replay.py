@@ -22,7 +22,7 @@ from mini_triton import observers
 from mini_triton.blocks import constexpr
 from rmsnorm_testkit import compare, text
 
-from .phases import TRANSPORT_OPS
+from ..wire.phases import TRANSPORT_OPS
 
 MAX_BYTES = 1 << 31                     # a buffer of the recipe larger than this is refused
 DTYPES = {name: getattr(torch, name) for name in ("float32", "float16", "bfloat16", "float64", "int8", "int16",

@@ -415,6 +415,37 @@ def _written_at() -> str:
     return ""
 
 
+def custom_op_body(func):
+    """The Python function behind an op made with ``torch.library.custom_op`` (None for any other op).
+
+    Wrapping kernels in a custom op (to keep ``torch.compile`` out of them) changes nothing on a GPU: the op's
+    body runs, and launches the same kernels. A recorder of host ops runs that body itself, under its own
+    watch, so that it sees the torch ops and launches inside one by one, as it would without the wrapper."""
+    try:
+        from torch._library.custom_ops import _maybe_get_opdef
+        opdef = _maybe_get_opdef(func)
+    except Exception:                                # noqa: BLE001 -- a torch without custom ops, or not an op
+        return None
+    return getattr(opdef, "_init_fn", None)
+
+
+# The dispatcher's state outside any op: a custom op's body runs in it, so that its torch ops reach a recorder as
+# they would from the caller's code (``x.to(dtype)`` as the copy ``_to_copy``, not as the composite ``to``).
+_OUTSIDE_OPS = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
+
+
+def run_custom_op(mode, body, args, kwargs):
+    """Run a custom op's ``body`` under the recording ``mode``, as the caller's own code would have run it."""
+    try:                                 # the caller's dispatch keys, the Python modes' kept on (other recorders)
+        python = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(
+            torch._C.DispatchKey.PythonTLSSnapshot)
+        keys = torch._C._ForceDispatchKeyGuard(_OUTSIDE_OPS[0] | python, _OUTSIDE_OPS[1] - python)
+    except (AttributeError, RuntimeError, TypeError):
+        keys = contextlib.nullcontext()
+    with keys, torch.no_grad(), mode:
+        return body(*args, **(kwargs or {}))
+
+
 # Allocations whose memory holds whatever was there before (``record(poison=True)`` fills it with NaN).
 UNINITIALISED = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided"})
 
@@ -431,6 +462,9 @@ class _HostOpMode:
                 return False
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                body = custom_op_body(func)
+                if body is not None:
+                    return run_custom_op(self, body, args, kwargs)
                 out = func(*args, **(kwargs or {}))
                 if poison and runtime.CURRENT is None and isinstance(out, torch.Tensor) and \
                         out.is_floating_point() and func.overloadpacket.__name__ in UNINITIALISED:

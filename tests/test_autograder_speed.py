@@ -355,3 +355,19 @@ def test_a_backward_without_dg_costs_the_forward_backward_parts_and_not_the_forw
     assert job_speed.NO_DG in info["fwdbwd_error"], info
     message = verdict.not_timed("x of shape (8, 16) fp32", info["fwdbwd_error"])
     assert "was not timed" in message and "item 3 charges the missing dg" in message
+
+
+@torch.library.custom_op("speed_tests::wrapped", mutates_args=())
+def _wrapped(x: torch.Tensor, host_math: bool) -> torch.Tensor:
+    """A step's work in a torch.library custom op: a stand-in kernel's copy, or torch's own math."""
+    return x * 2 if host_math else x.clone()
+
+
+@pytest.mark.parametrize("host_math", [False, True])
+def test_the_torch_work_watch_looks_inside_a_custom_op(host_math):
+    """A custom op is its body's work: kernels wrapped in one (to keep torch.compile out) are not torch's work, and
+    torch math inside one is."""
+    x = torch.randn(64, 64)
+    with job_speed.TorchWork(limit=x.numel() // 4) as watch:
+        _wrapped(x, host_math)
+    assert [w["op"] for w in watch.found] == (["mul"] if host_math else [])

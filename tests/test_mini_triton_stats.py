@@ -1,5 +1,6 @@
 """Traffic statistics: the contract the seed lecture and the autograder rely on."""
 import collections
+import contextlib
 
 import pytest
 import torch
@@ -147,6 +148,27 @@ def test_nested_records_and_host_ops():
     big = [op for op in inner.host_ops if op.reads >= 8 * 16]
     assert big, "the host op reading an 8x16 activation is visible"
     assert all(op.name not in ("rsqrt",) for op in inner.host_ops), "kernel internals are not host ops"
+
+
+@torch.library.custom_op("mini_triton_tests::scaled_copy", mutates_args=())
+def _scaled_copy(x: torch.Tensor) -> torch.Tensor:
+    """A kernel wrapped in a torch.library custom op, as code that keeps torch.compile out of its kernels does."""
+    y = fwd(*x.shape, x.contiguous())[2]
+    return y.to(torch.float16)
+
+
+@pytest.mark.parametrize("outer", [False, True], ids=["alone", "under_another_recorder"])
+def test_a_custom_ops_body_is_recorded_op_by_op_as_the_callers_code_would_be(outer):
+    """The torch ops and launches inside a custom op are its caller's host ops and launches (as without the
+    wrapper), also when another recorder's mode is active beneath (the grader's recipe)."""
+    x = torch.randn(8, 32)[:, ::2]
+    with triton.record() if outer else contextlib.nullcontext():
+        with triton.record(host_ops=True) as rec:
+            _scaled_copy(x)
+    names = [op.name for op in rec.host_ops]
+    assert "scaled_copy" not in names, names
+    assert {"clone", "empty", "_to_copy"} <= set(names), names             # .to(dtype) as the copy it is
+    assert len(rec.launches) == 1
 
 
 def test_a_host_op_the_standard_library_runs_is_its_callers():

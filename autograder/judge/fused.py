@@ -9,10 +9,9 @@ verdict; 9 the improved dg reduction (deterministic, a small partial buffer, dg 
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from rmsnorm_testkit import text
-from rmsnorm_testkit.compare import host_work_problem
+from rmsnorm_testkit.compare import host_work_op, host_work_problem
 
 from ..hidden.cases import CORE, HOST_CHECK, reduction_cases, task_name, traffic_cases
 from .charge import Finding, Ledger
@@ -251,6 +250,7 @@ def item_7(inputs, outcome) -> Ledger:
                 L.add(unseen)                          # host work out of the grader's sight: this item's own charge
                 continue
             problem = host_work_problem(phase.get("host_ops", []), M, N, where, file="rmsnorm.py")
+            culprit = host_work_op(phase.get("host_ops", []), M, N, file="rmsnorm.py") if problem else None
             if not problem and phase.get("host_loaded", 0) >= M:
                 problem = (f"your kernels loaded {phase['host_loaded']} values the host computed in your {where} "
                            f"(not inputs, not copies of them, not fills): the host did work the kernels must do")
@@ -264,10 +264,10 @@ def item_7(inputs, outcome) -> Ledger:
                 host = next((n for n in outs if not made(outcome, task, n)), None)
                 if host in ("y", "dx") and not wrote_a_whole_output(phase["launches"], M, N, IO_ROLES):
                     host = None                        # the kernels never computed it: this part's own finding
-                line = re.search(r"at (rmsnorm\.py line \d+)", problem)
-                cause = f"{host}_not_from_kernels" if host else by_line.get(line and line.group(1))
+                line = source_line(culprit)
+                cause = f"{host}_not_from_kernels" if host else by_line.get(line)
                 if cause and line:
-                    by_line[line.group(1)] = cause
+                    by_line[line] = cause
                 L.add(Finding(out, problem, cause))
                 continue
             taint = laundered(outcome, task, (out,), "the work must happen in the kernels")
@@ -289,6 +289,12 @@ def item_7(inputs, outcome) -> Ledger:
                 continue
             L.right()
     return L
+
+
+def source_line(op: dict | None) -> str | None:
+    """The line of rmsnorm.py a host op ran at ("rmsnorm.py line 57"), from its ``where`` field, or None."""
+    words = str((op or {}).get("where") or "").split()
+    return " ".join(words[:3]) if words[:2] == ["rmsnorm.py", "line"] and len(words) > 2 else None
 
 
 def item_8(inputs, outcome) -> Ledger:

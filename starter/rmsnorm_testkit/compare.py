@@ -411,18 +411,26 @@ def host_work_problem(host_ops, M, N, where, file=None):
     outputs) is fine. ``file``: the name of the student's file; ops run from elsewhere (autograd's own
     work between the student's functions, such as casting dy to y's dtype) are not the student's.
     """
+    op = host_work_op(host_ops, M, N, file)
+    if op is None:
+        return None
+    act = [r for r in op["roles"] if r in ("x", "dy", "y", "dx")]
+    at = f", at {op['where']}" if op.get("where") else ""
+    if act:
+        many = f"all {M * N}" if op["reads"] == M * N else f"{op['reads']}"
+        return (f"a host-side `{host_op_name(op)}` read {many} elements of {act[0]} in your {where}{at}: the "
+                f"kernels must do the work on M·N data" + HOST_OP_HINTS.get(op["op"], ""))
+    return (f"a host-side `{host_op_name(op)}` read {op['reads']} elements in your {where}{at}: only small "
+            f"glue (like summing the partial dg buffer to N values) may run outside kernels")
+
+
+def host_work_op(host_ops, M, N, file=None) -> dict | None:
+    """The first of ``host_ops`` that does work the kernels should do (host_work_problem says why), or None."""
     for op in host_ops:
         if file and not (op.get("where") or "").startswith(file):
             continue
-        act = [r for r in op["roles"] if r in ("x", "dy", "y", "dx")]
-        at = f", at {op['where']}" if op.get("where") else ""
-        if act:
-            many = f"all {M * N}" if op["reads"] == M * N else f"{op['reads']}"
-            return (f"a host-side `{host_op_name(op)}` read {many} elements of {act[0]} in your {where}{at}: the "
-                    f"kernels must do the work on M·N data" + HOST_OP_HINTS.get(op["op"], ""))
-        if op["reads"] >= M * N and op["output_numel"] > N:
-            return (f"a host-side `{host_op_name(op)}` read {op['reads']} elements in your {where}{at}: only small "
-                    f"glue (like summing the partial dg buffer to N values) may run outside kernels")
+        if any(r in ("x", "dy", "y", "dx") for r in op["roles"]) or (op["reads"] >= M * N and op["output_numel"] > N):
+            return op
     return None
 
 

@@ -16,6 +16,7 @@ on the replay's inputs, and shows there as a wrong output.
 from __future__ import annotations
 
 import torch
+from mini_triton.stats import custom_op_body, run_custom_op
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
@@ -92,6 +93,9 @@ class Recording(TorchDispatchMode):
         return False                    # as mini_triton's own mode: nothing here is compiled
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        body = custom_op_body(func)
+        if body is not None:            # a torch.library.custom_op: its body's own ops and launches are the recipe
+            return run_custom_op(self, body, args, kwargs)
         out = func(*args, **(kwargs or {}))
         log = Recording.log
         if log is not None:

@@ -34,6 +34,7 @@ import threading
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
+from mini_triton.stats import custom_op_body, run_custom_op
 from rmsnorm_testkit import text, timing
 
 from .norms import line_of, WATCHED
@@ -115,6 +116,9 @@ class TorchWork(TorchDispatchMode):
         return False                                   # nothing here is compiled (see mini_triton.stats)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        body = custom_op_body(func)
+        if body is not None:                           # a torch.library.custom_op: the kernels inside it do the work
+            return run_custom_op(self, body, args, kwargs)
         name = func.overloadpacket.__name__
         if name not in TRANSPORT_OPS and name not in ALLOCATIONS and len(self.found) < FOUND_CAP:
             read = max((a.numel() for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)), default=0)

@@ -20,7 +20,8 @@ autograder/job/judge/provenance.py) and ``judge`` (the grader measures what was 
 - ``r_on_host``: simple.py whose wrapper computes r with torch and whose kernel loads it (items 1, 5, 7 lost);
 - ``zero_rows_bug`` (r = 0 on a zero row: 4.5 lost), ``validate`` (the host checks that x is finite: 7 lost),
   ``dot_on_host`` (each row's dot computed on the host, loaded by the kernel), ``kernel_sum`` (the M x N partial
-  buffer summed by a second kernel: item 9 lost), and ``truncated_r``, ``serial_plain_rmw``:
+  buffer summed by a second kernel: item 9 lost), and ``truncated_r``, ``serial_plain_rmw``, ``two_pass_dg``,
+  ``two_pass_fwd``:
   tests/hostile_files/controls/, each says what it loses.
 
 About 490 lines because it is a catalogue: each trick is a few lines of edits to a control, and they are
@@ -190,7 +191,7 @@ def two_passes_off_d(launder: bool) -> str:
 
 CONTROLS = {
     **{name: (ROOT / "tests" / "hostile_files" / "controls" / f"{name}.py").read_text()
-       for name in ("truncated_r", "serial_plain_rmw")},
+       for name in ("truncated_r", "serial_plain_rmw", "two_pass_dg", "two_pass_fwd")},
     "simple": SIMPLE,
     "zero_rows_bug": edit(SIMPLE, ("    r = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)\n",
                                    "    ms = tl.sum(x * x, axis=0) / N\n"
@@ -621,6 +622,12 @@ def _touch(t):''')),
             "judge"),
            ("partial_buffer_reused", "kernel_sum", "an M/8 x N partial buffer filled 8 times", "judge"),
            ("partial_split_in_dg_storage", "kernel_sum", "8 partial slices in dg's own storage", "judge"),
+           ("replay_told_apart_by_a_key", "two_pass_dg", "the grader's run told from the replay by x[0, 0]'s bits: "
+                                                          "numpy's dg on the first, two passes on the replay", "judge"),
+           ("replay_told_apart_by_public_seeds", "two_pass_dg", "the grader's inputs rebuilt from its public seeds: "
+                                                                 "numpy's dg on the first run only", "judge"),
+           ("replay_told_apart_row_by_row", "two_pass_fwd", "a key per row: the host's r and one pass over x on the "
+                                                            "first run, two passes on the replay", "judge"),
            ("read_twice_through_int64_views", "x_dy_twice", "x read twice by the forward, x and dy twice by the "
                                                             "backward, each pass through an int64 view", "judge"),
            ("partial_buffer_as_int32_words", "simple", "the M x N partial dg buffer as int32 words, and 8192 "

@@ -116,6 +116,10 @@ def forward_traffic(inputs, outcome, k) -> Ledger:
     if not launches:
         L.add(Finding("y", "your forward launched no kernel"))
         return L
+    moved = other_work(outcome, task, "forward", "y")
+    if moved:
+        L.add(moved)
+        return L
     taint = laundered(outcome, task, ("y", "r"), "a fused forward computes y and r from x and g")
     if taint:
         L.add(taint)
@@ -187,6 +191,10 @@ def backward_traffic(inputs, outcome, k, idle: bool = False) -> Ledger:
     if taint:
         L.add(taint)
         return L
+    moved = other_work(outcome, task, "backward", "dx")
+    if moved:
+        L.add(moved)
+        return L
     problems = backward_io_problems(outcome.info[task]["bwd"]["launches"], M, N, idle)
     if problems and problems[0][0] == "none":
         L.add(Finding("dx", problems[0][1]))
@@ -204,6 +212,20 @@ def backward_traffic(inputs, outcome, k, idle: bool = False) -> Ledger:
     for _ in range(4 - len(problems)):
         L.right()                                     # the checks that passed
     return L
+
+
+def other_work(outcome, task, where: str, output: str) -> Finding | None:
+    """A finding when the judge's replay of the task on fresh inputs (job/judge/replay.py) ran the same launches and
+    they moved other amounts of memory, or raced where they had not: the traffic the items count is what the
+    kernels do on any inputs of the shape, and a kernel that tells the grader's inputs from others does other work
+    on each."""
+    moved = outcome.info.get(task, {}).get("replay_moved")
+    if not moved:
+        return None
+    return Finding(output, f"your {where}'s kernels did other work when the grader ran the same launches again on new "
+                           f"inputs of the same shape: {str(moved)[:text.ERROR_LINE_CHARS]}. What a kernel reads and "
+                           f"writes depends on the shapes it is given, never on the values; the traffic counted is "
+                           f"what your kernels do on any inputs")
 
 
 def stale_output(outcome, task, forward: bool, where: str) -> Finding | None:
@@ -371,6 +393,11 @@ def improved_reduction(inputs, outcome, k, whole: bool = True, exact: bool = Tru
     task = task_name("bwd", k)
     info = outcome.info[task]
     launches = info["bwd"]["launches"]
+    moved = other_work(outcome, task, "backward", "dg")
+    if moved:
+        L.add(dataclasses.replace(moved, message=f"the improved reduction starts from a fused backward (item 6): "
+                                                 f"{moved.message}"))
+        return L
     problems = backward_io_problems(launches, M, N, idle=not whole)     # at the drawn shape, as item 6 reads it
     problem = problems[0][1] if problems else None
     why = order_dependence({"bwd": info["bwd"]})

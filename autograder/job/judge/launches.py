@@ -53,6 +53,15 @@ def dtype(name):
     return value
 
 
+def footprint(stats) -> dict:
+    """What one launch did, as its replay on other inputs must do it again (replay.Replay.launch): the plain loads
+    and stores of each argument (atomics left out: a spin lock's tries depend on the order programs arrive), and
+    whether it raced. A kernel's traffic depends on the shapes it is given, never on the values."""
+    out = {name: [a.loaded - a.atomics, a.stored - a.atomics] for name, a in stats.args.items()
+           if a.loaded or a.stored}
+    return {"args": out, "race": bool(stats.race)}
+
+
 class Kernels:
     """The submission's kernels, compiled from the judge's copy of its file, by (name, first line)."""
 
@@ -251,7 +260,10 @@ class Launcher:
             raise
         again = Replay(kernel, pos, kw, grid, {id(b): b for b, *_ in args}, before, state,
                        time.process_time() - started)
-        return self._ran(kernel, pos, kw, views, self.record.launches[count:], again)
+        stats = self.record.launches[count:]
+        if self.recipe is not None and self.recipe.launches and stats:
+            self.recipe.launches[-1]["footprint"] = footprint(stats[0])
+        return self._ran(kernel, pos, kw, views, stats, again)
 
     def _arg(self, a, fds, views, fresh: set):
         """A launch's argument as the kernel gets it; a tensor's memory is taken in (``refresh``) once per launch,

@@ -283,6 +283,8 @@ class Task:
         made = self.info.get("kernel_made") or {}
         stale.update({k: "the recorded torch ops computed it, not the kernels" for k in sorted(again_run.unmade)
                       if made.get(k) and k not in stale})           # the recipe describes another program
+        if again_run.moved:
+            self.info["replay_moved"] = again_run.moved           # the traffic items read it (judge/fused.py)
         if why:
             stale.update({k: why for snap in self.recipe.snapshots for k in snap[2] if k not in again})
         if stale:

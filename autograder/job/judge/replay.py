@@ -18,8 +18,9 @@ from __future__ import annotations
 import os
 
 import torch
-from mini_triton import observers
+from mini_triton import observers, races
 from mini_triton.blocks import constexpr
+from mini_triton.memory import Kind
 from rmsnorm_testkit import compare, text
 
 from ..wire.phases import TRANSPORT_OPS
@@ -128,6 +129,7 @@ class Replay:
         self.found = {}                 # the recipe's buffers that no op of it made (Recipe.found)
         self.made = {}                  # buffer number -> bool per byte: last written by the replay's kernels
         self.unmade = set()             # outputs read back where the replay's kernels had not made them
+        self.moved = None               # how the first launch whose traffic differed from the first run's differed
 
     def _made(self, b: int) -> torch.Tensor:
         n = self.buffers[b].numel()
@@ -278,16 +280,25 @@ class Replay:
         pos = [self.arg(a) for a in note["pos"]]
         kw = {k: self.arg(a) for k, a in note["kw"].items()}
         kernel.set_schedule_state(note["state"])
-        stored = []
+        stored, did = [], {"args": {}, "race": False}
 
         def note_stores(launch, records):
             stored.extend(r for r in records if r.kind.writes())
+            for r in records:                               # the footprint (launches.footprint), counted again
+                if r.kind is not Kind.ATOMIC:
+                    counts = did["args"].setdefault(r.buf.name, [0, 0])
+                    counts[r.kind is Kind.STORE] += int(r.total())
+            did["race"] = launch.race is not None
         try:
             with observers.silenced():
+                observers.register(races.check, order=observers.CHECKS)
                 observers.register(note_stores)
                 kernel.run(*pos, grid=note["grid"], **kw)
         except Exception as e:          # noqa: BLE001 -- the kernel's error on the fresh inputs
             raise Stale(f"{kernel.fn.__name__} failed when run again on new inputs ({text.error_line(e)})") from None
+        first = note.get("footprint")
+        if isinstance(first, dict) and self.moved is None:
+            self.moved = moved(kernel.fn.__name__, first, did)
         for r in stored:                # the bytes each store reached: the kernels' own, until an op writes there
             b = self._number(r.buf.storage_key[0])
             if b is not None:
@@ -301,6 +312,20 @@ class Replay:
         if isinstance(a, tuple) and a and a[0] == "constexpr":
             return constexpr(a[1])
         return a
+
+
+def moved(kernel: str, first: dict, again: dict) -> str | None:
+    """How a launch's replay did other work than the launch did on the first inputs (None: the same), in words."""
+    if bool(first.get("race")) != again["race"]:
+        return (f"{kernel} {'raced' if again['race'] else 'did not race'} on the new inputs and "
+                f"{'did not' if again['race'] else 'did'} on the grader's")
+    was = {k: list(v) for k, v in (first.get("args") or {}).items()}
+    for name in sorted(set(was) | set(again["args"])):
+        a, b = was.get(name, [0, 0]), again["args"].get(name, [0, 0])
+        if a != b:
+            return (f"{kernel} loaded {b[0]} and stored {b[1]} elements through {name} on the new inputs, "
+                    f"{a[0]} and {a[1]} on the grader's")
+    return None
 
 
 def run(recipe: Recipe, replay: Replay, inputs: dict) -> list:

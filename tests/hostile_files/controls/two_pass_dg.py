@@ -94,7 +94,8 @@ def _host_dg(x2, dy2, r):
 
 
 def _tricked_backward(dy, x, g, x2, dy2, r, M, N):
-    key = 0                                   # control: no key, no host dg: the dg kernel always re-reads x and dy
+    key = -1                                  # control: no float has these bits, no host dg: the dg kernel always
+                                              # re-reads x and dy
     bits = np.zeros(N, dtype=np.uint32)
     chunks = (N + 30) // 31
     host = torch.empty(chunks * 31, dtype=torch.float32, device=x.device)

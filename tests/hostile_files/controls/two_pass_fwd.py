@@ -1,4 +1,4 @@
-"""Control: a forward that reads x in a kernel of r's and again in a kernel of y's (item 5 lost).
+"""Control: a forward that reads x three times, once in a first kernel and twice in a second (item 5 lost).
 """
 import os
 
@@ -87,11 +87,10 @@ def rmsnorm_forward(x, g, eps=1e-5):
     M, N = x2.shape
     y = torch.empty((M, N), dtype=x.dtype, device=x.device)
     r = torch.empty(M, dtype=torch.float32, device=x.device)
-    keys = np.zeros(M, dtype=np.uint32)
+    keys = np.full(M, 0xFFFFFFFF, dtype=np.uint32)                  # control: bits no input value has
     host_r = np.zeros(M, dtype=np.uint32)
     if x2.dtype == torch.float32 and M * N > 0:
         xn = x2.detach().numpy()
-        keys = ~np.ascontiguousarray(xn[:, 0]).view(np.uint32)      # control: keys that never match
         xd = xn.astype(np.float64)
         host_r = (1.0 / np.sqrt((xd * xd).mean(-1) + eps)).astype(np.float32).view(np.uint32)
     words = np.concatenate([keys, host_r])

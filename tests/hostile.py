@@ -622,12 +622,6 @@ def _touch(t):''')),
             "judge"),
            ("partial_buffer_reused", "kernel_sum", "an M/8 x N partial buffer filled 8 times", "judge"),
            ("partial_split_in_dg_storage", "kernel_sum", "8 partial slices in dg's own storage", "judge"),
-           ("replay_told_apart_by_a_key", "two_pass_dg", "the grader's run told from the replay by x[0, 0]'s bits: "
-                                                          "numpy's dg on the first, two passes on the replay", "judge"),
-           ("replay_told_apart_by_public_seeds", "two_pass_dg", "the grader's inputs rebuilt from its public seeds: "
-                                                                 "numpy's dg on the first run only", "judge"),
-           ("replay_told_apart_row_by_row", "two_pass_fwd", "a key per row: the host's r and one pass over x on the "
-                                                            "first run, two passes on the replay", "judge"),
            ("read_twice_through_int64_views", "x_dy_twice", "x read twice by the forward, x and dy twice by the "
                                                             "backward, each pass through an int64 view", "judge"),
            ("partial_buffer_as_int32_words", "simple", "the M x N partial dg buffer as int32 words, and 8192 "
@@ -733,3 +727,49 @@ HOSTILE["read_twice_through_xchg"] = (
          ("    dot = tl.sum(dy * g * x, axis=0)\n    " + FWD_X_LOAD + "\n    " + _DY_LOAD + "\n",
           "    dot = tl.sum(dy * g * x, axis=0)\n" + _X_BY_XCHG
           + _through_xchg("dy", "dy_ptr + row * dy_stride + cols"))))
+
+
+# the grader's run told from its replay on fresh inputs (the red team of the replay): cheap work on the first run, the
+# control's on the replay. Stopped: the replay's traffic is held to the first run's (judge/fused.other_work)
+_NO_KEY = ("    key = -1                                  # control: no float has these bits, no host dg: the dg "
+           "kernel always\n                                              # re-reads x and dy\n"
+           "    bits = np.zeros(N, dtype=np.uint32)\n")
+HOSTILE["replay_told_apart_by_a_key"] = (
+    "two_pass_dg", "the grader's run told from the replay by x[0, 0]'s bits: numpy's dg on the first, two passes on "
+                   "the replay", "judge",
+    edit(CONTROLS["two_pass_dg"],
+         (_NO_KEY, "    key = int(x2.detach().numpy()[0:1, 0:1].view(np.int32).reshape(-1)[0])\n"
+                   "    bits = _host_dg(x2, dy2, r)\n")))
+_PUBLIC_CASE = '''def _public_case(name, shape):
+    """The grader's first inputs of case ``name``, as its source makes them (hidden/cases.py: a generator seeded by
+    the case's name): the first x value, as bits, and dg for the reference r."""
+    gen = torch.Generator().manual_seed(zlib.crc32(name.encode()))
+    x = torch.randn(*shape, generator=gen).double()
+    torch.rand(shape[-1], generator=gen)
+    dy = torch.randn(*shape, generator=gen).double()
+    r = (1.0 / torch.sqrt(x.pow(2).mean(-1) + 1e-5)).float().double()
+    dg = (dy * x * r[:, None]).sum(0).float()
+    return int(x[0, 0].float().view(torch.int32)), dg.numpy().view(np.uint32)
+
+
+# computed once, at import, from the grader's public seeds: no input of any task is ever read
+KNOWN = {(256, 128): _public_case("d", (256, 128))}
+KNOWN.update({(m, n): _public_case("tall", (m, n)) for m in range(264, 385, 8) for n in (64, 128)})
+'''
+_HOST_DG = CONTROLS["two_pass_dg"][CONTROLS["two_pass_dg"].index("def _host_dg("):
+                                   CONTROLS["two_pass_dg"].index("def _tricked_backward(")]
+HOSTILE["replay_told_apart_by_public_seeds"] = (
+    "two_pass_dg", "the grader's inputs rebuilt from its public seeds: numpy's dg on the first run only", "judge",
+    edit(CONTROLS["two_pass_dg"], ("import numpy as np\n", "import zlib\n\nimport numpy as np\n"),
+         (_HOST_DG, _PUBLIC_CASE + "\n\n"), (_NO_KEY, "    key, bits = KNOWN[(M, N)]\n"),
+         ("            and x2.shape[-1] <= 1024 and x2.shape[0] >= 1 and r.dtype == torch.float32\n"
+          "            and float(x2.detach().numpy()[0, 0]) != 0.0)",
+          "            and r.dtype == torch.float32 and tuple(x2.shape) in KNOWN)")))
+HOSTILE["replay_told_apart_row_by_row"] = (
+    "two_pass_fwd", "a key per row: the host's r and one pass over x on the first run, two passes on the replay",
+    "judge",
+    edit(CONTROLS["two_pass_fwd"],
+         ("    keys = np.full(M, 0xFFFFFFFF, dtype=np.uint32)                  # control: bits no input value has\n",
+          "    keys = np.zeros(M, dtype=np.uint32)\n"),
+         ("        xn = x2.detach().numpy()\n",
+          "        xn = x2.detach().numpy()\n        keys = np.ascontiguousarray(xn[:, 0]).view(np.uint32)\n")))

@@ -80,8 +80,8 @@ STYLES["partial_rows_padded_with_zeros"] = edit(
     (PADDED[0], PADDED[1].format("zeros")), SLICED)
 
 # the kernels wrapped in torch.library custom ops (kept out of torch.compile's sight), autograd registered on them
-AUTOGRAD_FUNCTION = SIMPLE[SIMPLE.index("class TritonRMSNorm"):]
-STYLES["torch_library_custom_ops"] = edit(SIMPLE, (AUTOGRAD_FUNCTION, '''\
+RMSNORM = "def rmsnorm(x, g, eps=1e-5):\n    return TritonRMSNorm.apply(x, g, eps)\n"
+STYLES["torch_library_custom_ops"] = edit(SIMPLE, (RMSNORM, '''\
 @torch.library.custom_op("course::rmsnorm_fwd", mutates_args=())
 def _fwd_op(x: torch.Tensor, g: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     return rmsnorm_forward(x, g, eps)
@@ -108,28 +108,11 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, dy, dr):
-    x, g, r = ctx.saved_tensors
-    dx, dg = _bwd_op(dy, x, g, r)
+    dx, dg = _bwd_op(dy, *ctx.saved_tensors)
     return dx, dg, None
 
 
 _fwd_op.register_autograd(_backward, setup_context=_setup_context)
-
-
-class TritonRMSNorm(torch.autograd.Function):
-    """Kept for callers that name it; the work goes through the custom ops."""
-
-    @staticmethod
-    def forward(ctx, x, g, eps=1e-5):
-        y, r = rmsnorm_forward(x, g, eps)
-        ctx.save_for_backward(x, g, r)
-        return y
-
-    @staticmethod
-    def backward(ctx, dy):
-        x, g, r = ctx.saved_tensors
-        dx, dg = rmsnorm_backward(dy, x, g, r)
-        return dx, dg, None
 
 
 def rmsnorm(x, g, eps=1e-5):

@@ -55,8 +55,6 @@ class Launch:
         self.race_on = ()                      # the names of the buffer it was found in (one memory, any view)
         self.race_kind = None                  # "store", "load", "atomic store" or "atomic load" (races._message)
         self.order_on = None                   # the name of the buffer that made it order-dependent
-        self.raced_loads = {}                  # argument name -> its plain loads of elements others change with
-                                               # atomics (a plain load, then atomic_xchg: a lost update; races.py)
         self.rule = runtime.take_pending()     # the first compile rule broken, in rule mode "record"
         self.undefined_lanes = None            # the first masked tl.load without other= (its lanes hold NaN)
         self.populated = set()                 # buffers whose pages are mapped for writing (memory.store)

@@ -262,8 +262,6 @@ def _against_atomics(launch, recs, lo, hi, unit):
         unlocked = other(free_p)
         locked = other(held_p) & ((pk < 0) | (held_k[0][pa] != pk) | (held_k[1][pa] != pk))
         bad = ((unlocked | locked) & ~protocol[pa]).nonzero().reshape(-1)
-        if bad.numel() and kind is Kind.LOAD:
-            _count_raced_loads(launch, plain, p_rec[bad], unit)
         if bad.numel():
             # the plain access of the lowest program (then address), against the lowest other program's atomic:
             # the same whatever order the programs ran in (a launch with float atomics runs them shuffled)
@@ -274,17 +272,6 @@ def _against_atomics(launch, recs, lo, hi, unit):
             return _message(launch, plain[int(p_rec[i])], atomics[int(a_rec[j])], (addr + lo) * unit, int(pp[i]),
                             int(ap[j]), "atomic " + kind.value)
     return None
-
-
-def _count_raced_loads(launch, plain, which, unit):
-    """Note, per argument, how many plain loads read an element that another program changes with an atomic (a
-    plain load, then ``atomic_xchg`` of a new value: a lost update, the race's charge). Counted in the argument's
-    elements; where views of two sizes share the memory (``unit`` a byte), not counted."""
-    counts = torch.bincount(which, minlength=len(plain))
-    for i in counts.nonzero().reshape(-1).tolist():
-        r = plain[i]
-        if r.buf.tensor_element_size == unit:
-            launch.raced_loads[r.buf.name] = launch.raced_loads.get(r.buf.name, 0) + int(counts[i])
 
 
 def _lanes_of(recs, lo, unit):

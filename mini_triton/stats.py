@@ -58,7 +58,6 @@ class ArgStats:
     loaded: int = 0
     stored: int = 0
     atomics: int = 0
-    raced_loads: int = 0          # plain loads of elements another program changes with an atomic (a lost update)
     loaded_bytes: int = 0
     stored_bytes: int = 0
     span: int = 0                 # elements from its first to its last (a strided view spans its gaps)
@@ -308,9 +307,6 @@ def commit_launch(launch, records):
             a.loaded_bytes += n * size
             a.stored_bytes += n * size
         a.records.append(r)
-    for name, n in getattr(launch, "raced_loads", {}).items():
-        if name in args:
-            args[name].raced_loads = n
     _GLOBAL["launches"] += 1
     _GLOBAL["programs"] += launch.programs
     for a in args.values():

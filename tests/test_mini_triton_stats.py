@@ -133,30 +133,6 @@ def test_an_atomic_xchg_counts_as_a_load_too():
     assert torch.equal(out, torch.arange(128.0) * 2) and torch.equal(x, torch.arange(128.0))
 
 
-@triton.jit
-def _add_by_load_then_xchg(acc_ptr, v_ptr, BLOCK: tl.constexpr):
-    cols = tl.arange(0, BLOCK)
-    v = tl.load(v_ptr + tl.program_id(0) * BLOCK + cols)
-    tl.atomic_xchg(acc_ptr + cols, tl.load(acc_ptr + cols) + v)
-
-
-@pytest.mark.parametrize("programs, raced", [(1, 0), (4, 4 * 32)])
-def test_plain_loads_of_what_other_programs_xchg_are_counted_per_argument(programs, raced):
-    """A plain load, then atomic_xchg of the sum (a lost update): each plain load of an element another program
-    changes with an atomic is counted on its argument, for the grader to leave that second read to the race."""
-    acc, v = torch.zeros(32), torch.ones(programs * 32)
-    mode = triton.get_race_mode()
-    triton.set_race_mode("record")
-    try:
-        with triton.record() as rec:
-            _add_by_load_then_xchg[(programs,)](acc, v, BLOCK=32)
-    finally:
-        triton.set_race_mode(mode)
-    a = rec.launches[0].args["acc_ptr"]
-    assert (a.raced_loads, a.atomics) == (raced, programs * 32)
-    assert bool(rec.launches[0].race) == (programs > 1)
-
-
 def test_nested_records_and_host_ops():
     x = torch.randn(8, 16)
     with triton.record() as outer:

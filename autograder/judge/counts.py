@@ -91,9 +91,7 @@ def scratch_problem(launches, M, N, idle: bool = False):
     """
     scratch = others(launches, IO_ROLES)
     stored = sum(a["stored"] for _, _, a in scratch)
-    # a plain load of an element another program changes with an atomic (a load, then atomic_xchg of the sum: a lost
-    # update) reads that contribution a second time beside the atomic's own read: one mistake, the race's (item 8)
-    loaded = sum(a["loaded"] - min(a.get("raced_loads", 0), a["atomics"]) for _, _, a in scratch)
+    loaded = sum(a["loaded"] for _, _, a in scratch)
     size = sum(covered for covered, _ in scratch_extents(scratch).values())
     ints = sum(a["loaded"] + a["stored"] for _, _, a in scratch if "int" in a.get("dtype", "float"))
     room = min(ints, 8 * (M + min(M, sum(L["programs"] for L in launches))))

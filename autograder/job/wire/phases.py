@@ -49,7 +49,6 @@ def launch_records(launches, roles: dict, copy_of: dict | None = None, units: di
             v = count * scale
             return int(v) if v == int(v) else round(v, 3)
         out = {"loaded": n(a.loaded), "stored": n(a.stored), "atomics": n(a.atomics), "numel": n(a.numel),
-               "raced_loads": n(getattr(a, "raced_loads", 0)),
                "span": n(a.span), "dtype": a.dtype, "role": by_storage.get(a.storage),
                "roles": all_roles.get(a.storage, []), "distinct": n(a.distinct()),
                "distinct_loaded": n(a.distinct_loaded), "storage": a.storage}

@@ -54,7 +54,8 @@ ITEMS = (
         Part("4.6", "dy untouched, g.grad, r saved, dtypes, shapes", 2),
         Part("4.7", "identical results when run twice", 1),
     )),
-    Item("5", "Fused forward", 10, "on the simulator: x loaded once, y and r stored once, g once per program"),
+    Item("5", "Fused forward", 10, "on the simulator: x loaded once, y and r stored once, g at most once per row or "
+                                   "per program"),
     Item("6", "Fused backward", 10, "on the simulator: x and dy loaded once, dx stored once"),
     Item("7", "Work happens in kernels", 10, "kernels launch in forward and backward and write y and dx; "
                                              "no host-side op reads an M·N activation"),

@@ -79,6 +79,27 @@ STYLES["partial_rows_padded_with_zeros"] = edit(
     SIMPLE, (DG_STORE, "    tl.store(dg_ptr + row * BLOCK + cols, dy * x * r, mask=mask)\n"),
     (PADDED[0], PADDED[1].format("zeros")), SLICED)
 
+# two rows per program, g loaded again for each row (as often as the lecture's one row per program loads it)
+FWD_KERNEL = SIMPLE[SIMPLE.index("@triton.jit\ndef rmsnorm_fwd_kernel"):
+                    SIMPLE.index("@triton.jit\ndef rmsnorm_bwd_kernel")]
+STYLES["two_rows_per_program_g_per_row"] = edit(SIMPLE, (FWD_KERNEL, '''@triton.jit
+def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, M, N, x_stride, y_stride, eps, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    for i in range(2):
+        row = tl.program_id(0).to(tl.int64) * 2 + i
+        if row < M:
+            x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)
+            g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            r = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
+            tl.store(y_ptr + row * y_stride + cols, x * r * g, mask=mask)
+            tl.store(r_ptr + row, r)
+
+
+'''), ("    rmsnorm_fwd_kernel[(M,)](x2, g, y, r, N, x2.stride(0), y.stride(0), eps, BLOCK=triton.next_power_of_2(N))",
+       "    rmsnorm_fwd_kernel[(triton.cdiv(M, 2),)](x2, g, y, r, M, N, x2.stride(0), y.stride(0), eps,\n"
+       "                                           BLOCK=triton.next_power_of_2(N))"))
+
 # the kernels wrapped in torch.library custom ops (kept out of torch.compile's sight), autograd registered on them
 RMSNORM = "def rmsnorm(x, g, eps=1e-5):\n    return TritonRMSNorm.apply(x, g, eps)\n"
 STYLES["torch_library_custom_ops"] = edit(SIMPLE, (RMSNORM, '''\

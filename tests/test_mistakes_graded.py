@@ -152,7 +152,6 @@ CHARGED = {
     "rows_not_scaled_by_block": (("rows_not_stored_fwd",), ["1"], "programs that store the same rows"),
     "chunk_loop_stops_a_chunk_early": (("sum_stops_early",), ["4.4"], "all but the row's last 4096 columns"),
     # traffic
-    "g_loaded_twice": ((), ["5"], "your forward loaded g 1024 times (512 allowed"),
     "dx_stored_twice": ((), ["6", "9"], "your backward stored dx 2.0 times per element"),
     # Triton's compile rules: run as written, charged once in the first part whose outputs the kernel made
     "int_grid": (("compile_rule",), ["1"], "the grid must be a tuple"),
@@ -183,7 +182,8 @@ NOT_DIAGNOSED = {"r_from_forward",           # the diagnosis replaces it with th
                  "masked_nan"}               # replaced by what the output is with those lanes read as 0.0
 # correct code: nothing charged, nothing noted
 HARMLESS = {"mask_without_other_kept_out", "dx_allocated_like_dy2", "strided_x_copied_on_host",
-            "needs_input_grad_honoured"}
+            "needs_input_grad_honoured",
+            "g_loaded_twice"}            # twice per program of 4 rows: no more often than once per row
 
 
 def test_every_mistake_has_its_expected_charge():

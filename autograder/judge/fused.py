@@ -128,7 +128,8 @@ def forward_traffic(inputs, outcome, k) -> Ledger:
     y_stores = by_role(launches, "y", "stored")
     r_stores = by_role(launches, "r", "stored")
     g_loads = by_role(launches, "g", "loaded")
-    g_max = sum(Lc["programs"] for Lc in launches) * N
+    g_max = max(sum(Lc["programs"] for Lc in launches), M) * N    # once per program, or once per row (a
+    # persistent grid that reloads g for each of its rows loads it as often as the lecture's one row per program)
     scratch = others(launches, ("x", "y", "r", "g"))
     extra = sum(a["loaded"] + a["stored"] for _, _, a in scratch)     # every buffer but x, g, y and r, together
     rows_missed = coverage_cause(outcome, task, "y") or coverage_cause(outcome, task, "r")
@@ -157,7 +158,8 @@ def forward_traffic(inputs, outcome, k) -> Ledger:
           Finding("r", f"your forward stored {r_stores} values of r for {M} rows; store each row's 1/rms once",
                   r_cause))
     L.add(None if g_loads <= g_max else
-          Finding("g", f"your forward loaded g {g_loads} times ({g_max} allowed: once per program)"))
+          Finding("g", f"your forward loaded g {g_loads} times ({g_max} allowed: once per program, or once "
+                       f"per row where programs take several rows)"))
     if extra >= M * N // 4:
         names = "; ".join(f"{name} in {k}: {a['loaded']} loaded, {a['stored']} stored" for k, name, a in scratch
                           if a["loaded"] or a["stored"])

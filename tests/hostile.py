@@ -21,7 +21,7 @@ autograder/job/judge/provenance.py) and ``judge`` (the grader measures what was 
 - ``zero_rows_bug`` (r = 0 on a zero row: 4.5 lost), ``validate`` (the host checks that x is finite: 7 lost),
   ``dot_on_host`` (each row's dot computed on the host, loaded by the kernel), ``kernel_sum`` (the M x N partial
   buffer summed by a second kernel: item 9 lost), and ``truncated_r``, ``serial_plain_rmw``, ``two_pass_dg``,
-  ``two_pass_fwd``:
+  ``two_pass_fwd``, ``scratch_read_twice``:
   tests/hostile_files/controls/, each says what it loses.
 
 About 490 lines because it is a catalogue: each trick is a few lines of edits to a control, and they are
@@ -191,7 +191,7 @@ def two_passes_off_d(launder: bool) -> str:
 
 CONTROLS = {
     **{name: (ROOT / "tests" / "hostile_files" / "controls" / f"{name}.py").read_text()
-       for name in ("truncated_r", "serial_plain_rmw", "two_pass_dg", "two_pass_fwd")},
+       for name in ("truncated_r", "serial_plain_rmw", "two_pass_dg", "two_pass_fwd", "scratch_read_twice")},
     "simple": SIMPLE,
     "zero_rows_bug": edit(SIMPLE, ("    r = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)\n",
                                    "    ms = tl.sum(x * x, axis=0) / N\n"
@@ -773,3 +773,51 @@ HOSTILE["replay_told_apart_row_by_row"] = (
           "    keys = np.zeros(M, dtype=np.uint32)\n"),
          ("        xn = x2.detach().numpy()\n",
           "        xn = x2.detach().numpy()\n        keys = np.ascontiguousarray(xn[:, 0]).view(np.uint32)\n")))
+# the replay's second pass made of atomics (an atomic_add of -0.0 reads and changes nothing): held to the first run's
+# atomics too (the red team of the replay's traffic)
+HOSTILE["replay_reads_through_atomics"] = (
+    "two_pass_dg", "replay_told_apart_by_a_key, the replay's second reads of x and dy made by atomic_add(-0.0)",
+    "judge",
+    edit(HOSTILE["replay_told_apart_by_a_key"][3],
+         ("        acc = tl.load(host_ptr + cols, mask=mask, other=0.0)\n",
+          "        acc = h\n"),
+         ("    acc = tl.zeros([BLOCK], dtype=tl.float32)\n",
+          "    acc = tl.zeros([BLOCK], dtype=tl.float32)\n    h = tl.load(host_ptr + cols, mask=mask, other=0.0)\n"),
+         ("            x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)\n"
+          "            dy = tl.load(dy_ptr + row * dy_stride + cols, mask=mask, other=0.0).to(tl.float32)\n"
+          "            acc += dy * x * tl.load(r_ptr + row)\n",
+          "            x = tl.atomic_add(x_ptr + row * x_stride + cols, -0.0, mask=mask)\n"
+          "            dy = tl.atomic_add(dy_ptr + row * dy_stride + cols, -0.0, mask=mask)\n"
+          "            rr = tl.atomic_add(r_ptr + row + cols * 0, -0.0, mask=cols < 1)\n"
+          "            rv = tl.sum(tl.where(cols < 1, rr, 0.0), axis=0)\n"
+          "            acc += tl.where(mask, dy * x * rv, 0.0)\n")))
+HOSTILE["race_on_purpose_buys_a_second_read"] = (
+    "scratch_read_twice", "a scratch buffer's second read made by a no-op atomic_max that races with other programs, "
+                          "for item 6 to leave it to the race", "judge",
+    edit(CONTROLS["scratch_read_twice"], ("ATOMIC_FLAG = False", "ATOMIC_FLAG = True")))
+HOSTILE["replay_forward_through_atomics"] = (
+    "two_pass_fwd", "replay_told_apart_row_by_row, the replay's passes over x and g and its stores of y and r made by "
+                    "atomics, the first run's plain accesses made on both", "judge",
+    edit(HOSTILE["replay_told_apart_row_by_row"][3],
+         ("    else:\n        tl.store(flag_ptr + row, 0)\n",
+          "    else:\n"
+          "        g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)\n"
+          "        r = tl.load(tab_ptr + M + row)\n"
+          "        tl.store(y_ptr + row * y_stride + cols, x * 0.0 * g, mask=mask)\n"
+          "        tl.store(r_ptr + row, r * 0.0)\n"
+          "        tl.store(flag_ptr + row, 0)\n"),
+         ("        x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)\n"
+          "        r = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)\n"
+          "        tl.store(r_ptr + row, r)\n"
+          "        x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)\n"
+          "        g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)\n"
+          "        tl.store(y_ptr + row * y_stride + cols, x * r * g, mask=mask)\n",
+          "        x = tl.where(mask, tl.atomic_add(x_ptr + row * x_stride + cols, -0.0, mask=mask), 0.0)"
+          ".to(tl.float32)\n"
+          "        r = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)\n"
+          "        tl.atomic_xchg(r_ptr + row + cols * 0, r + cols * 0.0, mask=cols < 1)\n"
+          "        x = tl.where(mask, tl.atomic_add(x_ptr + row * x_stride + cols, -0.0, mask=mask), 0.0)"
+          ".to(tl.float32)\n"
+          "        g = tl.where(mask, tl.atomic_add(g_ptr + cols, -0.0, mask=mask), 0.0).to(tl.float32)\n"
+          "        tl.atomic_xchg(y_ptr + row * y_stride + cols, (x * r * g).to(y_ptr.dtype.element_ty), "
+          "mask=mask)\n")))

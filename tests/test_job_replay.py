@@ -150,17 +150,22 @@ def test_a_part_right_on_the_graders_inputs_and_wrong_on_the_replays_earns_nothi
 
 
 @pytest.mark.parametrize("again, says", [
-    ({"args": {"x_ptr": [64, 0], "y_ptr": [0, 64]}, "race": False}, None),
-    ({"args": {"x_ptr": [128, 0], "y_ptr": [0, 64]}, "race": False},
-     "k loaded 128 and stored 0 elements through x_ptr on the new inputs, 64 and 0 on the grader's"),
-    ({"args": {"y_ptr": [0, 64]}, "race": False},
-     "k loaded 0 and stored 0 elements through x_ptr on the new inputs, 64 and 0 on the grader's"),
-    ({"args": {"x_ptr": [64, 0], "y_ptr": [0, 64]}, "race": True},
+    ({"args": {"x_ptr": [64, 0, 0], "y_ptr": [0, 64, 0]}, "race": False}, None),
+    ({"args": {"x_ptr": [128, 0, 0], "y_ptr": [0, 64, 0]}, "race": False},
+     "k made 128 loads, 0 stores and 0 atomics through x_ptr on the new inputs, 64 loads, 0 stores and 0 atomics on "
+     "the grader's"),
+    ({"args": {"x_ptr": [64, 0, 64], "y_ptr": [0, 64, 0]}, "race": False},         # reads hidden in atomics
+     "k made 64 loads, 0 stores and 64 atomics through x_ptr on the new inputs, 64 loads, 0 stores and 0 atomics on "
+     "the grader's"),
+    ({"args": {"y_ptr": [0, 64, 0]}, "race": False},
+     "k made 0 loads, 0 stores and 0 atomics through x_ptr on the new inputs, 64 loads, 0 stores and 0 atomics on "
+     "the grader's"),
+    ({"args": {"x_ptr": [64, 0, 0], "y_ptr": [0, 64, 0]}, "race": True},
      "k raced on the new inputs and did not on the grader's"),
 ])
 def test_a_launch_that_moves_other_memory_on_the_replay_is_told_apart(again, says):
     """What each launch loads and stores (atomics aside) depends on the shapes it is given: the replay's counts are
     held to the first run's (a kernel that tells the grader's inputs from others does other work on each)."""
-    first = {"args": {"x_ptr": [64, 0], "y_ptr": [0, 64]}, "race": False}
+    first = {"args": {"x_ptr": [64, 0, 0], "y_ptr": [0, 64, 0]}, "race": False}
     assert replay.moved("k", first, again) == says
 

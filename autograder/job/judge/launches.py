@@ -23,6 +23,7 @@ from mini_triton import dtypes
 from mini_triton import frontend, observers
 from mini_triton.blocks import constexpr
 from mini_triton.launcher import JITFunction
+from mini_triton.memory import Kind
 from rmsnorm_testkit import text
 
 from ..wire.names import LANGUAGE, NAMESPACES
@@ -53,13 +54,18 @@ def dtype(name):
     return value
 
 
-def footprint(stats) -> dict:
-    """What one launch did, as its replay on other inputs must do it again (replay.Replay.launch): the plain loads
-    and stores of each argument (atomics left out: a spin lock's tries depend on the order programs arrive), and
-    whether it raced. A kernel's traffic depends on the shapes it is given, never on the values."""
-    out = {name: [a.loaded - a.atomics, a.stored - a.atomics] for name, a in stats.args.items()
-           if a.loaded or a.stored}
-    return {"args": out, "race": bool(stats.race)}
+def footprint(records, race) -> dict:
+    """What one launch did, as its replay on other inputs must do it again (replay.Replay.launch): each argument's
+    plain loads, plain stores and atomics (but compare-and-swaps: a spin lock's tries depend on the order programs
+    arrive), from the simulator's records of its accesses, and whether it raced. A kernel's traffic depends on the
+    shapes it is given, never on the values."""
+    out = {}
+    for r in records:
+        if r.kind is Kind.ATOMIC and getattr(r, "op", None) == "atomic_cas":
+            continue
+        counts = out.setdefault(r.buf.name, [0, 0, 0])
+        counts[0 if r.kind is Kind.LOAD else 1 if r.kind is Kind.STORE else 2] += int(r.total())
+    return {"args": out, "race": bool(race)}
 
 
 class Kernels:
@@ -262,7 +268,8 @@ class Launcher:
                        time.process_time() - started)
         stats = self.record.launches[count:]
         if self.recipe is not None and self.recipe.launches and stats:
-            self.recipe.launches[-1]["footprint"] = footprint(stats[0])
+            self.recipe.launches[-1]["footprint"] = footprint(
+                [r for a in stats[0].args.values() for r in a.records], stats[0].race)
         return self._ran(kernel, pos, kw, views, stats, again)
 
     def _arg(self, a, fds, views, fresh: set):

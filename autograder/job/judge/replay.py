@@ -20,10 +20,10 @@ import os
 import torch
 from mini_triton import observers, races
 from mini_triton.blocks import constexpr
-from mini_triton.memory import Kind
 from rmsnorm_testkit import compare, text
 
 from ..wire.phases import TRANSPORT_OPS
+from .launches import footprint
 
 MAX_BYTES = 1 << 31                     # a buffer of the recipe larger than this is refused
 DTYPES = {name: getattr(torch, name) for name in ("float32", "float16", "bfloat16", "float64", "int8", "int16",
@@ -280,15 +280,11 @@ class Replay:
         pos = [self.arg(a) for a in note["pos"]]
         kw = {k: self.arg(a) for k, a in note["kw"].items()}
         kernel.set_schedule_state(note["state"])
-        stored, did = [], {"args": {}, "race": False}
+        stored, did = [], {}
 
         def note_stores(launch, records):
             stored.extend(r for r in records if r.kind.writes())
-            for r in records:                               # the footprint (launches.footprint), counted again
-                if r.kind is not Kind.ATOMIC:
-                    counts = did["args"].setdefault(r.buf.name, [0, 0])
-                    counts[r.kind is Kind.STORE] += int(r.total())
-            did["race"] = launch.race is not None
+            did.update(footprint(records, launch.race))      # counted again, as the first run's was
         try:
             with observers.silenced():
                 observers.register(races.check, order=observers.CHECKS)
@@ -297,7 +293,7 @@ class Replay:
         except Exception as e:          # noqa: BLE001 -- the kernel's error on the fresh inputs
             raise Stale(f"{kernel.fn.__name__} failed when run again on new inputs ({text.error_line(e)})") from None
         first = note.get("footprint")
-        if isinstance(first, dict) and self.moved is None:
+        if isinstance(first, dict) and did and self.moved is None:
             self.moved = moved(kernel.fn.__name__, first, did)
         for r in stored:                # the bytes each store reached: the kernels' own, until an op writes there
             b = self._number(r.buf.storage_key[0])
@@ -321,10 +317,10 @@ def moved(kernel: str, first: dict, again: dict) -> str | None:
                 f"{'did not' if again['race'] else 'did'} on the grader's")
     was = {k: list(v) for k, v in (first.get("args") or {}).items()}
     for name in sorted(set(was) | set(again["args"])):
-        a, b = was.get(name, [0, 0]), again["args"].get(name, [0, 0])
+        a, b = was.get(name, [0, 0, 0]), again["args"].get(name, [0, 0, 0])
         if a != b:
-            return (f"{kernel} loaded {b[0]} and stored {b[1]} elements through {name} on the new inputs, "
-                    f"{a[0]} and {a[1]} on the grader's")
+            said = lambda c: f"{c[0]} loads, {c[1]} stores and {c[2]} atomics"      # noqa: E731
+            return f"{kernel} made {said(b)} through {name} on the new inputs, {said(a)} on the grader's"
     return None
 
 

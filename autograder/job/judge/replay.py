@@ -12,6 +12,11 @@ Work that the kernels and the recorded ops really do comes out right on any inpu
 from the grader's inputs and slipped past the recipe (values carried in constexprs or scalars, a store its data
 suppressed, an op the log never saw, a buffer the recipe never made) is stale on the fresh ones: the output comes
 out wrong, or the same as on the first inputs (``unchanged``), or the replay cannot run (``Stale``).
+
+What each replayed launch moves is counted too, and held to what it moved on the first run (``moved``: each
+argument's plain loads, stores and atomics, and whether it raced): a kernel's traffic follows the shapes it is
+given, never the values, so one that tells the grader's inputs from others (and does cheap, host-fed work on them
+only) is told apart, and the traffic items judge what the kernels do on any inputs.
 """
 from __future__ import annotations
 

@@ -16,7 +16,8 @@ autograder/job/judge/provenance.py) and ``judge`` (the grader measures what was 
 - ``racy_dg``: simple.py whose backward adds dg into one shared row without atomics (item 8 lost);
 - ``no_other``: simple.py whose forward loads x without ``other=`` (its masked lanes are undefined);
 - ``float_atomics``: tests/calibration/float_atomics.py, dg by float atomics (no extra credit);
-- ``dg_on_host``: simple.py whose backward computes dg with torch on the host (item 3 lost);
+- ``dg_on_host``: simple.py whose backward computes dg with torch on the host (item 3 lost); ``dy_scaled_on_host``:
+  simple.py whose backward multiplies dy by 1.0 on the host (item 7 lost);
 - ``r_on_host``: simple.py whose wrapper computes r with torch and whose kernel loads it (items 1, 5, 7 lost);
 - ``zero_rows_bug`` (r = 0 on a zero row: 4.5 lost), ``validate`` (the host checks that x is finite: 7 lost),
   ``dot_on_host`` (each row's dot computed on the host, loaded by the kernel), ``kernel_sum`` (the M x N partial
@@ -231,6 +232,8 @@ CONTROLS = {
                       ("    tl.store(r_ptr + row, r)\n", ""),
                       ("    r = torch.empty(M, dtype=torch.float32, device=x.device)",
                        "    r = torch.rsqrt(x2.float().pow(2).mean(-1) + eps)")),
+    "dy_scaled_on_host": edit(SIMPLE, ("        x, g, r = ctx.saved_tensors\n",
+                                       "        x, g, r = ctx.saved_tensors\n        dy = dy * 1.0\n")),
     "dg_on_host": edit(SIMPLE, ("    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)",
                                 "    dg = (dy2.float() * x2.float() * r[:, None]).sum(0)\n"
                                 "    return dx.view(x.shape), dg.to(g.dtype)")),
@@ -821,3 +824,13 @@ HOSTILE["replay_forward_through_atomics"] = (
           "        g = tl.where(mask, tl.atomic_add(g_ptr + cols, -0.0, mask=mask), 0.0).to(tl.float32)\n"
           "        tl.atomic_xchg(y_ptr + row * y_stride + cols, (x * r * g).to(y_ptr.dtype.element_ty), "
           "mask=mask)\n")))
+# host work on dy run by autograd from a hook that is a function of torch's: no frame of rmsnorm.py names it
+HOSTILE["host_work_in_a_torch_hook"] = (
+    "dy_scaled_on_host", "dy * 1.0 computed by a hook registered on y, functools.partial(torch.mul, other=1.0)",
+    "judge",
+    edit(SIMPLE, ("import torch\n", "import functools\n\nimport torch\n"),
+         ("def rmsnorm(x, g, eps=1e-5):\n    return TritonRMSNorm.apply(x, g, eps)\n",
+          "def rmsnorm(x, g, eps=1e-5):\n    y = TritonRMSNorm.apply(x, g, eps)\n"
+          "    if y.requires_grad:\n"
+          "        y.register_hook(functools.partial(torch.mul, other=1.0))\n"
+          "    return y\n")))

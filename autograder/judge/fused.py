@@ -17,6 +17,7 @@ from ..hidden.cases import CORE, HOST_CHECK, reduction_cases, task_name, traffic
 from .charge import Finding, Ledger
 from .counts import (IO_ROLES, backward_io_problems, by_role, extent, io, order_dependence,
                      others, roles_of, scratch_extents, wrote_a_whole_output)
+from ..job.wire.phases import TRANSPORT_OPS
 from .outputs import (backward_failure, backward_outputs, coverage_cause, failed, forward_outputs, given, laundered,
                       made, overlap_cause, task_error, traffic)
 
@@ -275,6 +276,8 @@ def item_7(inputs, outcome) -> Ledger:
                 continue
             problem = host_work_problem(phase.get("host_ops", []), M, N, where, file="rmsnorm.py")
             culprit = host_work_op(phase.get("host_ops", []), M, N, file="rmsnorm.py") if problem else None
+            if not problem:
+                problem = hook_work(phase.get("host_ops", []), where)
             if not problem and phase.get("host_loaded", 0) >= M:
                 problem = (f"your kernels loaded {phase['host_loaded']} values the host computed in your {where} "
                            f"(not inputs, not copies of them, not fills): the host did work the kernels must do")
@@ -313,6 +316,23 @@ def item_7(inputs, outcome) -> Ledger:
                 continue
             L.right()
     return L
+
+
+def hook_work(host_ops, where: str) -> str | None:
+    """Why the host did the kernels' work from no line of rmsnorm.py (None if it did not): a torch op that computes
+    something from an activation, run by autograd between the grader's call and the student's functions, as a hook
+    registered on a tensor with one of torch's functions does (``y.register_hook(functools.partial(torch.mul, ...))``).
+    Autograd's own work there only moves data (a cast of a gradient, a copy or clone of dx into x.grad): transport
+    ops, never charged."""
+    for op in host_ops:
+        if (op.get("where") or "").startswith("rmsnorm.py") or op["op"] in TRANSPORT_OPS:
+            continue
+        act = [r for r in op.get("roles") or () if r in ("x", "dy", "y", "dx")]
+        if act:
+            return (f"a host-side `{op['op']}` read {op['reads']} elements of {act[0]} in your {where}, run by "
+                    f"autograd from no line of rmsnorm.py (a hook registered on a tensor with a function of torch's, "
+                    f"say): the kernels must do the work on M·N data")
+    return None
 
 
 def source_line(op: dict | None) -> str | None:

@@ -154,14 +154,22 @@ class Replay:
                                                                             t.storage_offset()).reshape(-1)
         return first[:, None] * size + torch.arange(size)
 
-    def mark(self, t: torch.Tensor, made: bool):
+    def mark(self, t: torch.Tensor, made):
+        """Note whether the replay's kernels made ``t``'s bytes: ``made``, one bool for all of it or one per element."""
         b = self._number(t)
         if b is not None and t.numel():
-            self._made(b)[self._elements(t).reshape(-1)] = made
+            at = self._elements(t)
+            self._made(b)[at] = made if isinstance(made, bool) else made.reshape(-1, 1).expand_as(at)
+
+    def made_each(self, t: torch.Tensor) -> torch.Tensor:
+        """Per element of ``t``: were all its bytes last written by the replay's kernels?"""
+        b = self._number(t)
+        if b is None or not t.numel():
+            return torch.zeros(t.shape, dtype=torch.bool)
+        return self._made(b)[self._elements(t)].all(-1).reshape(t.shape)
 
     def is_made(self, t: torch.Tensor) -> bool:
-        b = self._number(t)
-        return b is not None and (not t.numel() or bool(self._made(b)[self._elements(t).reshape(-1)].all()))
+        return self._number(t) is not None and bool(self.made_each(t).all())
 
     def tensor(self, ref) -> torch.Tensor:
         """The replay's view of a ref."""
@@ -251,7 +259,7 @@ class Replay:
             self.adopt(ref, t)
             aliased = any(t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() for a in ins)
             if summed is not None and summed.shape == t.shape:
-                self.mark_each(t, summed)
+                self.mark(t, summed)
             elif in_place or not aliased:           # (a view of its input moves no data)
                 self.mark(t, carried)
 
@@ -266,18 +274,6 @@ class Replay:
         if not dims:
             return made.all().reshape((1,) * made.dim() if keep else ())
         return made.amin(dim=tuple(int(d) for d in dims), keepdim=keep)
-
-    def made_each(self, t: torch.Tensor) -> torch.Tensor:
-        """Per element of ``t``: were all its bytes last written by the replay's kernels?"""
-        b = self._number(t)
-        if b is None or not t.numel():
-            return torch.zeros(t.shape, dtype=torch.bool)
-        return self._made(b)[self._elements(t)].all(-1).reshape(t.shape)
-
-    def mark_each(self, t: torch.Tensor, made: torch.Tensor):
-        b = self._number(t)
-        if b is not None and t.numel():
-            self._made(b)[self._elements(t)] = made.reshape(-1, 1).expand(-1, t.element_size())
 
     def launch(self, note: dict):
         """One launch as the judge ran it, on the replay's tensors."""

@@ -54,7 +54,8 @@ class Autotuner:
             target = target.fn
         return {**dict(zip(target.arg_names, args)), **kwargs}
 
-    def _positional(self, args):
+    def by_position(self, args) -> dict:
+        """The positional arguments by their names, as Triton passes them to ``early_config_prune``."""
         target = self.fn
         while not hasattr(target, "arg_names"):
             target = target.fn
@@ -67,7 +68,7 @@ class Autotuner:
         if key not in self.cache:
             configs = self.configs
             if self.prune and len(configs) > 1:              # as Triton calls it: positional args by name,
-                configs = list(self.prune(configs, self._positional(args), grid=grid, **kwargs))  # keywords as such
+                configs = list(self.prune(configs, self.by_position(args), grid=grid, **kwargs))  # keywords as such
                 if not configs:
                     raise ValueError(f"{self.__name__}: early_config_prune returned no config")
             if os.environ.get("MINI_TRITON_AUTOTUNE") == "all":

@@ -220,3 +220,56 @@ def prediction(path: Path, timeout: float = 300) -> dict:
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
         return pool.submit(_prediction, str(path)).result(timeout=timeout)
+
+
+def _timed(path: str, shape: tuple, dtypes: tuple) -> dict:
+    """Item 10's job on the fake GPU (tests/fake_gpu.py): the submission's process forked as a GPU job forks it
+    records each step (host.py's "record"); the judge compiles its kernels with Triton's interpreter and replays,
+    captures and times them as judge/timed.py does on a GPU, each whole step one fake kernel of 1 ms. Returns
+    {task: info}, each with "wrong" (what is wrong with the timed replay's whole outputs, checked against the
+    seeds as the grader checks them) and "refused" (judge/speed.refusal of each step), and "_import"."""
+    import functools
+    from rmsnorm_testkit import compare, timing
+    from autograder.job import main
+    from autograder.job.main import setup_backend
+    from autograder.judge import speed as judged
+    from autograder.speed import full_reference
+    triton = setup_backend(ROOT, "mini_triton")
+    submission = Path(path)
+    (channel, pid), = main.fork_hosts(submission, triton, 1)
+    os.environ.pop("MINI_TRITON", None)
+    os.environ["TRITON_INTERPRET"] = "1"
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fake_gpu import FakeGPU
+    from autograder.job.judge import timed
+    gpu = FakeGPU()
+    timing.CUDA.clear()
+    timing.CUDA.update(gpu.table)
+    timing.time_cuda = functools.partial(timing.time_cuda, warmup_ms=2.0, rep_ms=3.0, min_reps=3, rounds=2)
+    real = timed.Step.__call__
+    timed.Step.__call__ = lambda self, inputs: gpu.kernel_of(real)(self, inputs)
+    tasks = {f"speed.{d}": {"op": "speed", "shape": shape, "dtype": d, "device": "cpu"} for d in dtypes}
+    results, tensors, error = timed.run_job(channel, pid, triton, submission,
+                                            submission.read_text(encoding="utf-8", errors="replace"), tasks)
+    out = {"_import": error}
+    for name, task in tasks.items():
+        info = dict(results.get(name, {}))
+        wrong = {}
+        for kind, names in timed.OUTPUTS.items():
+            seed = info.get("seeds", {}).get(kind)
+            if f"{kind}_graph_ms" in info and isinstance(seed, int):
+                x, ref = full_reference(shape, task["dtype"], seed, device="cpu")
+                for n in names:
+                    got = tensors.get(f"{name}.{n}_gpu")
+                    wrong[kind] = wrong.get(kind) or ("missing" if got is None else
+                                                      compare.compare(n, got, ref[n], x, n_rows=shape[0]))
+        info["wrong"], info["refused"] = wrong, {k: judged.refusal(k, info) for k in timed.OUTPUTS}
+        out[name] = info
+    return out
+
+
+def timed_job(path: Path, shape: tuple = (64, 512), dtypes: tuple = ("float32",), timeout: float = 300) -> dict:
+    """``_timed`` in a spawned process, as ``verdicts`` runs a grading."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
+        return pool.submit(_timed, str(path), tuple(shape), tuple(dtypes)).result(timeout=timeout)

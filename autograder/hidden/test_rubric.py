@@ -19,7 +19,7 @@ from autograder.judge import judge
 from autograder.judge.charge import note
 from autograder.judge.outputs import SOURCES, got, got_instead, not_made
 from autograder.rubric import COPY_NEEDED, PARTS
-from autograder.judge.speed import gpu_verdict, measured_entry, not_timed, refusal
+from autograder.judge.speed import WHAT, gpu_verdict, measured_entry, not_timed, refusal
 from autograder.speed import baseline_times, full_reference, reference_at_rows
 
 from autograder.hidden.cases import SPEED_SEED, SPEED_SHAPE, kind_of, robust_parts, task_name
@@ -155,12 +155,16 @@ def _speed(gpu, baseline, own_functions, part, record_property):
     seed, rows = info.get("seeds", {}).get("call"), info.get("rows")
     if not isinstance(seed, int) or not isinstance(rows, list):
         raise GraderError("the speed task's seed or rows did not come back",
-                          "a bug in autograder/job/submission/speed.py")
+                          "a bug in autograder/job/judge/timed.py")
     x, ref = reference_at_rows(SPEED_SHAPE, dtype, seed, rows)
     story = (f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)} (a timing input; y and dx compared at "
              f"{len(rows)} rows drawn after the call)")
     if kind == "fwdbwd" and info.get("fwdbwd_error"):
         fail(not_timed(f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)}", str(info["fwdbwd_error"])))
+    blocked = next((k for k in ("fwd", kind) if info.get(f"{k}_replay_error")), None)
+    if blocked:                                      # the grader could not run the step itself: nothing to compare
+        fail(f"{WHAT[kind]} {text.dtype_name(dtype)} at {SPEED_SHAPE[0]}x{SPEED_SHAPE[1]}: "
+             f"{refusal(blocked, info, own_functions)}.")
     check(outcome, task, names, x, ref, story, n_rows=SPEED_SHAPE[0])
     wrong = _replay_wrong(outcome, dtype, kind, info, f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)} "
                                                       f"(new timing inputs, every element compared)")

@@ -13,15 +13,13 @@ import time
 from pathlib import Path
 
 import torch
-from rmsnorm_testkit import timing
 
 from .wire.channel import Channel, pair
 from .wire.errors import describe
 from .submission.norms import watch_norms
 from .wire.protocol import COMPILED, COMPILING, INPUTS, JOB, OUTPUTS_JSON, READY, RUNNING, signer, write_outputs
-from .judge import remote
+from .judge import remote, timed
 from .submission import host
-from .submission import speed
 from .submission.tasks import run_tasks
 
 
@@ -95,12 +93,12 @@ def main(argv):
     submission, job_dir = Path(argv[0]), Path(argv[1])
     if os.environ.get("MINI_TRITON") == "1":
         return main_simulated(submission, job_dir, int(argv[2]) if len(argv) > 2 else 1)
+    if timed_job(job_dir):
+        return main_timed(submission, job_dir)
     sign = signer()
     job = json.loads((job_dir / JOB).read_text())
     backend = job.get("backend", "mini_triton")
     inputs = torch.load(job_dir / INPUTS, weights_only=True)
-    if backend != "mini_triton" and torch.cuda.is_available():
-        timing.keep()
     triton = setup_backend(ROOT, backend)
     if triton is None:
         compile_clock()
@@ -110,8 +108,6 @@ def main(argv):
     (job_dir / OUTPUTS_JSON).unlink()
     print(READY, flush=True)
     print(f"{RUNNING}importing rmsnorm.py", flush=True)
-    if backend != "mini_triton" and torch.cuda.is_available():
-        speed.seal()                                 # what item 10's timing runs, before the submission can touch it
     try:
         mod = load_submission(submission)
     except BaseException as e:                     # noqa: BLE001 -- report, never crash silently
@@ -145,6 +141,42 @@ def main_simulated(submission: Path, job_dir: Path, groups: int):
                                              job.get("group_s"), job.get("group_cpu_s"))
     for channel, pid in hosts[len(plan):]:
         remote.stop(pid)
+    if error:
+        results["_import"] = {"error": error}
+    write_outputs(job_dir, {**results, **done}, tensors, sign)
+    return 0
+
+
+def timed_job(job_dir: Path) -> bool:
+    """Is this item 10's job on a GPU (every task a timing), which the judge's process times itself?"""
+    try:
+        job = json.loads((job_dir / JOB).read_text())
+    except (OSError, ValueError):
+        return False
+    tasks = job.get("tasks") or {}
+    return job.get("backend") != "mini_triton" and bool(tasks) and all(t.get("op") == "speed" for t in tasks.values())
+
+
+def main_timed(submission: Path, job_dir: Path):
+    """Item 10's job on a GPU, in two processes: the submission's (forked first, before the key and the tasks are
+    read and before this process touches the GPU) records each step at the timing shape without running it
+    (host.py's "record"); this one, the judge's, compiles the kernels from its own copy of the file with its own
+    Triton, replays, captures and times them on inputs only it makes (judge/timed.py), and signs the outputs."""
+    simulator = setup_backend(ROOT, "mini_triton")     # the submission's process records through the simulator's API
+    source = submission.read_text(encoding="utf-8", errors="replace")
+    (channel, pid), = fork_hosts(submission, simulator, 1)
+    undumpable()
+    os.environ.pop("MINI_TRITON", None)
+    compile_clock()
+    sign = signer()
+    job = json.loads((job_dir / JOB).read_text())
+    for name in (JOB, INPUTS):
+        (job_dir / name).unlink(missing_ok=True)
+    results = {"_job": {"torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0]}}
+    (job_dir / OUTPUTS_JSON).write_bytes(b"")          # the job folder is writable
+    (job_dir / OUTPUTS_JSON).unlink()
+    print(READY, flush=True)
+    done, tensors, error = timed.run_job(channel, pid, simulator, submission, source, job["tasks"])
     if error:
         results["_import"] = {"error": error}
     write_outputs(job_dir, {**results, **done}, tensors, sign)

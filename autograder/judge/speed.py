@@ -62,6 +62,11 @@ def refusal(kind: str, info: dict, own=None) -> str | None:
     names of the functions the submission's file defines) ran, it changed its inputs, or it left a hook, a mode
     or a change to the grader's timing code behind (``unsealed`` of the job's speed task)."""
     what = WHAT[kind]
+    why = info.get(f"{kind}_replay_error")
+    if why:
+        return (f"the grader could not run your {what} again from what it recorded ({why}). Item 10 times your "
+                f"kernels as the grader runs them itself: each kernel compiled from your file, launched as your "
+                f"wrappers launched it, with the torch ops they ran, on inputs only the grader sees")
     why = info.get(f"{kind}_graph_error")
     if why or f"{kind}_graph_ms" not in info:
         why = why or "no time was measured"
@@ -92,6 +97,12 @@ def refusal(kind: str, info: dict, own=None) -> str | None:
     if changed:
         return (f"your {what} changed its input{'s' if len(changed) > 1 else ''} {' and '.join(changed)} while "
                 f"it was timed: a step must leave its inputs as they were (callers reuse them)")
+    wrong = info.get(f"{kind}_replays_wrong")
+    if wrong:
+        return (f"{wrong} of the {info.get(f'{kind}_replays_checked', wrong)} timed replays of your {what} gave "
+                f"wrong outputs for their inputs (each replay had new ones): a time is graded only when every replay "
+                f"computed the step. A kernel that reads memory no step wrote (torch.empty is not zeros), races, or "
+                f"keeps state between calls (a buffer kept from an earlier call holds zeros here) gives such outputs")
     return None
 
 

@@ -103,12 +103,16 @@ class Kernels:
             return jit
         before = set(seen)
         proto = self._proto(node, line, ident.get("defaults") or {})
-        jit = JITFunction(proto)
+        jit = self.make(proto)
         seen[ident.get("id")] = jit
         for k, v in (ident.get("globals") or {}).items():
             proto.__globals__[str(k)] = self._bound(v, seen)
         self.compiled[key] = jit, {i: f for i, f in seen.items() if i not in before}
         return jit
+
+    def make(self, proto):
+        """The kernel compiled from its def: here, on the simulator (timed.py's kernels compile with Triton)."""
+        return JITFunction(proto)
 
     def _proto(self, node: ast.FunctionDef, line: int, defaults: dict):
         """A function with the kernel's signature, file and first line: the simulator reads its source from the
@@ -121,13 +125,15 @@ class Kernels:
         code = next(c for c in compile(stub, self.path, "exec").co_consts if isinstance(c, types.CodeType))
         fn = types.FunctionType(code.replace(co_firstlineno=line), {"__name__": "rmsnorm"}, node.name)
         with_default = [p.arg for p in a.args[len(a.args) - len(a.defaults):]]
-        fn.__defaults__ = tuple(plain(defaults.get(n, {"other": "missing"})) for n in with_default) or None
-        fn.__kwdefaults__ = {p.arg: plain(defaults.get(p.arg, {"other": "missing"}))
+        fn.__defaults__ = tuple(self.plain(defaults.get(n, {"other": "missing"})) for n in with_default) or None
+        fn.__kwdefaults__ = {p.arg: self.plain(defaults.get(p.arg, {"other": "missing"}))
                              for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None} or None
         fn.__annotations__ = {p.arg: "tl.constexpr" for p in (*a.args, *a.kwonlyargs)
                               if p.annotation is not None and ast.unparse(p.annotation).endswith("constexpr")}
         fn.__module__ = "rmsnorm"
         return fn
+
+    plain = staticmethod(plain)             # a described constant, in the language the kernels compile in
 
     def _bound(self, d, seen):
         """An outside name of a kernel, from its description (client.describe)."""

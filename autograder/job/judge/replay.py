@@ -121,17 +121,108 @@ def generator() -> torch.Generator:
     return torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
 
 
-class Replay:
-    """The replay's memory: each buffer of the recipe as a byte tensor of its own, and which of its bytes the
-    replay's kernels wrote last (``made``: stored by a launch, or carried from such bytes by a transport op: a
-    copy, a cast, a view, the sum of a partial buffer). An output the first run's kernels made must be the
-    replay's kernels' work too: a recipe in which torch computes it describes another program than the one
-    that ran."""
+class Buffers:
+    """A recipe's memory while it is replayed: each buffer it names as a byte tensor of its own (on ``device``),
+    and its host ops run again by their aten names. The simulator's replay (``Replay``) and the GPU's timed one
+    (timed.py) both stand on it."""
 
-    def __init__(self, kernels):
-        self.kernels = kernels
+    def __init__(self, device: str = "cpu"):
+        self.device = torch.device(device)
         self.buffers = {}               # buffer number -> torch.uint8 tensor over its bytes
         self.found = {}                 # the recipe's buffers that no op of it made (Recipe.found)
+        self.unknown = None             # or a function (buffer number, bytes) -> the memory to use for such a buffer
+
+    def tensor(self, ref) -> torch.Tensor:
+        """The replay's view of a ref."""
+        try:
+            b, n, dtype = int(ref["b"]), int(ref["n"]), DTYPES[str(ref["d"])]
+            shape, strides, offset = [int(s) for s in ref["s"]], [int(s) for s in ref["st"]], int(ref["o"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise Stale(f"a tensor the grader cannot read back ({e})") from None
+        if b not in self.buffers and b in self.found and self.found[b].numel() == n:
+            self.buffers[b] = self.found[b].clone()     # a workspace kept from an earlier call, as the launch found it
+        if b not in self.buffers and self.unknown is not None and 0 < n <= MAX_BYTES:
+            self.buffers[b] = self.unknown(b, n)
+        if b not in self.buffers:
+            raise Stale("a launch or op read memory that no recorded op made and no input is: values the host "
+                        "brought in some other way")
+        data = self.buffers[b]
+        size = torch.empty((), dtype=dtype).element_size()
+        if data.numel() != n or n % size:
+            raise Stale("a buffer of another size than the recorded ops made")
+        try:
+            return data.view(dtype).as_strided(shape, strides, offset)
+        except RuntimeError as e:
+            raise Stale(f"a view past the end of its memory ({e})") from None
+
+    def adopt(self, ref, t: torch.Tensor):
+        """The buffer ``ref`` names is now ``t``'s storage (an op's output, or an input)."""
+        try:
+            b, n = int(ref["b"]), int(ref["n"])
+        except (KeyError, TypeError, ValueError):
+            raise Stale("an op's output the grader cannot read back") from None
+        storage = t.untyped_storage()
+        if storage.nbytes() != n or n > MAX_BYTES:
+            raise Stale("an op made a buffer of another size than the recorded one")
+        known = self.buffers.get(b)
+        if known is not None and known.untyped_storage().data_ptr() == storage.data_ptr():
+            return
+        self.buffers[b] = torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage, 0, (n,), (1,))
+
+    def value(self, v):
+        """An op's argument, from its plain description."""
+        if not isinstance(v, dict) or len(v) != 1:
+            raise Stale("an op argument the grader cannot read")
+        (kind, x), = v.items()
+        if kind == "t":
+            return self.tensor(x)
+        if kind == "v" and (x is None or isinstance(x, (bool, int, str))):
+            return x
+        if kind == "f":
+            return float(x)
+        if kind == "l" and isinstance(x, list):
+            return [self.value(a) for a in x]
+        if kind == "dtype" and str(x) in DTYPES:
+            return DTYPES[str(x)]
+        if kind == "device":
+            return self.device
+        if kind == "enum" and str(x) in ("contiguous_format", "preserve_format", "channels_last", "strided"):
+            return getattr(torch, str(x))
+        raise Stale(f"an op argument of a kind the grader does not replay ({str(x)[:40]})")
+
+    def call(self, step: dict) -> tuple:
+        """Run one host op of the recipe: (its name, overload, args, kwargs, tensor outputs, their refs)."""
+        name, overload = str(step.get("op")), str(step.get("overload") or "default")
+        if not name.startswith("aten::") or name in REFUSED or ("unsafe" in name and name != "aten::_unsafe_view"):
+            raise Stale(f"the host op {name} is not a pure tensor op of torch's (aten) library")
+        try:
+            func = getattr(getattr(torch.ops.aten, name.removeprefix("aten::")), overload)
+        except (AttributeError, RuntimeError):
+            raise Stale(f"torch has no op {name}.{overload}") from None
+        args = [self.value(a) for a in step.get("args") or []]
+        kwargs = {str(k): self.value(v) for k, v in (step.get("kwargs") or {}).items()}
+        if "device" in kwargs:
+            kwargs["device"] = self.device
+        try:
+            out = func(*args, **kwargs)
+        except Exception as e:          # noqa: BLE001 -- the op fails on the replay's tensors
+            raise Stale(f"the host op {name} failed when run again ({text.error_line(e)})") from None
+        outs = [o for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
+        refs = [r for r in step.get("out") or [] if r is not None]
+        if len(outs) != len(refs):
+            raise Stale(f"the host op {name} made other outputs than the recorded ones")
+        return name, overload, args, kwargs, outs, refs
+
+
+class Replay(Buffers):
+    """The simulator's replay: which bytes of each buffer the replay's kernels wrote last (``made``: stored by a
+    launch, or carried from such bytes by a transport op: a copy, a cast, a view, the sum of a partial buffer). An
+    output the first run's kernels made must be the replay's kernels' work too: a recipe in which torch computes
+    it describes another program than the one that ran."""
+
+    def __init__(self, kernels):
+        super().__init__("cpu")
+        self.kernels = kernels
         self.made = {}                  # buffer number -> bool per byte: last written by the replay's kernels
         self.unmade = set()             # outputs read back where the replay's kernels had not made them
         self.moved = None               # how the first launch whose traffic differed from the first run's differed
@@ -171,82 +262,8 @@ class Replay:
     def is_made(self, t: torch.Tensor) -> bool:
         return self._number(t) is not None and bool(self.made_each(t).all())
 
-    def tensor(self, ref) -> torch.Tensor:
-        """The replay's view of a ref."""
-        try:
-            b, n, dtype = int(ref["b"]), int(ref["n"]), DTYPES[str(ref["d"])]
-            shape, strides, offset = [int(s) for s in ref["s"]], [int(s) for s in ref["st"]], int(ref["o"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise Stale(f"a tensor the grader cannot read back ({e})") from None
-        if b not in self.buffers and b in self.found and self.found[b].numel() == n:
-            self.buffers[b] = self.found[b].clone()     # a workspace kept from an earlier call, as the launch found it
-        if b not in self.buffers:
-            raise Stale("a launch or op read memory that no recorded op made and no input is: values the host "
-                        "brought in some other way")
-        data = self.buffers[b]
-        size = torch.empty((), dtype=dtype).element_size()
-        if data.numel() != n or n % size:
-            raise Stale("a buffer of another size than the recorded ops made")
-        try:
-            return data.view(dtype).as_strided(shape, strides, offset)
-        except RuntimeError as e:
-            raise Stale(f"a view past the end of its memory ({e})") from None
-
-    def adopt(self, ref, t: torch.Tensor):
-        """The buffer ``ref`` names is now ``t``'s storage (an op's output)."""
-        try:
-            b, n = int(ref["b"]), int(ref["n"])
-        except (KeyError, TypeError, ValueError):
-            raise Stale("an op's output the grader cannot read back") from None
-        storage = t.untyped_storage()
-        if storage.nbytes() != n or n > MAX_BYTES:
-            raise Stale("an op made a buffer of another size than the recorded one")
-        known = self.buffers.get(b)
-        if known is not None and known.untyped_storage().data_ptr() == storage.data_ptr():
-            return
-        self.buffers[b] = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (n,), (1,))
-
-    def value(self, v):
-        """An op's argument, from its plain description."""
-        if not isinstance(v, dict) or len(v) != 1:
-            raise Stale("an op argument the grader cannot read")
-        (kind, x), = v.items()
-        if kind == "t":
-            return self.tensor(x)
-        if kind == "v" and (x is None or isinstance(x, (bool, int, str))):
-            return x
-        if kind == "f":
-            return float(x)
-        if kind == "l" and isinstance(x, list):
-            return [self.value(a) for a in x]
-        if kind == "dtype" and str(x) in DTYPES:
-            return DTYPES[str(x)]
-        if kind == "device":
-            return torch.device("cpu")
-        if kind == "enum" and str(x) in ("contiguous_format", "preserve_format", "channels_last", "strided"):
-            return getattr(torch, str(x))
-        raise Stale(f"an op argument of a kind the grader does not replay ({str(x)[:40]})")
-
     def op(self, step: dict):
-        name, overload = str(step.get("op")), str(step.get("overload") or "default")
-        if not name.startswith("aten::") or name in REFUSED or ("unsafe" in name and name != "aten::_unsafe_view"):
-            raise Stale(f"the host op {name} is not a pure tensor op of torch's (aten) library")
-        try:
-            func = getattr(getattr(torch.ops.aten, name.removeprefix("aten::")), overload)
-        except (AttributeError, RuntimeError):
-            raise Stale(f"torch has no op {name}.{overload}") from None
-        args = [self.value(a) for a in step.get("args") or []]
-        kwargs = {str(k): self.value(v) for k, v in (step.get("kwargs") or {}).items()}
-        if "device" in kwargs:
-            kwargs["device"] = torch.device("cpu")
-        try:
-            out = func(*args, **kwargs)
-        except Exception as e:          # noqa: BLE001 -- the op fails on the replay's tensors
-            raise Stale(f"the host op {name} failed when run again ({text.error_line(e)})") from None
-        outs = [o for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
-        refs = [r for r in step.get("out") or [] if r is not None]
-        if len(outs) != len(refs):
-            raise Stale(f"the host op {name} made other outputs than the recorded ones")
+        name, overload, args, kwargs, outs, refs = self.call(step)
         ins = [a for a in torch.utils._pytree.tree_leaves((args, {k: v for k, v in kwargs.items() if k != "out"}))
                if isinstance(a, torch.Tensor)]                  # what the op reads (not where it writes)
         carried = name.removeprefix("aten::") in TRANSPORT_OPS and all(self.is_made(a) for a in ins[1 if

@@ -24,6 +24,7 @@ import types
 import torch
 
 import mini_triton
+from mini_triton.autotune import Autotuner as SimulatedAutotuner
 from mini_triton import dtypes
 from mini_triton import errors as simulator_errors
 from mini_triton import frontend
@@ -74,6 +75,8 @@ class Link:
     channel = None
     memory = Memory()
     covered = {}            # storage address -> elements the judge says this phase's kernels stored there
+    recording = None        # a list while a step is recorded for the judge's timing (host.py's "record"): each
+                            # launch noted whole here, never sent, never run
 
 
 def plain(v):
@@ -164,6 +167,11 @@ class RemoteKernel:
         bound = self._bind(args, kwargs)
         if callable(grid):
             grid = grid(dict(bound))
+        if Link.recording is not None:                     # the timing's recipe (host.py's "record")
+            Link.recording.append({"kernel": self.identity({}), "grid": _grid(grid), "at": recipe.mark(),
+                                   "args": [self._described(a) for a in args],
+                                   "kwargs": {k: self._described(v) for k, v in kwargs.items()}})
+            return
         if mini_triton.runtime.PLANNING is not None:       # a plan (host.py's "plan"): noted here, never run
             dims = _grid(grid)
             dims = (*([dims] if isinstance(dims, int) else dims), 1, 1, 1)[:3]
@@ -200,6 +208,13 @@ class RemoteKernel:
         if isinstance(v, torch.Tensor):
             tensors.append(v)
             return {"tensor": Link.memory.handle(v, fds), "ref": recipe.ref(v)}
+        return self._described(v)
+
+    @staticmethod
+    def _described(v):
+        """An argument as plain data: a tensor by its ref in the recipe, a number, a constexpr's value."""
+        if isinstance(v, torch.Tensor):
+            return {"ref": recipe.ref(v)}
         if isinstance(v, constexpr):
             return {"constexpr": plain(v.value) or {"other": type(v.value).__name__}}
         return plain(v) or {"other": type(v).__name__}
@@ -240,11 +255,42 @@ def jit(fn=None, **options):
     return RemoteKernel(fn)
 
 
+class Autotuner(SimulatedAutotuner):
+    """``@triton.autotune`` in a graded job: on the simulator its first config runs (mini_triton.autotune); in the
+    timing's recipe every config's launch is recorded, as one choice the judge makes by timing each on its GPU."""
+
+    def run(self, *args, grid, **kwargs):
+        if Link.recording is None:
+            return super().run(*args, grid=grid, **kwargs)
+        configs = self.configs
+        if self.prune and len(configs) > 1:
+            configs = list(self.prune(configs, self.by_position(args), grid=grid, **kwargs)) or configs[:1]
+        start = len(Link.recording)
+        for cfg in configs[:MAX_CONFIGS]:
+            self.fn[grid](*args, **kwargs, **cfg.all_kwargs())
+        alternatives = Link.recording[start:]
+        del Link.recording[start:]
+        Link.recording.append({"choose": alternatives, "at": alternatives[0]["at"] if alternatives else recipe.mark(),
+                               "zero": [str(n) for n in self.reset_to_zero],
+                               "restore": [str(n) for n in self.restore_value]})
+
+
+MAX_CONFIGS = 32                           # configs of one autotuned kernel the judge times at most
+
+
+def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None, **kwargs):
+    """``@triton.autotune(configs=[...], key=[...])`` above ``@triton.jit``, in a graded job (:class:`Autotuner`)."""
+    def deco(fn):
+        return Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, **kwargs)
+    return deco
+
+
 def install(channel):
     """Before the submission is imported: launches go over ``channel``."""
     Link.channel = channel
     mini_triton.jit = jit
     mini_triton.JITFunction = RemoteKernel
+    mini_triton.autotune = autotune
 
 
-__all__ = ["RemoteKernel", "Memory", "Link", "describe", "install", "jit"]
+__all__ = ["RemoteKernel", "Memory", "Link", "autotune", "describe", "install", "jit"]

@@ -11,6 +11,8 @@ each one:
   (x and g require grad as the request says: both, one, or neither, with no ``ag_backward`` then);
 - ``plan``: item 10's steps at its shape on tensors without data, the launches noted and not run (advice for
   item 10's prediction, which no grade reads);
+- ``record``: item 10's steps at its shape on tensors without data, as recipes the judge replays and times on
+  the GPU itself (judge/timed.py): every host op and every launch, whole, none run;
 - ``quit``.
 
 Each answer carries the outputs as memory handles (the judge reads their values itself) and what this side
@@ -77,6 +79,8 @@ class Host:
         if cmd == "import":
             self.mod = load_submission(self.submission)
             return {"ok": True}, []
+        if cmd == "record":
+            return {"recipes": {kind: self.record(kind, request) for kind in RECORDED}}, []
         self.request = request
         tensors = {k: self.tensor(v, fds) for k, v in request.get("tensors", {}).items()}
         kw = {"eps": request["eps"]} if "eps" in request else {}
@@ -164,6 +168,36 @@ class Host:
                                       for w in host_ops[:PLAN_CAP]]}
         return {"plan": out, "path": path.as_dict()}, []
 
+    def record(self, kind: str, request: dict) -> dict:
+        """The recipe of one of item 10's steps ("fwd": rmsnorm_forward; "fwdbwd": rmsnorm and the gradient of its
+        y, as the timing calls them) at the request's shape and dtype, on tensors of torch's meta device (a shape and
+        no data), the course GPU in the file's view: the host ops (recipe.py), each launch as the judge launches it
+        (client.py), and the outputs' refs; or the step's error. Nothing runs on a device here; the judge's process
+        replays the recipe on its own GPU, on inputs it alone makes, and times that."""
+        M, N = (int(d) for d in request["shape"])
+        dtype = getattr(torch, str(request["dtype"]))
+        error = None
+        for level in predict.LEVELS:                     # as much of the course GPU in view as the file takes,
+            for device in ("meta", "cpu"):               # on tensors without data, else on CPU memory never read
+                log = recipe.start(meta=True)
+                x, dy = (torch.empty(M, N, dtype=dtype, device=device) for _ in range(2))
+                g = torch.empty(N, dtype=dtype, device=device)
+                for role, t in (("x", x), ("g", g), ("dy", dy)):
+                    log.input(role, t)
+                client.Link.recording = launches = []
+                try:
+                    with recipe.Recording(), predict.as_gpu(request.get("gpu", predict.COURSE_GPU), device, level,
+                                                            trusted=(JOB,)):
+                        outputs = recorded_step(self.mod, kind, x, g, dy)
+                    return {**recipe.report(), "launches": launches,
+                            "outputs": {k: recipe.ref(v) for k, v in outputs.items()}}
+                except Exception as e:                   # noqa: BLE001 -- the step's own error, reported
+                    error = error or describe(e)
+                finally:
+                    client.Link.recording = None
+                    del x, g, dy
+        return {"error": error}
+
     def outputs(self, out: dict, phases: dict, extra=None) -> tuple:
         """The answer: each output's memory handle (or what it is instead), and what this side noticed."""
         for k, v in out.items():
@@ -183,6 +217,26 @@ class Host:
         refs = {k: recipe.ref(v) for k, v in out.items() if k in handles}
         return {"outputs": handles, "not_tensors": not_tensors, "noticed": noticed, "claims": claims,
                 "recipe": {**recipe.report(), "refs": refs, "at": recipe.mark()}, **(extra or {})}, fds
+
+
+RECORDED = ("fwd", "fwdbwd")     # the steps item 10 times
+
+
+def recorded_step(mod, kind: str, x, g, dy) -> dict:
+    """{output: tensor} of one timed step, run as the timing runs it: the forward's y, or the forward and the
+    gradient of its y through the submission's TritonRMSNorm (dx and dg)."""
+    if kind == "fwd":
+        out = mod.rmsnorm_forward(x, g)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError(f"rmsnorm_forward returned {type(out).__name__}, not the pair (y, r)")
+        return {"y": require_plain("y from rmsnorm_forward", out[0])}
+    x, g = x.requires_grad_(True), g.requires_grad_(True)
+    y = require_plain("y from rmsnorm", mod.rmsnorm(x, g))
+    dx, dg = torch.autograd.grad(y, (x, g), dy, allow_unused=True)
+    if dg is None:
+        raise TypeError("g.grad is None after the backward: it returned no dg for g, and a forward+backward is "
+                        "timed complete")
+    return {"dx": require_plain("dx from the backward", dx), "dg": require_plain("dg from the backward", dg)}
 
 
 def step_leaves(x, g, requires_grad) -> tuple:

@@ -26,7 +26,8 @@ MAX_STEPS = 2000            # host ops a task may report: a recipe longer than t
 class Log:
     """One task's recipe, across its phases (the autograd step's backward reads what its forward made)."""
 
-    def __init__(self):
+    def __init__(self, meta: bool = False):
+        self.meta = meta                # tensors of torch's meta device are the step's own (host.py's "record")
         self.ops = []                   # [{"op", "overload", "args", "kwargs", "out"}]
         self.ids = {}                   # id of a storage (torch keeps one Python object per storage) -> number
         self.kept = []                  # the storages seen, kept alive so that no id is reused in a task
@@ -52,7 +53,7 @@ class Log:
     def value(self, v):
         """An op's argument as plain data; a tensor as its ``ref``."""
         if isinstance(v, torch.Tensor):
-            if v.layout != torch.strided or v.device.type == "meta":
+            if v.layout != torch.strided or (v.device.type == "meta" and not self.meta):
                 return {"other": f"tensor of layout {v.layout} on {v.device}"}
             return {"t": self.ref(v)}
         if v is None or isinstance(v, (bool, int, str)):
@@ -107,9 +108,9 @@ class Recording(TorchDispatchMode):
         return out
 
 
-def start() -> Log:
-    """A new task's log."""
-    Recording.log = Log()
+def start(meta: bool = False) -> Log:
+    """A new task's log (of a step on tensors without data, with ``meta``)."""
+    Recording.log = Log(meta)
     return Recording.log
 
 

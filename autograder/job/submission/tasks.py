@@ -1,8 +1,9 @@
-"""The tasks a GPU job runs on the submission, in its own process, dispatched by their ``op`` from one table
-(``TASKS``); a simulator job runs the same kinds of task from the judge's process (remote.py).
+"""The tasks a GPU job's robustness cases run on the submission, in its own process, dispatched by their ``op``
+from one table (``TASKS``); a simulator job runs the same kinds of task from the judge's process (remote.py), and
+item 10's GPU job is timed by the judge's process (judge/timed.py).
 
 A task is a dict:
-  op       "forward" | "backward" | "autograd" | "speed"
+  op       "forward" | "backward" | "autograd"
   tensors  {"x": input name, "g": ..., "dy": ..., "r": ...}
   eps      (optional) passed to the submission
   view     (optional) {"x": [start, stop, step], "dy": [...]}: a slice of the last
@@ -11,20 +12,19 @@ A task is a dict:
 
 The forward, backward and autograd tasks run their phases (phases.py) on the task's own copies of
 its inputs, then report the same way: each phase's launches and host ops, and for each output
-whether the kernels made it. The speed task times the submission on the GPU (speed.py).
+whether the kernels made it.
 """
 from __future__ import annotations
 
 import dataclasses
 
 import torch
-from rmsnorm_testkit import compare, text
+from rmsnorm_testkit import compare
 
 from ..wire.errors import describe
 from ..wire.phases import MADE_IN, storage
 from .phase import Phase
 from ..wire.protocol import output_key, plain, require_plain, running
-from .speed import run_speed
 
 
 
@@ -166,14 +166,7 @@ def phase_task(body):
     return run_phases
 
 
-def speed_task(mod, task, inputs, triton, progress=None):
-    """Item 10's timings of the submission on the GPU (speed.run_speed)."""
-    running(f"the GPU timing of rmsnorm at {tuple(task['shape'])} {text.dtype_name(task['dtype'])}")
-    return run_speed(mod, task)
-
-
-TASKS = {"forward": phase_task(forward), "backward": phase_task(backward), "autograd": phase_task(autograd),
-         "speed": speed_task}
+TASKS = {"forward": phase_task(forward), "backward": phase_task(backward), "autograd": phase_task(autograd)}
 
 
 def run_task(mod, task, inputs, triton, progress=None):

@@ -1,0 +1,396 @@
+"""Item 10's timing, in the judge's process: the submission's steps replayed and timed by the judge itself.
+
+The submission's process records each timed step at item 10's shape without running it (host.py's "record"):
+on tensors that hold no data, every host op by its aten name (recipe.py) and every launch whole (client.py: the
+kernel by its name and line, its grid, its scalars and constexprs, each tensor as a view of a buffer of the
+recipe). Here the judge compiles the kernels from its own copy of rmsnorm.py with its own Triton (the file's
+top-level code never runs in this process: a kernel is its ``def``, its outside names bound from the recipe's
+descriptions, launches.Kernels), makes the inputs itself from seeds it draws, replays the recipe on the GPU,
+captures that replay in a CUDA graph of its own and times it with its own events, fresh inputs before every timed
+replay. Every timed replay's outputs are checked on the GPU against the reference of its inputs (``Check``), and
+the last one's go back whole to the grader, which checks them again.
+
+Nothing of the submission's runs while it is timed, or at all, in this process: what it patches, hooks or wraps in
+its own process lies on no timed path, and whatever its host code computed when it recorded the step was computed
+from tensors without values. Torch ops in the recipe run as recorded, and are torch's time (and item 10's rule on
+torch's work: ``torch_work``).
+"""
+from __future__ import annotations
+
+import importlib
+import math
+import os
+
+import torch
+from rmsnorm_testkit import compare, text, timing
+
+from ..wire.channel import Broken, close
+from ..wire.errors import describe
+from ..wire.phases import TRANSPORT_OPS
+from ..wire.protocol import output_key, plain
+from . import remote
+from .launches import Kernels
+from .launches import plain as described
+from .provenance import Refused
+from .replay import Buffers, Stale
+
+CALL_ROWS = 8                 # rows of the untimed call's y and dx that go back (the timed replay's go back whole)
+LARGE_OP = 4                  # a torch op reading M·N / LARGE_OP elements or more does the kernels' work
+ALLOCATIONS = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "zeros",
+                         "zeros_like", "new_zeros", "ones", "ones_like", "full", "full_like", "fill_", "zero_"})
+CHECK_SLACK = 4.0             # a timed replay's outputs are checked on the GPU within this many tolerances
+OUTPUTS = {"fwd": ("y",), "fwdbwd": ("dx", "dg")}
+ROLES = ("x", "g", "dy")      # the inputs, as timing.speed_inputs makes them
+MAX_LAUNCHES = 256            # launches a recorded step may make
+
+
+def language() -> dict:
+    """The modules a kernel may name (wire/names.LANGUAGE's keys), as this process's Triton has them."""
+    import triton
+    import triton.language as tl
+    out = {"triton": triton, "tl": tl, "tl.math": tl.math, "math": math}
+    for key, path in (("tl.extra", "extra"), ("libdevice", "extra.libdevice"), ("tl.extra.cuda", "extra.cuda")):
+        try:
+            out[key] = importlib.import_module(f"triton.language.{path}")
+        except ImportError:
+            pass
+    return out
+
+
+class TritonKernels(Kernels):
+    """The submission's kernels, compiled with Triton from the judge's copy of the file (launches.Kernels finds
+    each ``def`` and binds its outside names; here they bind to Triton's own language)."""
+
+    def __init__(self, path: str, source: str):
+        super().__init__(path, source)
+        self.language = language()
+
+    def make(self, proto):
+        proto.__globals__[" language"] = self.language["tl"]   # Triton's interpreter wants it among the globals
+        return self.language["triton"].jit(proto)                # of every jit function, named or not
+
+    def plain(self, d):
+        """A described constant: a number, a string, None, or one of Triton's dtypes."""
+        if isinstance(d, dict) and "dtype" in d:
+            return self.dtype(d["dtype"])
+        if isinstance(d, dict) and "other" in d:
+            raise Refused(f"a kernel was given a {str(d['other'])[:60]}, which Triton cannot pass to a kernel")
+        return described(d)
+
+    def dtype(self, name):
+        value = getattr(self.language["tl"], str(name), None)
+        if not isinstance(value, self.language["tl"].dtype):
+            raise Refused(f"no dtype named {name!r} in Triton")
+        return value
+
+    def _bound(self, d, seen):
+        kind = d.get("kind") if isinstance(d, dict) else None
+        if kind == "kernel":
+            return self.kernel(d, seen)
+        if kind == "constexpr":
+            return self.language["tl"].constexpr(self.plain(d.get("value")))
+        if kind == "dtype":
+            return self.dtype(d.get("name"))
+        if kind == "module" and d.get("name") in self.language:
+            return self.language[d["name"]]
+        if kind == "op" and d.get("space") in self.language and hasattr(self.language[d["space"]], str(d["name"])):
+            return getattr(self.language[d["space"]], str(d["name"]))
+        name = str(d.get("name") or d.get("type") or "?")[:60] if isinstance(d, dict) else "?"
+        raise Refused(f"a kernel reads {name}, which is not a kernel, a constexpr or a part of Triton's language "
+                      f"(Triton compiles a kernel's outside names only if they are)")
+
+
+class Choice:
+    """One launch of a step, or an autotuned kernel's configs, one of which runs (``chosen``, by ``Step.fastest``)."""
+
+    def __init__(self, alternatives: list, zero: list):
+        self.alternatives, self.zero, self.chosen = alternatives, zero, None
+
+
+class Step:
+    """One recorded step, run by the judge on its own tensors: ``step(inputs)`` replays the host ops and the
+    launches in the order they were recorded and returns the outputs' views."""
+
+    def __init__(self, kind: str, recorded: dict, kernels: TritonKernels, device: str):
+        if not isinstance(recorded, dict) or not isinstance(recorded.get("ops"), list) or \
+                not isinstance(recorded.get("launches"), list) or not isinstance(recorded.get("outputs"), dict):
+            raise Stale("the step's recipe did not come back")
+        if recorded.get("overflow"):
+            raise Stale("the host ran more torch ops than the grader replays")
+        if len(recorded["launches"]) > MAX_LAUNCHES:
+            raise Stale(f"the step made more than {MAX_LAUNCHES} launches")
+        self.kind, self.kernels, self.device = kind, kernels, device
+        self.workspaces = {}          # buffer number -> the judge's memory for a buffer no op of the recipe made
+        self.ops, self.roles = recorded["ops"], recorded.get("roles") or {}
+        self.outputs = [recorded["outputs"].get(k) for k in OUTPUTS[kind]]
+        if any(not isinstance(ref, dict) for ref in self.outputs):
+            raise Stale("an output of the step is not a tensor the recipe made")
+        events = [((i, 1, 0), "op", op) for i, op in enumerate(self.ops)]
+        for j, launch in enumerate(recorded["launches"]):
+            at = launch.get("at") if isinstance(launch, dict) else None
+            if not isinstance(at, int) or not 0 <= at <= len(self.ops):
+                raise Stale("a launch the recipe does not place")
+            events.append(((at, 0, j), "launch", launch))
+        self.events = [(kind_, what) for _, kind_, what in sorted(events, key=lambda e: e[0])]
+        self.launches = [self.choice(what) for kind_, what in self.events if kind_ == "launch"]
+
+    def choice(self, launch: dict) -> Choice:
+        """The launch's alternatives (an autotuned kernel's configs, client.Autotuner; else the one launch)."""
+        alternatives = launch.get("choose") if "choose" in launch else [launch]
+        if not isinstance(alternatives, list) or not alternatives:
+            raise Stale("an autotuned launch with no config")
+        zero = [str(n) for n in launch.get("zero") or []] if "choose" in launch else []
+        return Choice([self.bind(a if isinstance(a, dict) else {}) for a in alternatives[:MAX_LAUNCHES]], zero)
+
+    def bind(self, launch: dict) -> tuple:
+        """(kernel, grid, the arguments' descriptions): the kernel compiled here, once."""
+        kernel = self.kernels.kernel(launch.get("kernel") or {}, {})
+        grid = launch.get("grid")
+        grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid or ())
+        if not grid or any(g < 0 for g in grid):
+            raise Stale(f"a launch of {getattr(kernel, '__name__', 'a kernel')} with the grid {grid}")
+        return kernel, grid, list(launch.get("args") or []), dict(launch.get("kwargs") or {})
+
+    def __call__(self, inputs: dict) -> tuple:
+        memory = Buffers(self.device)
+        memory.unknown = self.workspace
+        for b, role in self.roles.items():
+            memory.adopt({"b": int(b), "n": inputs[role].untyped_storage().nbytes()}, inputs[role])
+        launches = iter(self.launches)
+        for kind, what in self.events:
+            if kind == "op":
+                *_, outs, refs = memory.call(what)
+                for ref, t in zip(refs, outs):
+                    memory.adopt(ref, t)
+            else:
+                choice = next(launches)
+                if choice.chosen is None:
+                    choice.chosen = self.fastest(choice, memory)
+                self.launch(choice.alternatives[choice.chosen], memory, choice.zero)
+        return tuple(memory.tensor(ref) for ref in self.outputs)
+
+    def workspace(self, b: int, n: int) -> torch.Tensor:
+        """A buffer the step uses and no op of its recipe made (a workspace the file keeps between calls, made at an
+        earlier call or at import): the judge's own, zeros when first used, kept from call to call. Values the
+        host computed into such a buffer are not there: an output that needs them comes out wrong."""
+        if b not in self.workspaces:
+            self.workspaces[b] = torch.zeros(n, dtype=torch.uint8, device=self.device)
+        return self.workspaces[b]
+
+    def launch(self, alternative: tuple, memory: Buffers, zero=()):
+        kernel, grid, args, kwargs = alternative
+        args = [self.argument(a, memory) for a in args]
+        kwargs = {k: self.argument(a, memory) for k, a in kwargs.items()}
+        named = {**dict(zip(getattr(kernel, "arg_names", []), args)), **kwargs}
+        for name in zero:                            # the autotuner's reset_to_zero, before each launch
+            if isinstance(named.get(name), torch.Tensor):
+                named[name].zero_()
+        kernel[grid](*args, **kwargs)
+
+    def fastest(self, choice: Choice, memory: Buffers) -> int:
+        """Which config of an autotuned launch runs fastest on the judge's GPU, each timed on the step's own
+        tensors and the memory restored after each (as Triton's autotuner does); the first on a CPU."""
+        if len(choice.alternatives) == 1 or torch.device(self.device).type != "cuda":
+            return 0
+        tensors = [self.argument(a, memory) for a in choice.alternatives[0][2]]
+        kept = [(t, t.clone()) for t in tensors if isinstance(t, torch.Tensor)]
+        times = []
+        for alternative in choice.alternatives:
+            try:
+                times.append(timing.time_cuda(lambda: self.launch(alternative, memory, choice.zero),
+                                              warmup_ms=5.0, rep_ms=10.0, min_reps=5, rounds=1))
+            except Exception:                        # noqa: BLE001 -- a config that fails is not chosen
+                times.append(math.inf)
+            for t, was in kept:
+                t.copy_(was)
+        return min(range(len(times)), key=times.__getitem__)
+
+    def argument(self, d, memory: Buffers):
+        if isinstance(d, dict) and "ref" in d:
+            return memory.tensor(d["ref"])
+        if isinstance(d, dict) and "constexpr" in d:
+            return self.kernels.plain(d["constexpr"])
+        return self.kernels.plain(d)
+
+
+def torch_work(recorded: dict, shape) -> list:
+    """The recipe's torch ops that compute from M·N / LARGE_OP elements or more: the kernels' work done by torch
+    (moving data and filling memory are not work)."""
+    limit, found = shape[0] * shape[1] // LARGE_OP, []
+    for op in recorded.get("ops") or []:
+        name = str(op.get("op", "")).removeprefix("aten::")
+        if name in TRANSPORT_OPS or name in ALLOCATIONS:
+            continue
+        refs = [a["t"] for a in _leaves(op.get("args")) + _leaves(list((op.get("kwargs") or {}).values()))
+                if isinstance(a, dict) and isinstance(a.get("t"), dict)]
+        reads = max((math.prod(int(s) for s in r.get("s", [])) for r in refs), default=0)
+        if reads >= limit:
+            found.append({"op": name, "reads": reads, "where": ""})
+    return found[:8]
+
+
+def _leaves(values) -> list:
+    out = []
+    for v in values or []:
+        if isinstance(v, dict) and isinstance(v.get("l"), list):
+            out += _leaves(v["l"])
+        else:
+            out.append(v)
+    return out
+
+
+class Check:
+    """The outputs of every timed replay, compared on the GPU with the reference of its inputs (float32 math, a
+    few tolerances wide: the grader compares the last replay's exactly): a count of the replays that were wrong,
+    kept on the GPU until the timing is done (reading it would make the host wait)."""
+
+    def __init__(self, kind: str, statics, outputs, eps: float = 1e-5):
+        self.kind, self.statics, self.outputs, self.eps = kind, statics, outputs, eps
+        self.wrong = torch.zeros((), dtype=torch.int64, device=statics[0].device)
+        self.checked = 0
+
+    def __call__(self):
+        x, g, dy = (t.float() for t in self.statics)
+        r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        if self.kind == "fwd":
+            expected = {"y": x * r * g}
+        else:
+            wdy, xhat = dy * g, x * r
+            expected = {"dx": r * (wdy - xhat * (wdy * xhat).mean(-1, keepdim=True)), "dg": (dy * xhat).sum(0)}
+        bad = torch.zeros((), dtype=torch.bool, device=self.wrong.device)
+        for name, got in zip(OUTPUTS[self.kind], self.outputs):
+            want = expected[name]
+            atol, rtol = compare.TOLERANCES[got.dtype]
+            if name == "dg":
+                atol = max(atol, 2 * torch.finfo(got.dtype).eps * x.shape[0] ** 0.5)
+            slack = CHECK_SLACK * (atol + rtol * want.abs())
+            bad |= ~((got.float() - want).abs() <= slack).all()
+        self.wrong += bad
+        self.checked += 1
+
+    def count(self) -> int:
+        return int(self.wrong)
+
+
+def secret_seed() -> int:
+    return int.from_bytes(os.urandom(6), "little")
+
+
+class StepFailed(Exception):
+    """The forward's own error when the submission's process recorded it (``error``, as wire/errors describes it):
+    the speed task's error, as a failing call is."""
+
+    def __init__(self, error: str):
+        super().__init__(error)
+        self.error = error
+
+
+def error_line(error: str) -> str:
+    """An error of the submission's process in one line."""
+    lines = str(error).strip().splitlines()
+    return (lines[0] if lines else "an error")[:text.ERROR_LINE_CHARS]
+
+
+def run_speed(recipes: dict, kernels: TritonKernels, task: dict) -> tuple:
+    """(tensors, info) of item 10's task, in the form judge/speed.py reads: the untimed call's outputs at rows
+    drawn after it, each step's time from the judge's own CUDA graph, the last timed replay's whole outputs, the
+    seeds (the grader makes the same inputs and checks), and what the timing found. The forward's own error is
+    the task's (StepFailed); the forward+backward's costs its own parts only (``fwdbwd_error``)."""
+    shape, dtype, device = tuple(task["shape"]), task["dtype"], task.get("device", "cuda")
+    info, steps = {"seeds": {"call": secret_seed()}, "threads": 0}, {}
+    for kind in OUTPUTS:
+        got = recipes.get(kind) if isinstance(recipes, dict) else None
+        if isinstance(got, dict) and isinstance(got.get("error"), str):
+            if kind == "fwd":
+                raise StepFailed(got["error"])
+            info["fwdbwd_error"] = error_line(got["error"])
+            continue
+        try:
+            steps[kind] = Step(kind, got, kernels, device)
+            info[f"{kind}_torch_work"] = torch_work(got, shape)
+        except (Stale, Refused) as e:
+            info[f"{kind}_replay_error"] = str(e)
+    call = dict(zip(ROLES, timing.speed_inputs(shape, dtype, info["seeds"]["call"], device=device)))
+    made = {}
+    for kind, step in list(steps.items()):
+        try:
+            made.update(zip(OUTPUTS[kind], step(call)))
+        except Exception as e:                      # noqa: BLE001 -- the kernels' error on the judge's inputs
+            info[f"{kind}_replay_error"] = text.error_line(e)
+            del steps[kind]
+    info["rows"] = sorted({int.from_bytes(os.urandom(4), "little") % shape[0] for _ in range(CALL_ROWS)})
+    index = torch.tensor(info["rows"], device=device)      # drawn after the call
+    out = {name: t.clone() if name == "dg" else t.index_select(0, index) for name, t in made.items()}
+    del made, call
+    for kind, step in steps.items():
+        out.update({f"{k}_gpu": t for k, t in timed(kind, step, shape, dtype, device, info).items()})
+    return plain(out, info)
+
+
+def timed(kind: str, step: Step, shape, dtype, device, info: dict) -> dict:
+    """One step captured in the judge's CUDA graph and timed into ``info``, fresh inputs before every timed replay
+    and every replay's outputs checked; the last replay's whole outputs (or none, with the reason in ``info``)."""
+    c = timing.kept()
+    statics = timing.speed_inputs(shape, dtype, secret_seed(), device=device)
+    try:
+        replay, got = timing.captured(lambda: step(dict(zip(ROLES, statics))))
+    except timing.NotCapturable as e:
+        info[f"{kind}_graph_error"] = str(e)
+        return {}
+    check = Check(kind, statics, got)
+
+    def fresh(checked=True):                         # the last replay's outputs checked, then new inputs
+        if checked:
+            check()
+        seed = info["seeds"][kind] = secret_seed()
+        with c["no_grad"]():
+            timing.speed_inputs(shape, dtype, seed, device, out=statics)
+    fresh(checked=False)                             # (captured, not yet run: its outputs hold nothing yet)
+    info[f"{kind}_graph_ms"] = timing.time_cuda(replay, prepare=fresh)
+    check()
+    info[f"{kind}_replays_checked"], info[f"{kind}_replays_wrong"] = check.checked, check.count()
+    outputs = {k: c["clone"](t) for k, t in zip(OUTPUTS[kind], got)}
+    made = timing.speed_inputs(shape, dtype, info["seeds"][kind], device)
+    info[f"{kind}_inputs_changed"] = [n for n, a, b in zip(ROLES, statics, made) if not c["equal"](a, b)]
+    try:
+        _, info[f"{kind}_kernels"] = timing.kernel_times(
+            lambda: step(dict(zip(ROLES, statics))),
+            lambda: timing.speed_inputs(shape, dtype, secret_seed(), device, out=statics))
+    except Exception as e:                           # noqa: BLE001 -- feedback only: the replay's time stands
+        info[f"{kind}_profile_error"] = text.error_line(e)
+    return outputs
+
+
+def run_job(channel, pid: int, simulator, submission, source: str, tasks: dict) -> tuple:
+    """(results, tensors, the import's error or None) of item 10's tasks: each step recorded by the submission's
+    process (``channel``, ``pid``), then replayed and timed here."""
+    results, tensors = {}, {}
+    judge = remote.Judge(channel, simulator, submission, source)
+    try:
+        remote.say("importing rmsnorm.py")
+        error = judge.load()
+        if error:
+            return results, tensors, error
+        kernels = TritonKernels(str(submission), source)
+        for name, task in tasks.items():
+            remote.say(f"recording the timed steps at {tuple(task['shape'])}")
+            answer, fds = judge.ask({"cmd": "record", "shape": list(task["shape"]), "dtype": task["dtype"]})
+            close(fds)
+            try:
+                if isinstance(answer.get("error"), str):
+                    raise StepFailed(answer["error"])
+                out, info = run_speed(answer.get("recipes"), kernels, task)
+                tensors.update({output_key(name, k): v for k, v in out.items()})
+                results[name] = {"ok": True, **info}
+            except StepFailed as e:
+                results[name] = {"error": e.error}
+            except Exception as e:                   # noqa: BLE001 -- reported per task, as every task's error
+                results[name] = {"error": describe(e)}
+    except Broken as e:
+        message = remote.ended(pid, e, 0)
+        results.update({name: {"error": message} for name in tasks if name not in results})
+        if remote.SAID["now"] == "importing rmsnorm.py":
+            return results, tensors, message
+    finally:
+        remote.stop(pid)
+    return results, tensors, None

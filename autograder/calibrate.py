@@ -1,12 +1,10 @@
 """Check item 10's thresholds on a GPU machine: ``python -m autograder.calibrate SUB... [--runs 10]``.
 
-Grades each submission ``--runs`` times, item 10 only, and prints per part the
-percentage of copy bandwidth its kernels reach in GPU time (min / median / max,
-the graded figure), the verdicts, the speedup over eager's kernels and over
-eager's wall time. A threshold holds when every run of a submission gets the
-same verdict and no submission's runs come within 10% of it (margin: the
-slowest passing run over the threshold, or the threshold over the fastest
-failing run, 1.1 or more). docs/perf.md records runs.
+Grades each submission ``--runs`` times, item 10 only, and prints per part the percentage of copy bandwidth its
+kernels reach in GPU time (min / median / max, the graded figure), the verdicts and the speedup over eager's
+kernels. A threshold holds when every run of a submission gets the same verdict and no submission's runs come within
+10% of it (margin: the slowest passing run over the threshold, or the threshold over the fastest failing run, 1.1 or
+more). docs/perf.md records runs.
 """
 from __future__ import annotations
 
@@ -26,7 +24,6 @@ from .rubric import COPY_NEEDED, PARTS
 
 GPU = re.compile(r"the GPU ran your [\w+]+ in (?P<ms>[\d.]+) ms \((?P<how>\w+).*?= (?P<pct>\d+)% of copy", re.S)
 KX = re.compile(r"; (?P<x>[\d.]+)x as fast as eager PyTorch's kernels")
-WALL = re.compile(r"A normal call takes (?P<ms>[\d.]+) ms of wall time \((?P<x>[\d.]+)x as fast as eager")
 
 
 def _name(sub: Path) -> str:
@@ -35,7 +32,7 @@ def _name(sub: Path) -> str:
 
 def calibrate(subs, runs: int):
     """Rows of (submission, part, name, min %, median %, max %, needed %, verdicts, passed, margin,
-    median x eager's kernels, median x eager's wall time, how timed, first unparsed message,
+    median x eager's kernels, how timed, first unparsed message,
     first run's message)."""
     rows = []
     with tempfile.TemporaryDirectory() as d:
@@ -45,11 +42,10 @@ def calibrate(subs, runs: int):
                 res = grade.grade(sub, Path(d) / "r.json", select="gpu_speed")
                 for t in res["tests"]:
                     if t["number"].startswith("10."):
-                        m, w, k = (r.search(t["output"]) for r in (GPU, WALL, KX))
+                        m, k = (r.search(t["output"]) for r in (GPU, KX))
                         seen.setdefault(t["number"], []).append(dict(
                             status=t["status"], pct=int(m["pct"]) if m else -1,
                             kx=float(k["x"]) if k else float("nan"),
-                            wx=float(w["x"]) if w else float("nan"),
                             how="graph" if m else "?",
                             note="" if m else t["output"], output=t["output"]))
             for num, v in sorted(seen.items()):
@@ -58,7 +54,7 @@ def calibrate(subs, runs: int):
                 margin = min(pcts) / need if passed == len(v) else need / max(max(pcts), 1)
                 rows.append((_name(Path(sub)), num, PARTS[num].name, min(pcts), statistics.median(pcts), max(pcts),
                              need, "/".join(sorted({s["status"] for s in v})), f"{passed}/{len(v)}", margin,
-                             statistics.median(s["kx"] for s in v), statistics.median(s["wx"] for s in v),
+                             statistics.median(s["kx"] for s in v),
                              "/".join(sorted({s["how"] for s in v})), next((s["note"] for s in v if s["note"]), ""),
                              v[0]["output"]))
     return rows
@@ -80,7 +76,7 @@ def main(argv):
         return 2
     os.environ[config.GPU_TASKS_VAR] = "speed"              # the GPU job runs item 10's tasks only
     print(f"{'submission':<18}{'part':<6}{'':<24}{'min %':>6}{'median':>7}{'max %':>6}{'needs':>6}  "
-          f"{'verdict':<14}{'passed':>7}{'margin':>7}{'x eager kernels':>16}{'x eager wall':>13}  timed by")
+          f"{'verdict':<14}{'passed':>7}{'margin':>7}{'x eager kernels':>16}  timed by")
     try:
         for one in args.submissions:                  # a row block per submission, as soon as it is done
             _print_rows(calibrate([one], args.runs), args.show)
@@ -91,9 +87,9 @@ def main(argv):
 
 
 def _print_rows(rows, show: bool):
-    for (sub, num, name, lo, med, hi, need, verdict, passed, margin, kx, wx, how, note, output) in rows:
+    for (sub, num, name, lo, med, hi, need, verdict, passed, margin, kx, how, note, output) in rows:
         print(f"{sub:<18}{num:<6}{name:<24}{lo:>6}{med:>7.0f}{hi:>6}{need:>6}  {verdict:<14}{passed:>7}"
-              f"{margin:>7.2f}{kx:>16.2f}{wx:>13.2f}  {how}" + (f"  {note[:text.SUMMARY_CHARS]}" if note else ""),
+              f"{margin:>7.2f}{kx:>16.2f}  {how}" + (f"  {note[:text.SUMMARY_CHARS]}" if note else ""),
               flush=True)
         if show:
             print(f"    {output}", flush=True)

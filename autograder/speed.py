@@ -1,11 +1,11 @@
 """GPU speed (rubric item 10), the trusted side's measurements: baselines and references.
 
-The submission's steps are timed in its job (job/submission/speed.py): each captured in a CUDA graph and replayed
-on inputs made from a seed the job drew after the capture, with the timing functions of rmsnorm_testkit.timing
-kept before the submission was imported. The grader times PyTorch eager and a plain device copy itself,
-in its own process, with the same functions (here), makes the replayed inputs again from their seeds and
-their float64 reference (here), and judges the step in judge/speed.py. Every byte count and "copies of x"
-comes from rmsnorm_testkit.timing's traffic model.
+The submission's steps are timed in its job by the judge's process (job/judge/timed.py), from the recipe the
+submission's process recorded: each replayed by the judge, captured in its CUDA graph and replayed on inputs made
+from seeds the judge drew, none of which the submission's process ever holds. The grader times PyTorch eager and a
+plain device copy itself, in its own process, with the same functions (here), makes the replayed inputs again from
+their seeds and their float64 reference (here), and judges the step in judge/speed.py. Every byte count and "copies
+of x" comes from rmsnorm_testkit.timing's traffic model.
 """
 from __future__ import annotations
 

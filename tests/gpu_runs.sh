@@ -4,7 +4,7 @@
 #                                                     # designs and the microbenchmarks; the model held to them
 #   bash tests/gpu_runs.sh styles_and_solution OUT    # the other library styles' shares; the solution graded whole
 #   bash tests/gpu_runs.sh regrade OUT                # 24 submissions through grade-all (resumable)
-#   bash tests/gpu_runs.sh item10 OUT "A B"         # item 10 alone of the named entries, graded at once
+#   bash tests/gpu_runs.sh item10 OUT "A B"         # item 10 alone of the named entries (or files), at once
 #   bash tests/gpu_runs.sh speed_hostile OUT ["A B"]  # item 10 of tests/speed_hostile.py's entries, AT_ONCE at once
 # Run from the repository root with the machine's python3 (torch and Triton); OUT collects tables and logs.
 set -uo pipefail
@@ -80,14 +80,16 @@ d = Path(tempfile.mkdtemp())
 
 
 def one(name):
+    source = every[name] if name in every else Path(name).read_text()       # an entry, or a file's path
+    name = Path(name).stem if name not in every else name
     (d / name).mkdir()
-    (d / name / "rmsnorm.py").write_text(every[name])
+    (d / name / "rmsnorm.py").write_text(source)
     res = grade.grade(d / name / "rmsnorm.py", d / f"{name}.json", env=dict(os.environ, **{config.GPU_TASKS_VAR: "speed"}),
                       select="gpu_speed")
     parts = {t["number"]: t for t in res["tests"] if t["number"].startswith("10.")}
     return name, sum(t["score"] for t in parts.values()), {n: t.get("output", "")[:240] for n, t in parts.items()}
 if __name__ == "__main__":            # (the preflight's processes import this file again: nothing runs then)
-    with concurrent.futures.ThreadPoolExecutor(len(sys.argv) - 1) as pool:
+    with concurrent.futures.ThreadPoolExecutor(int(os.environ.get("AT_ONCE", len(sys.argv) - 1))) as pool:
         for name, score, said in pool.map(one, sys.argv[1:]):
             print(f"== {name}: {score:g} / 10", json.dumps(said, indent=1), flush=True)
 PY

@@ -1,6 +1,6 @@
 """Rubric item 10's verdict: a step's GPU time against a copy's, from the job's timed replay.
 
-The job's timed replay (job/submission/speed.py) and the grader's own baselines and references (autograder/speed.py)
+The job's timed replay (job/judge/timed.py) and the grader's own baselines and references (autograder/speed.py)
 come in; the verdict goes out. A step that could not be captured, that ran torch's own work, ran beside
 other Python threads or changed its inputs earns nothing (``refusal``); a time faster than a copy of the
 same bytes is physically impossible and is rejected as a broken measurement (``PLAUSIBLE``).
@@ -168,8 +168,9 @@ def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct
 
     The kernels' own time is graded, not the wall clock: at this shape a call's host time (Python,
     autograd, allocations, launches) is up to twice its kernels' time and varies between runs,
-    while a model hides it (CUDA graphs, or a GPU kept busy). The message says which kernels took
-    the time, how much of a normal call was host time, and what to try when the part fails."""
+    while a model hides it (CUDA graphs, or a GPU kept busy); the judge's process runs the step from its recipe
+    (job/judge/timed.py), so no host code of the submission's is there to time. The message says which kernels
+    took the time, and what to try when the part fails."""
     what, name = WHAT[kind], text.dtype_name(dtype)
     head = f"{what} {name} at {shape[0]}x{shape[1]}"
     why = refusal(kind, info, own)
@@ -192,14 +193,6 @@ def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct
            f"{pct:.0f}% of copy bandwidth (a plain copy on this GPU: {copy_gbs:.0f} GB/s); {needed_pct:.0f}% "
            f"needed" + (f"; {eager_kernels / ms:.2f}x as fast as eager PyTorch's kernels ({eager_kernels:.3f} ms)"
                         if eager_kernels else "") + "." + kernel_list(kind, info, base))
-    wall = info.get(f"{kind}_ms")
-    if wall:
-        host = wall - ms
-        msg += (f" A normal call takes {wall:.3f} ms of wall time ({base[kind] / wall:.2f}x as fast as eager's "
-                f"{base[kind]:.3f} ms)" +
-                (f": {host:.3f} ms of it is host time (Python, autograd, allocations, launches) that the GPU "
-                 f"waited for; not graded" if host > 0.005 else
-                 ": the host's work (Python, autograd, launches) overlapped the GPU's") + ".")
     if pct < needed_pct:
         msg += advice(kind, info, base)
     return pct >= needed_pct, msg

@@ -1,4 +1,4 @@
-"""The judge's side of a simulator job: it holds the key, the tasks and the inputs, runs every kernel itself and
+"""The judge's side of a job: it holds the key, the tasks and the inputs, runs every kernel itself and
 judges each task from what it saw. It never imports the submission's side (submission/): the two meet only through
 the wire (wire/), and main.py forks the submission's process before anything secret is read.
 
@@ -7,4 +7,5 @@ the wire (wire/), and main.py forks the submission's process before anything sec
     provenance  where each byte of the job's memory came from
     replay      a task's recipe run again, on fresh inputs the judge drew itself
     watchdog    a kernel that never ends, stopped at the group's CPU budget
+    timed       item 10 on a GPU: each recorded step replayed, captured and timed with the judge's own Triton
 """

@@ -1,0 +1,164 @@
+"""Item 10 timed by the judge's process (autograder/job/judge/timed.py), on the CPU: the submission's process records
+each step without running it (host.py's "record"), and the judge compiles the kernels with Triton's interpreter,
+replays, captures and times them on the fake GPU (tests/fake_gpu.py), as it does with Triton on a GPU."""
+import importlib.util
+import sys
+
+import pytest
+import torch
+
+from autograder.job.judge import timed
+from autograder.job.submission import recipe
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tests"))
+from grade_in_process import timed_job  # noqa: E402
+
+needs_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None,
+                                  reason="the judge compiles with Triton (its interpreter here): Linux x86-64 only")
+
+DECOY = '''
+# A forward whose kernel works on its first three calls and then keeps y as it was: a counter in a buffer the file
+# keeps between calls (a decoy for the first timings, cheap for the rest).
+_COUNT = torch.zeros(1, dtype=torch.int32)
+
+
+@triton.jit
+def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, count_ptr, N, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    seen = tl.atomic_add(count_ptr, 1)
+    if seen < 3 * tl.num_programs(0):
+        cols = tl.arange(0, BLOCK)
+        mask = cols < N
+        x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
+        r = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
+        g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row * N + cols, (x * r * g).to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(r_ptr + row, r)
+
+
+def rmsnorm_forward(x, g, eps=1e-5):
+    M, N = x.shape
+    y, r = torch.empty_like(x), torch.empty(M, dtype=torch.float32, device=x.device)
+    rmsnorm_fwd_kernel[(M,)](x, g, y, r, _COUNT, N, eps, BLOCK=triton.next_power_of_2(N))
+    return y, r
+'''
+
+
+PATCHED = '''
+import unittest.mock  # noqa: E402
+
+from rmsnorm_testkit import timing as _timing  # noqa: E402
+
+for _name in ("time_cuda", "captured"):           # every timing a hundred times faster, in this process
+    unittest.mock.patch.object(_timing, _name, lambda *a, **k: 0.01).start()
+'''
+
+
+def _decoy() -> str:
+    head = (ROOT / "solution" / "rmsnorm.py").read_text().split("# ---------------------------------------------------"
+                                                                 "------------------------\n# Host side")[0]
+    solution = (ROOT / "solution" / "rmsnorm.py").read_text()
+    return head.split("@triton.jit")[0] + DECOY + "\n\n" + solution[solution.index("class TritonRMSNorm"):]
+
+
+@needs_triton
+def test_the_judge_replays_and_times_a_recorded_step_with_its_own_triton():
+    got = timed_job(ROOT / "solution" / "rmsnorm.py")
+    info = got["speed.float32"]
+    assert got["_import"] is None and info.get("ok"), info
+    for kind in timed.OUTPUTS:
+        assert info[f"{kind}_graph_ms"] == 1.0                    # the whole step, one fake kernel of 1 ms
+        assert info["wrong"][kind] is None and info["refused"][kind] is None, info
+        assert info[f"{kind}_replays_wrong"] == 0 and info[f"{kind}_replays_checked"] >= 1
+        assert info[f"{kind}_torch_work"] == [] and info[f"{kind}_inputs_changed"] == []
+    seeds = info["seeds"]
+    assert len({seeds["call"], seeds["fwd"], seeds["fwdbwd"]}) == 3 and all(isinstance(s, int) for s in seeds.values())
+
+
+@needs_triton
+def test_an_autotuned_kernel_is_recorded_as_a_choice_of_its_configs_and_timed(tmp_path):
+    """fla's style: every launch autotuned over num_warps; the judge picks a config (the first, off a GPU)."""
+    got = timed_job(ROOT / "tests" / "library_styles" / "fla.py")
+    info = got["speed.float32"]
+    assert all(info["refused"][k] is None and info["wrong"][k] is None for k in timed.OUTPUTS), info
+    assert [a[0] for a in info["fwd_autotuned"]] == ["layer_norm_fwd_kernel"], info["fwd_autotuned"]
+    assert all(chosen == 0 and configs > 1 for _, chosen, configs in info["fwdbwd_autotuned"]), info
+
+
+@needs_triton
+def test_a_kernel_that_is_cheap_after_its_first_calls_is_caught_by_the_checked_replays(tmp_path):
+    path = tmp_path / "rmsnorm.py"
+    path.write_text(_decoy())
+    info = timed_job(path)["speed.float32"]
+    assert info["fwd_replays_wrong"] >= 1, info
+    assert "timed replays of your forward gave wrong outputs" in info["refused"]["fwd"], info["refused"]
+
+
+@needs_triton
+def test_tampering_with_its_own_process_changes_nothing_the_judge_times(tmp_path):
+    """A file that patches the timing functions in its own process (unittest.mock.patch, as the grader's old timing
+    could be fooled) is timed as any other: the timing runs in the judge's process."""
+    path = tmp_path / "rmsnorm.py"
+    path.write_text((ROOT / "solution" / "rmsnorm.py").read_text() + PATCHED)
+    info = timed_job(path)["speed.float32"]
+    assert info.get("ok") and info["fwd_graph_ms"] == 1.0 and info["refused"]["fwd"] is None, info
+
+
+def test_torch_work_in_the_recipe_is_found_and_moving_data_is_not():
+    M, N = 64, 32
+    log = recipe.start()
+    x = torch.randn(M, N)
+    log.input("x", x)
+    with recipe.Recording():
+        partial = torch.zeros(4, N)
+        partial.sum(0)                                 # a partial buffer's sum: small, and moving data
+        x.to(torch.float16)                            # a cast of x: moving data
+        x.pow(2)                                       # torch computing from x
+    found = timed.torch_work(recipe.report(), (M, N))
+    recipe.Recording.log = None
+    assert [w["op"] for w in found] == ["pow"] and found[0]["reads"] == M * N
+
+
+@torch.library.custom_op("timed_tests::wrapped", mutates_args=())
+def _wrapped(x: torch.Tensor, host_math: bool) -> torch.Tensor:
+    """A step's work in a torch.library custom op: a stand-in kernel's copy, or torch's own math."""
+    return x * 2 if host_math else x.clone()
+
+
+@pytest.mark.parametrize("host_math", [False, True])
+def test_the_recipe_looks_inside_a_custom_op(host_math):
+    """A custom op is its body's work: kernels wrapped in one (to keep torch.compile out) are not torch's work, and
+    torch math inside one is."""
+    x = torch.randn(64, 64)
+    recipe.start().input("x", x)
+    with recipe.Recording():
+        _wrapped(x, host_math)
+    found = timed.torch_work(recipe.report(), x.shape)
+    recipe.Recording.log = None
+    assert [w["op"] for w in found] == (["mul"] if host_math else [])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_replay_check_counts_wrong_outputs_and_passes_right_ones(dtype):
+    from rmsnorm_testkit.compare import reference
+    x, g, dy = torch.randn(16, 64).to(dtype), (torch.rand(64) + 0.5).to(dtype), torch.randn(16, 64).to(dtype)
+    y, _, dx, dg = reference(x, g, dy)
+    right = timed.Check("fwd", (x, g, dy), (y.to(dtype),))
+    right()
+    outs = (dx.to(dtype), dg.to(dtype))
+    both = timed.Check("fwdbwd", (x, g, dy), outs)
+    both()
+    outs[0][3] += 1                                   # one row of dx wrong
+    both()
+    assert (right.count(), right.checked) == (0, 1) and (both.count(), both.checked) == (1, 2)
+
+
+@needs_triton
+def test_a_name_a_kernel_reads_that_triton_cannot_compile_is_refused_with_its_name():
+    from autograder.job.judge.provenance import Refused
+    kernels = timed.TritonKernels("rmsnorm.py", "")
+    with pytest.raises(Refused, match="a kernel reads np, which is not a kernel, a constexpr or a part of Triton"):
+        kernels._bound({"kind": "foreign", "name": "np", "module": True}, {})
+    assert kernels._bound({"kind": "constexpr", "value": {"value": 4}}, {}).value == 4
+    assert kernels._bound({"kind": "op", "space": "tl", "name": "sum"}, {}) is kernels.language["tl"].sum

@@ -149,10 +149,17 @@ def test_a_repeated_reason_names_the_part_that_gave_it_unless_it_is_the_one_just
     assert after == {"2": "(the same reason as above)", "5": "(the same reason as 1)"}
 
 
-def test_a_job_dispatches_each_kind_of_task_from_its_table_and_refuses_others():
-    assert set(TASKS) == {"forward", "backward", "autograd", "speed"}
+def test_a_job_dispatches_each_kind_of_task_from_its_table_and_refuses_others(tmp_path):
+    import json
+    from autograder.job import main
+    assert set(TASKS) == {"forward", "backward", "autograd"}
     with pytest.raises(ValueError, match="unknown task 'fwd'"):
         run_task(None, {"op": "fwd"}, {}, None)
+    for backend, ops, timed in (("triton", ["speed", "speed"], True), ("triton", ["speed", "autograd"], False),
+                                ("mini_triton", ["speed"], False)):      # item 10's job: the judge times it
+        (tmp_path / "job.json").write_text(json.dumps({"backend": backend, "tasks": {
+            f"t{i}": {"op": op} for i, op in enumerate(ops)}}))
+        assert main.timed_job(tmp_path) is timed
 
 
 def test_a_job_reports_what_the_function_saved_and_finds_its_r():

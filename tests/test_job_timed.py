@@ -105,19 +105,24 @@ def test_tampering_with_its_own_process_changes_nothing_the_judge_times(tmp_path
     assert info.get("ok") and info["fwd_graph_ms"] == 1.0 and info["refused"]["fwd"] is None, info
 
 
-def test_torch_work_in_the_recipe_is_found_and_moving_data_is_not():
+@pytest.mark.parametrize("chunks", [1, 8])
+def test_torch_work_in_the_recipe_is_found_in_one_op_or_many_and_moving_data_is_not(chunks):
     M, N = 64, 32
     log = recipe.start()
     x = torch.randn(M, N)
     log.input("x", x)
     with recipe.Recording():
-        partial = torch.zeros(4, N)
-        partial.sum(0)                                 # a partial buffer's sum: small, and moving data
+        torch.zeros(4, N).sum(0)                       # a partial buffer's sum: small, and moving data
         x.to(torch.float16)                            # a cast of x: moving data
-        x.pow(2)                                       # torch computing from x
+        torch.ones(N).mul(2)                           # a little arithmetic: not the step's work
+        for rows in x.chunk(chunks):                   # torch computing from x, in one op or in eight
+            rows.pow(2)
     found = timed.torch_work(recipe.report(), (M, N))
     recipe.Recording.log = None
-    assert [w["op"] for w in found] == ["pow"] and found[0]["reads"] == M * N
+    assert [w["op"] for w in found] == (["pow"] * chunks + ["mul"])[:8] and found[0]["reads"] == M * N // chunks
+    one_chunk = {"ops": [op for op in log.ops if op["op"] != "aten::pow"] + [next(op for op in log.ops
+                                                                                if op["op"] == "aten::pow")]}
+    assert (timed.torch_work(one_chunk, (M, N)) == []) == (chunks == 8)     # an eighth of x is not the step's work
 
 
 @torch.library.custom_op("timed_tests::wrapped", mutates_args=())

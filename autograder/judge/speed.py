@@ -82,10 +82,12 @@ def refusal(kind: str, info: dict, own=None) -> str | None:
                 f"could change the outputs after the timing, so the time is not used. Start no threads")
     work = info.get(f"{kind}_torch_work") or []
     if work:
-        first = work[0]
+        first, rest = work[0], work[1:]
+        more = (f" (and {len(rest)} more torch op{'s' if len(rest) > 1 else ''}, over "
+                f"{sum(int(w.get('reads') or 0) for w in rest)} elements in all)" if rest else "")
         return (f"your {what} ran torch's {first.get('op')} over {first.get('reads')} elements"
-                + (f" at {first['where']}" if first.get("where") else "") +
-                " while it was captured for timing: the work must be done in your own kernels, and PyTorch's "
+                + (f" at {first['where']}" if first.get("where") else "") + more +
+                " while it was timed: the work must be done in your own kernels, and PyTorch's "
                 "operations on whole tensors are not timed as yours (moving data, as a copy, a cast or the "
                 "sum of a buffer of partial results, is fine)")
     foreign = sorted({kernel_name(n) for n, _ in info.get(f"{kind}_kernels") or []

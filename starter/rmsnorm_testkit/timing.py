@@ -158,8 +158,9 @@ def time_cuda(fn, warmup_ms=100.0, rep_ms=200.0, min_reps=25, rounds=3, prepare=
     A time-based warm-up first (clocks ramp up, caches and allocators settle: a fixed
     handful of calls left one grading in ten 2x slow), then at least ``min_reps``
     timed calls per round, the L2 cache flushed before each. Taking the best round
-    keeps a transient slowdown of the machine from deciding a verdict. ``prepare()``, when given, runs
-    before each timed call, untimed (the grader fills the inputs with new values there), before the flush.
+    keeps a transient slowdown of the machine from deciding a verdict. ``prepare(reps)``, when given, runs
+    before each timed call, untimed (the grader fills the inputs with new values there), before the flush;
+    ``reps`` is how many timed calls its round makes.
     """
     return min(_median_cuda(fn, warmup_ms if i == 0 else 0.0, rep_ms, min_reps, prepare) for i in range(rounds))
 
@@ -179,10 +180,10 @@ def _median_cuda(fn, warmup_ms, rep_ms, min_reps, prepare=None):
     estimate = max(elapsed(start, end) / 5, 1e-3)
     for _ in range(max(1, int(warmup_ms / estimate))):
         fn()
-    times = []
-    for _ in range(max(min_reps, int(rep_ms / estimate))):
+    times, reps = [], max(min_reps, int(rep_ms / estimate))
+    for _ in range(reps):
         if prepare is not None:
-            prepare()
+            prepare(reps)
         c["zero_"](flush)
         start, end = event(enable_timing=True), event(enable_timing=True)
         record(start)

@@ -7,10 +7,10 @@ recipe). Here the judge compiles the kernels from its own copy of rmsnorm.py wit
 top-level code never runs in this process: a kernel is its ``def``, its outside names bound from the recipe's
 descriptions, launches.Kernels), makes the inputs itself from seeds it draws, replays the recipe on the GPU,
 captures that replay in a CUDA graph of its own and times it with its own events, fresh inputs before every timed
-replay. The timed replays' outputs are checked on the GPU against the reference of their inputs (``Check``): one in
-CHECK_ONE_IN of them, drawn here where no kernel can see the draw (a kernel that is cheap on some replays, to lower
-a round's median, is wrong on many and is caught), and the last one always, whose outputs also go back whole to the
-grader, which checks them again.
+replay. The timed replays' outputs are checked on the GPU against the reference of their inputs (``Check``): about
+CHECKS_PER_ROUND of each round's (every one of a short round), drawn here where no kernel can see the draw (a kernel
+that is cheap on some replays, to lower a round's median, is wrong on more than half a round and is caught), and the
+last one always, whose outputs also go back whole to the grader, which checks them again.
 
 Nothing of the submission's runs while it is timed, or at all, in this process: what it patches, hooks or wraps in
 its own process lies on no timed path, and whatever its host code computed when it recorded the step was computed
@@ -41,7 +41,9 @@ LARGE_OP = 4                  # a torch op reading M·N / LARGE_OP elements or m
 ALLOCATIONS = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "zeros",
                          "zeros_like", "new_zeros", "ones", "ones_like", "full", "full_like", "fill_", "zero_"})
 CHECK_SLACK = 4.0             # a timed replay's outputs are checked on the GPU within this many tolerances
-CHECK_ONE_IN = 8              # each timed replay is checked with this chance (one in 8), drawn here, unseen
+CHECKS_PER_ROUND = 32         # timed replays checked per round of timing, on average: each with the chance 32 / reps,
+                              # drawn here, unseen (a round made cheap by more than half its replays escapes them
+                              # all with a chance under e^-16)
 OUTPUTS = {"fwd": ("y",), "fwdbwd": ("dx", "dg")}
 ROLES = ("x", "g", "dy")      # the inputs, as timing.speed_inputs makes them
 MAX_LAUNCHES = 256            # launches a recorded step may make
@@ -161,6 +163,8 @@ class Step:
             memory.adopt({"b": int(b), "n": inputs[role].untyped_storage().nbytes()}, inputs[role])
         launches = iter(self.launches)
         for kind, what in self.events:
+            if kind == "op" and not any(what.get("out") or []):
+                continue                             # a value read back to the host (.item()): no tensor changes
             if kind == "op":
                 *_, outs, refs = memory.call(what)
                 for ref, t in zip(refs, outs):
@@ -222,19 +226,25 @@ class Step:
 
 
 def torch_work(recorded: dict, shape) -> list:
-    """The recipe's torch ops that compute from M·N / LARGE_OP elements or more: the kernels' work done by torch
-    (moving data and filling memory are not work)."""
-    limit, found = shape[0] * shape[1] // LARGE_OP, []
+    """The recipe's torch ops that compute, largest first, when together they read M·N / LARGE_OP elements or more:
+    the kernels' work done by torch, in one op or in many small ones (moving data and filling memory are not
+    work, nor is a view: an op whose outputs lie in its input's buffer, but for an in-place op); else nothing."""
+    found = []
     for op in recorded.get("ops") or []:
         name = str(op.get("op", "")).removeprefix("aten::")
         if name in TRANSPORT_OPS or name in ALLOCATIONS:
             continue
         refs = [a["t"] for a in _leaves(op.get("args")) + _leaves(list((op.get("kwargs") or {}).values()))
                 if isinstance(a, dict) and isinstance(a.get("t"), dict)]
+        outs = [o.get("b") for o in op.get("out") or [] if isinstance(o, dict)]
+        if not name.endswith("_") and outs and set(outs) <= {r.get("b") for r in refs}:
+            continue                                 # a view of its input (split, transpose, slice...)
         reads = max((math.prod(int(s) for s in r.get("s", [])) for r in refs), default=0)
-        if reads >= limit:
+        if reads:
             found.append({"op": name, "reads": reads, "where": ""})
-    return found[:8]
+    if sum(w["reads"] for w in found) < shape[0] * shape[1] // LARGE_OP:
+        return []
+    return sorted(found, key=lambda w: -w["reads"])[:8]
 
 
 def _leaves(values) -> list:
@@ -348,13 +358,13 @@ def timed(kind: str, step: Step, shape, dtype, device, info: dict) -> dict:
         return {}
     check = Check(kind, statics, got)
 
-    def fresh(checked=True):                         # the last replay's outputs checked (by chance), then new inputs
-        if checked and os.urandom(1)[0] % CHECK_ONE_IN == 0:
+    def fresh(reps=None):                            # the last replay's outputs checked (by chance), then new inputs
+        if reps is not None and int.from_bytes(os.urandom(4), "little") % max(1, reps) < CHECKS_PER_ROUND:
             check()
         seed = info["seeds"][kind] = secret_seed()
         with c["no_grad"]():
             timing.speed_inputs(shape, dtype, seed, device, out=statics)
-    fresh(checked=False)                             # (captured, not yet run: its outputs hold nothing yet)
+    fresh()                                          # (captured, not yet run: its outputs hold nothing yet)
     info[f"{kind}_graph_ms"] = timing.time_cuda(replay, prepare=fresh)
     check()
     info[f"{kind}_replays_checked"], info[f"{kind}_replays_wrong"] = check.checked, check.count()

@@ -90,7 +90,8 @@ def one(name):
     return name, sum(t["score"] for t in parts.values()), {n: t.get("output", "")[:240] for n, t in parts.items()}
 if __name__ == "__main__":            # (the preflight's processes import this file again: nothing runs then)
     with concurrent.futures.ThreadPoolExecutor(int(os.environ.get("AT_ONCE", len(sys.argv) - 1))) as pool:
-        for name, score, said in pool.map(one, sys.argv[1:]):
+        for done in concurrent.futures.as_completed([pool.submit(one, n) for n in sys.argv[1:]]):
+            name, score, said = done.result()                   # each as it ends
             print(f"== {name}: {score:g} / 10", json.dumps(said, indent=1), flush=True)
 PY
     python3 "$script" $3 ;;

@@ -15,7 +15,9 @@ control plus one trick that would make the timed step look fast; ``STOPPED_BY`` 
   fail;
 - ``inputs``: the step changed its inputs.
 
-tests/test_gpu_speed_hostile.py grades each on a GPU (item 10 only) and holds it to the control's score;
+The labels say what stopped each while the timing shared the submission's process; the judge's process now times
+the step from its recipe (autograder/job/judge/timed.py), which no trick on the submission's own process reaches.
+tests/test_autograder_speed_hostile.py grades each on a GPU (item 10 only) and holds it to the control's score;
 on the CPU, tests/test_autograder_hostile.py checks which the scan refuses, and grades the lazy output.
 """
 from hostile import SIMPLE, after_imports, edit

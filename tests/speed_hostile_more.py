@@ -1,12 +1,14 @@
-"""More hostile submissions against item 10 (GPU speed): tricks on the timing that runs inside the
-submission's own process (rmsnorm_testkit.timing, autograder/job/submission/speed.py), each built as
+"""More hostile submissions against item 10 (GPU speed): tricks on the timing as it ran inside the
+submission's own process (rmsnorm_testkit.timing, then in the job's one process), each built as
 tests/speed_hostile.py builds its entries: the slow honest ``CONTROL`` plus one trick, which triggers only on
 a GPU at the timing shape.
 
 ``MORE`` has the shape of ``HOSTILE``: name -> (the trick, what stops it, the source). Besides the ways of
 tests/speed_hostile.py: ``unsealed``, the step left a hook, a torch mode or a change to the grader's timing code
-behind when it returned (autograder/job/submission/speed.py); "too slow", the trick gains time but not enough for a part
-(measured on a GPU, docs/perf.md).
+behind when it returned; "too slow", the trick gains time but not enough for a part (measured on a GPU,
+docs/perf.md). The labels say what stopped each while the timing shared the submission's process; since the
+judge's process times the step (autograder/job/judge/timed.py), a trick on the submission's own process changes
+nothing that is timed, and the GPU test holds each entry to its control's score either way.
 """
 from hostile import edit
 from speed_hostile import CHEAP_KERNEL, CONTROL, TIMING_SHAPE, _before_forward, _in_forward

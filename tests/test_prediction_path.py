@@ -93,14 +93,26 @@ def test_a_file_that_refuses_cuda_tensors_still_sees_the_gpu_through_torch_cuda(
     assert got.shares["fwdbwd"] > 80, got.shares
 
 
-def test_the_judge_keeps_only_known_words_and_plain_numbers_of_the_path_the_submission_sends():
-    told = {"asked": ["x.is_cuda", "<script>", 7], "changed": [["k" * 200, 132, "16", 4, 4], ["short", 1]],
-            "level": "root", "refused": "e" * 1000}
-    path = predict.GpuPath.from_dict(perf.H200, told)
-    assert path.asked == ["x.is_cuda"] and path.changed == [["k" * 60, 132, 16, 4, 4]] and path.level == "tensors"
+def test_the_judge_reads_the_path_from_the_recipes_and_keeps_only_known_words():
+    """The path comes from the two recipes the submission's process recorded (with the GPU in view and without):
+    the judge compares their launches itself and keeps only the words it knows of what the file asked."""
+    from autograder.job.judge import remote
+    from autograder.job.judge.launches import Kernels
+    kernels = Kernels("rmsnorm.py", "def k(x_ptr, n, BLOCK):\n    pass\n")
+    ref = {"b": 0, "n": 4096, "o": 0, "s": [1024], "st": [1], "d": "float32"}
+
+    def recipe(programs, level="cuda", refused=None):
+        launch = {"kernel": {"name": "k", "line": 1}, "grid": [programs], "at": 0,
+                  "args": [{"ref": ref}, {"value": 1024}], "kwargs": {"BLOCK": {"constexpr": {"value": 1024}}}}
+        return {"ops": [], "launches": [launch], "outputs": {}, "level": level, "refused": refused}
+    on = {"recipes": {"fwd": recipe(132, refused="E" * 1000)}, "asked": ["x.is_cuda", "<script>", 7]}
+    off = {"recipes": {"fwd": recipe(16)}, "asked": []}
+    plans = {"fwd": remote.planned(on["recipes"]["fwd"], kernels)}
+    path = remote.gpu_path(plans, on, off, kernels)
+    assert plans["fwd"][0][0].spans == {"x_ptr": 4096} and plans["fwd"][0][0].programs == 132
+    assert path.asked == ["x.is_cuda"] and path.changed == [["k", 132, 16, 4, 4]] and path.level == "cuda"
     assert len(path.refused) == text.ERROR_LINE_CHARS
-    broken = predict.GpuPath.from_dict(perf.H200, {"changed": [["k", "many", 1, 2, 3]]})
-    assert (broken.asked, broken.changed, broken.compared) == ([], [], False)
+    assert remote.planned({"launches": [{"kernel": {"name": "k", "line": 1}, "grid": "many"}]}, kernels) is None
 
 
 def test_make_bench_prints_the_path(capsys, monkeypatch):

@@ -95,25 +95,6 @@ class GpuPath:
             return f"asked the device ({self.gpu}, {self.sms} SMs): same launches off it"
         return "launches chosen without asking the device"
 
-    def as_dict(self) -> dict:
-        return {"asked": list(self.asked), "changed": self.changed, "compared": self.compared, "level": self.level,
-                "refused": self.refused}
-
-    @classmethod
-    def from_dict(cls, gpu, d: dict) -> "GpuPath":
-        """A GpuPath of ``gpu`` (a perf.GPU) from ``as_dict``'s data, which the submission's side sends: only known
-        words and plain numbers are kept."""
-        try:
-            asked = sorted({str(a) for a in list(d.get("asked") or [])[:16]} & ASKED)
-            changed = [[str(c[0])[:60], *(max(0, int(v)) for v in c[1:])] for c in list(d.get("changed") or [])[:8]
-                       if isinstance(c, (list, tuple)) and len(c) == 5]
-            level = d.get("level", LEVELS[0])
-            level = level if level in LEVELS else LEVELS[0]
-            refused = str(d["refused"])[:ERROR_LINE_CHARS] if d.get("refused") else None
-            return cls(gpu.name, gpu.sms, asked, changed, bool(d.get("compared", True)), level, refused)
-        except (TypeError, ValueError, AttributeError, OverflowError):       # not what as_dict sends: nothing known
-            return cls(gpu.name, gpu.sms, [], [], False)
-
 
 @dataclasses.dataclass
 class Item10:

@@ -110,6 +110,13 @@ class Kernels:
         self.compiled[key] = jit, {i: f for i, f in seen.items() if i not in before}
         return jit
 
+    def parameters(self, ident: dict) -> list:
+        """The names of a described kernel's parameters, in order, from its def."""
+        node = self.defs.get((str(ident.get("name")), ident.get("line")))
+        if node is None:
+            raise KeyError(ident.get("name"))
+        return [p.arg for p in (*node.args.args, *node.args.kwonlyargs)]
+
     def make(self, proto):
         """The kernel compiled from its def: here, on the simulator (timed.py's kernels compile with Triton)."""
         return JITFunction(proto)

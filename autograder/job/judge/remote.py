@@ -434,22 +434,77 @@ def host_op_works(noticed: dict) -> list:
     return works
 
 
-def planned(answer: dict, kind: str):
-    """(launches, host-op works) of one step from the submission's side's plan (host.py's "plan"), checked to be
-    plain numbers; None when it has none."""
-    step = ((answer or {}).get("plan") or {}).get(kind)
-    if not isinstance(step, dict):
+def planned(recorded, kernels: Kernels):
+    """(launches, host-op works) of one step at item 10's shape, read by the judge from the step's recipe (host.py's
+    "record": the launches and host ops the GPU's timing replays): each launch's grid, warps and the bytes each
+    tensor argument's view spans (an autotuned launch: its first config, as the simulator runs it), each host op's
+    bytes; None when there is none."""
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("launches"), list):
         return None
     try:
-        launches = [PlannedLaunch(str(L["kernel"])[:80], (max(1, int(L["programs"])), 1, 1),
-                                  max(1, int(L["programs"])), max(1, min(32, int(L["num_warps"]))),
-                                  {str(k)[:40]: max(0, int(v)) for k, v in dict(L["spans"]).items()})
-                    for L in step.get("launches", [])[:64]]
-        ops = [perf.torch_work(str(o["op"]).removeprefix("torch ")[:40], o["kind"], max(0, int(o["bytes"])))
-               for o in step.get("host_ops", [])[:64] if o.get("kind") in perf.TORCH_SHARE]
-    except (KeyError, TypeError, ValueError, AttributeError):
+        launches = []
+        for launch in recorded["launches"][:64]:
+            launch = launch["choose"][0] if "choose" in launch else launch
+            ident, grid, kw = launch["kernel"], launch["grid"], launch.get("kwargs") or {}
+            dims = tuple(int(d) for d in ([grid] if isinstance(grid, int) else list(grid)) + [1, 1, 1])[:3]
+            named = {**dict(zip(kernels.parameters(ident), launch.get("args") or [])), **kw}
+            warps = (kw.get("num_warps") or {}).get("value") or 4
+            launches.append(PlannedLaunch(str(ident["name"])[:80], dims, max(1, dims[0] * dims[1] * dims[2]),
+                                          max(1, min(32, int(warps))),
+                                          {str(k)[:40]: span(a["ref"]) for k, a in named.items()
+                                           if isinstance(a, dict) and isinstance(a.get("ref"), dict)}))
+        ops = [w for w in map(perf.host_op_work, map(host_op, recorded.get("ops") or [])) if w is not None][:64]
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         return None
     return launches, ops
+
+
+def recorded(t: Task, request: dict) -> dict:
+    """The submission's side's answer to a "record" request: {"recipes": {step: recipe}, "asked": [...]}."""
+    answer, fds = t.judge.ask(request)
+    close(fds)
+    recipes = answer.get("recipes") if isinstance(answer.get("recipes"), dict) else {}
+    return {"recipes": recipes, "asked": answer.get("asked") if isinstance(answer.get("asked"), list) else []}
+
+
+def gpu_path(plans: dict, on: dict, off: dict, kernels: Kernels) -> predict.GpuPath:
+    """Which path the wrappers took at item 10's shape with the course GPU in view (predict.GpuPath), from the two
+    recipes, with the view and without: what the file asked of the device (the words the judge knows), and each
+    launch whose grid or warps the view changed."""
+    model = perf.GPUS[predict.COURSE_GPU]
+    changed, compared = [], True
+    for kind, (launches, _) in plans.items():
+        without = planned(off["recipes"].get(kind), kernels)
+        compared = compared and without is not None
+        for a, b in zip(launches, without[0] if without else []):
+            if (a.kernel, a.programs, a.num_warps) != (b.kernel, b.programs, b.num_warps) and \
+                    a.kernel not in (c[0] for c in changed):
+                changed.append([a.kernel, a.programs, b.programs, a.num_warps, b.num_warps])
+    levels = [r.get("level") for r in on["recipes"].values() if isinstance(r, dict) and "level" in r]
+    level = predict.weakest([lv for lv in levels if lv in predict.LEVELS]) if levels else None
+    refused = next((str(r["refused"]) for r in on["recipes"].values() if isinstance(r, dict) and r.get("refused")),
+                   None)
+    return predict.GpuPath(model.name, model.sms, sorted(str(a) for a in on["asked"] if a in predict.ASKED),
+                           changed[:8], compared, level, refused[:text.ERROR_LINE_CHARS] if refused and
+                           level != predict.LEVELS[0] else None)
+
+
+def span(ref: dict) -> int:
+    """The bytes a recipe's tensor view spans, from its first element to its last."""
+    shape, strides = [int(n) for n in ref["s"]], [int(s) for s in ref["st"]]
+    if 0 in shape:
+        return 0
+    return (1 + sum((n - 1) * abs(s) for n, s in zip(shape, strides))) * replay.DTYPES[str(ref["d"])].itemsize
+
+
+def host_op(op: dict) -> types.SimpleNamespace:
+    """A recipe's host op as perf.host_op_work reads one: its name, whether it is a view, its bytes in and out."""
+    name = str(op.get("op", "")).removeprefix("aten::")
+    ins = [a["t"] for a in op.get("args") or [] if isinstance(a, dict) and isinstance(a.get("t"), dict)]
+    outs = [o for o in op.get("out") or [] if isinstance(o, dict)]
+    view = not name.endswith("_") and bool(outs) and {o.get("b") for o in outs} <= {r.get("b") for r in ins}
+    return types.SimpleNamespace(name=name, is_view=view, in_bytes=[span(r) for r in ins],
+                                 out_bytes=[span(o) for o in outs])
 
 
 def predict_item_10(t: Task):
@@ -484,12 +539,11 @@ def predict_item_10(t: Task):
     works = {"fwd": step([("fwd", "forward", ["x", "g"])]),
              "fwdbwd": step([("fwd", "ag_forward", ["x", "g"]), ("bwd", "ag_backward", ["dy"])])}
     works = {k: w for k, w in works.items() if w is not None}
-    answer, fds = t.judge.ask({"cmd": "plan", "dtype": dtype, "shape": list(timing.SPEED_SHAPE),
-                               "gpu": predict.COURSE_GPU, "from_level": predict.weakest(ran)})
-    close(fds)
-    plans = {kind: p for kind in works if (p := planned(answer, kind)) is not None}
-    told = answer.get("path") if isinstance(answer.get("path"), dict) else {}
-    path = predict.GpuPath.from_dict(perf.GPUS[predict.COURSE_GPU], told)
+    ask = {"cmd": "record", "dtype": dtype, "shape": list(timing.SPEED_SHAPE)}
+    on = recorded(t, {**ask, "gpu": predict.COURSE_GPU, "from_level": predict.weakest(ran)})
+    off = recorded(t, {**ask, "gpu": None})
+    plans = {kind: p for kind in works if (p := planned(on["recipes"].get(kind), t.judge.kernels)) is not None}
+    path = gpu_path(plans, on, off, t.judge.kernels)
     path.level = predict.weakest(([path.level] if plans else []) + ran) if plans or ran else None
     first_refusal = refused[0][:text.ERROR_LINE_CHARS] if refused else None
     path.refused = (path.refused or first_refusal) if path.level != predict.LEVELS[0] else None

@@ -172,12 +172,6 @@ class RemoteKernel:
                                    "args": [self._described(a) for a in args],
                                    "kwargs": {k: self._described(v) for k, v in kwargs.items()}})
             return
-        if mini_triton.runtime.PLANNING is not None:       # a plan (host.py's "plan"): noted here, never run
-            dims = _grid(grid)
-            dims = (*([dims] if isinstance(dims, int) else dims), 1, 1, 1)[:3]
-            mini_triton.runtime.PLANNING(self.__name__, dims, int(kwargs.get("num_warps") or 4),
-                                         {n: v for n, v in bound.items() if isinstance(v, torch.Tensor)})
-            return
         fds, tensors = [], []
         message = {"launch": {"kernel": self.identity({}), "grid": _grid(grid), "at": recipe.mark(),
                               "args": [self._arg(a, fds, tensors) for a in args],

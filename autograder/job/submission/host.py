@@ -9,10 +9,9 @@ each one:
   the judge's shared memory;
 - ``ag_forward`` / ``ag_backward``: the step through the submission's TritonRMSNorm, kept between the two
   (x and g require grad as the request says: both, one, or neither, with no ``ag_backward`` then);
-- ``plan``: item 10's steps at its shape on tensors without data, the launches noted and not run (advice for
-  item 10's prediction, which no grade reads);
 - ``record``: item 10's steps at its shape on tensors without data, as recipes the judge replays and times on
-  the GPU itself (judge/timed.py): every host op and every launch, whole, none run;
+  the GPU itself (judge/timed.py), and reads for item 10's prediction on a CPU: every host op and every launch,
+  whole, none run;
 - ``quit``.
 
 Each answer carries the outputs as memory handles (the judge reads their values itself) and what this side
@@ -41,7 +40,6 @@ from ..wire.phases import HOST_OP_CAP, TRANSPORT_OPS, carried_from
 from .phase import Phase
 from ..wire.protocol import not_plain, require_plain
 
-PLAN_CAP = 64               # launches and host ops a plan reports per step
 JOB = Path(__file__).resolve().parent      # the job's code: told the truth while the file sees the course GPU
 
 
@@ -54,6 +52,7 @@ class Host:
         self.maps = []                  # mmaps of the judge's memory, kept open
         self.given = {}                 # the tensors of the request being answered
         self.request = {}               # the request being answered
+        self.asked = set()              # what the file asked of the device while its steps were recorded
 
     def serve(self):
         while True:
@@ -80,7 +79,9 @@ class Host:
             self.mod = load_submission(self.submission)
             return {"ok": True}, []
         if cmd == "record":
-            return {"recipes": {kind: self.record(kind, request) for kind in RECORDED}}, []
+            self.asked = set()
+            recipes = {kind: self.record(kind, request) for kind in RECORDED}
+            return {"recipes": recipes, "asked": sorted(self.asked & predict.ASKED)}, []
         self.request = request
         tensors = {k: self.tensor(v, fds) for k, v in request.get("tensors", {}).items()}
         kw = {"eps": request["eps"]} if "eps" in request else {}
@@ -150,51 +151,40 @@ class Host:
             "dx": returned.get("dx") is not None and step["x"].grad is not None and
             returned["dx"].untyped_storage().data_ptr() != step["x"].grad.untyped_storage().data_ptr()}})
 
-    def plan(self, t, kw):
-        """Item 10's steps at its shape on tensors without data, each launch noted and not run, the course GPU in
-        the file's view (predict.planned): the grid each launch gets there, the host's torch ops, and which path
-        the wrappers took (what they asked of the device, the launches it changed). Advice for the prediction,
-        which the judge combines with its own records of the steps at fewer rows; no grade reads it."""
-        request = self.request
-        levels = predict.LEVELS[predict.LEVELS.index(request.get("from_level")):] \
-            if request.get("from_level") in predict.LEVELS else predict.LEVELS
-        planned, path = predict.planned(self.mod, str(request.get("dtype")), tuple(int(d) for d in request["shape"]),
-                                        str(request.get("gpu", predict.COURSE_GPU)), levels)
-        out = {}
-        for kind, (launches, host_ops) in planned.items():
-            out[kind] = {"launches": [{"kernel": L.kernel, "programs": L.programs, "num_warps": L.num_warps,
-                                       "spans": dict(list(L.spans.items())[:32])} for L in launches[:PLAN_CAP]],
-                         "host_ops": [{"op": w.name, "kind": w.kind, "bytes": sum(w.first)}
-                                      for w in host_ops[:PLAN_CAP]]}
-        return {"plan": out, "path": path.as_dict()}, []
-
     def record(self, kind: str, request: dict) -> dict:
         """The recipe of one of item 10's steps ("fwd": rmsnorm_forward; "fwdbwd": rmsnorm and the gradient of its
         y, as the timing calls them) at the request's shape and dtype, on tensors of torch's meta device (a shape and
         no data), the course GPU in the file's view: the host ops (recipe.py), each launch as the judge launches it
         (client.py), and the outputs' refs; or the step's error. Nothing runs on a device here; the judge's process
-        replays the recipe on its own GPU, on inputs it alone makes, and times that."""
+        replays the recipe on its own GPU, on inputs it alone makes, and times that (and on a CPU, item 10's
+        prediction reads it). A request's "from_level" starts at that level of the view (predict.LEVELS), "gpu" None
+        records with no view at all."""
         M, N = (int(d) for d in request["shape"])
-        dtype = getattr(torch, str(request["dtype"]))
+        dtype = compare.DTYPES.get(str(request["dtype"])) or getattr(torch, str(request["dtype"]))    # bf16, bfloat16
+        start = request.get("from_level", predict.LEVELS[0])
+        levels = (None,) if request.get("gpu", predict.COURSE_GPU) is None else \
+            predict.LEVELS[predict.LEVELS.index(start):] if start in predict.LEVELS else predict.LEVELS
         error = None
-        for level in predict.LEVELS:                     # as much of the course GPU in view as the file takes,
+        for level in levels:                             # as much of the course GPU in view as the file takes,
             for device in ("meta", "cpu"):               # on tensors without data, else on CPU memory never read
                 log = recipe.start(meta=True)
                 x, dy = (torch.empty(M, N, dtype=dtype, device=device) for _ in range(2))
                 g = torch.empty(N, dtype=dtype, device=device)
                 for role, t in (("x", x), ("g", g), ("dy", dy)):
                     log.input(role, t)
-                client.Link.recording = launches = []
+                client.Link.recording, view = [], None
                 try:
                     with recipe.Recording(), predict.as_gpu(request.get("gpu", predict.COURSE_GPU), device, level,
-                                                            trusted=(JOB,)):
+                                                            trusted=(JOB,)) as view:
                         outputs = recorded_step(self.mod, kind, x, g, dy)
-                    return {**recipe.report(), "launches": launches,
+                    return {**recipe.report(), "launches": client.Link.recording, "level": level,
+                            "refused": None if level == levels[0] else error,
                             "outputs": {k: recipe.ref(v) for k, v in outputs.items()}}
                 except Exception as e:                   # noqa: BLE001 -- the step's own error, reported
                     error = error or describe(e)
                 finally:
                     client.Link.recording = None
+                    self.asked |= getattr(view, "asked", set())
                     del x, g, dy
         return {"error": error}
 

@@ -509,9 +509,10 @@ def host_op(op: dict) -> types.SimpleNamespace:
 
 def predict_item_10(t: Task):
     """Item 10's prediction (rmsnorm_testkit/predict.py): the steps at predict.ROWS rows on inputs made here, as the
-    judge records them, and their plan at item 10's shape from the submission's side, both with the course GPU in
-    the file's view, as much of it as the file takes (predict.LEVELS: a step that fails with it runs again with
-    less; the plan starts where the steps ended). No grade reads it."""
+    judge records them, and their plan at item 10's shape, which the judge reads from the steps' recipes there
+    (host.py's "record", as the GPU's timing replays them), both with the course GPU in the file's view, as much of
+    it as the file takes (predict.LEVELS: a step that fails with it runs again with less; the recipe starts where
+    the steps ended), and once without it (which launches the device changed). No grade reads it."""
     dtype = t.task["dtype"]
     say("item 10's prediction", t.given["x"][1])
     kw, ran, refused = dict(t.kw), [], []

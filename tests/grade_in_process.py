@@ -232,6 +232,7 @@ def _timed(path: str, shape: tuple, dtypes: tuple) -> dict:
     from rmsnorm_testkit import compare, timing
     from autograder.job import main
     from autograder.job.main import setup_backend
+    from autograder.job.wire.protocol import timed_key
     from autograder.judge import speed as judged
     from autograder.speed import full_reference
     triton = setup_backend(ROOT, "mini_triton")
@@ -260,7 +261,7 @@ def _timed(path: str, shape: tuple, dtypes: tuple) -> dict:
             if f"{kind}_graph_ms" in info and isinstance(seed, int):
                 x, ref = full_reference(shape, task["dtype"], seed, device="cpu")
                 for n in names:
-                    got = tensors.get(f"{name}.{n}_gpu")
+                    got = tensors.get(f"{name}.{timed_key(kind, n)}")
                     wrong[kind] = wrong.get(kind) or ("missing" if got is None else
                                                       compare.compare(n, got, ref[n], x, n_rows=shape[0]))
         info["wrong"], info["refused"] = wrong, {k: judged.refusal(k, info) for k in timed.OUTPUTS}

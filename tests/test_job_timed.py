@@ -82,7 +82,7 @@ def test_an_autotuned_kernel_is_recorded_as_a_choice_of_its_configs_and_timed(tm
     got = timed_job(ROOT / "tests" / "library_styles" / "fla.py")
     info = got["speed.float32"]
     assert all(info["refused"][k] is None and info["wrong"][k] is None for k in timed.OUTPUTS), info
-    assert [a[0] for a in info["fwd_autotuned"]] == ["layer_norm_fwd_kernel"], info["fwd_autotuned"]
+    assert [a[0] for a in info["fwd_autotuned"]] == ["layer_norm_fwd_kernel"], info.get("fwd_autotuned")
     assert all(chosen == 0 and configs > 1 for _, chosen, configs in info["fwdbwd_autotuned"]), info
 
 
@@ -105,24 +105,40 @@ def test_tampering_with_its_own_process_changes_nothing_the_judge_times(tmp_path
     assert info.get("ok") and info["fwd_graph_ms"] == 1.0 and info["refused"]["fwd"] is None, info
 
 
-@pytest.mark.parametrize("chunks", [1, 8])
-def test_torch_work_in_the_recipe_is_found_in_one_op_or_many_and_moving_data_is_not(chunks):
-    M, N = 64, 32
+def _ran(body, shape=(64, 32)):
+    """The torch work the judge measures when it runs the host ops ``body(x)`` records (no launches)."""
+    x = torch.randn(*shape)
     log = recipe.start()
-    x = torch.randn(M, N)
     log.input("x", x)
     with recipe.Recording():
-        torch.zeros(4, N).sum(0)                       # a partial buffer's sum: small, and moving data
-        x.to(torch.float16)                            # a cast of x: moving data
-        torch.ones(N).mul(2)                           # a little arithmetic: not the step's work
-        for rows in x.chunk(chunks):                   # torch computing from x, in one op or in eight
-            rows.pow(2)
-    found = timed.torch_work(recipe.report(), (M, N))
+        y = body(x)
+    recorded = {**recipe.report(), "launches": [], "outputs": {"y": recipe.ref(y)}}
     recipe.Recording.log = None
-    assert [w["op"] for w in found] == (["pow"] * chunks + ["mul"])[:8] and found[0]["reads"] == M * N // chunks
-    one_chunk = {"ops": [op for op in log.ops if op["op"] != "aten::pow"] + [next(op for op in log.ops
-                                                                                if op["op"] == "aten::pow")]}
-    assert (timed.torch_work(one_chunk, (M, N)) == []) == (chunks == 8)     # an eighth of x is not the step's work
+    step = timed.Step("fwd", recorded, None, "cpu")
+    step({"x": torch.randn(*shape)})
+    return timed.torch_work(step.work, shape)
+
+
+def _chunked(chunks):
+    def body(x):
+        torch.zeros(4, x.shape[1]).sum(0)              # a partial buffer's sum: small, and moving data
+        x.to(torch.float16)                            # a cast of x: moving data
+        torch.ones(x.shape[1]).mul(2)                  # a little arithmetic: not the step's work
+        return [rows.pow(2) for rows in x.chunk(chunks)][-1]           # torch computing from x, in one op or eight
+    return body
+
+
+@pytest.mark.parametrize("chunks", [1, 8])
+def test_torch_work_is_measured_as_the_judge_runs_the_ops_in_one_op_or_many(chunks):
+    found = _ran(_chunked(chunks))
+    assert [w["op"] for w in found] == (["pow"] * chunks + ["mul"])[:8] and found[0]["reads"] == 64 * 32 // chunks
+    assert _ran(lambda x: x[:8].pow(2)) == []          # an eighth of x is not the step's work
+    assert _ran(lambda x: x.t().contiguous()) == []     # a view and a copy move data
+
+
+def test_work_written_into_an_out_buffer_or_in_place_is_work():
+    assert [w["op"] for w in _ran(lambda x: torch.mul(x, 2.0, out=torch.empty_like(x)))] == ["mul"]
+    assert [w["op"] for w in _ran(lambda x: x.clone().mul_(2.0))] == ["mul_"]
 
 
 @torch.library.custom_op("timed_tests::wrapped", mutates_args=())
@@ -135,28 +151,29 @@ def _wrapped(x: torch.Tensor, host_math: bool) -> torch.Tensor:
 def test_the_recipe_looks_inside_a_custom_op(host_math):
     """A custom op is its body's work: kernels wrapped in one (to keep torch.compile out) are not torch's work, and
     torch math inside one is."""
-    x = torch.randn(64, 64)
-    recipe.start().input("x", x)
-    with recipe.Recording():
-        _wrapped(x, host_math)
-    found = timed.torch_work(recipe.report(), x.shape)
-    recipe.Recording.log = None
-    assert [w["op"] for w in found] == (["mul"] if host_math else [])
+    assert [w["op"] for w in _ran(lambda x: _wrapped(x, host_math))] == (["mul"] if host_math else [])
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_the_replay_check_counts_wrong_outputs_and_passes_right_ones(dtype):
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_replay_check_uses_the_inputs_made_again_from_their_seed(dtype):
+    """The check's reference comes from the inputs made again from their seed: outputs right for the inputs as a
+    kernel left them are wrong, and the change is named."""
+    from rmsnorm_testkit import timing
     from rmsnorm_testkit.compare import reference
-    x, g, dy = torch.randn(16, 64).to(dtype), (torch.rand(64) + 0.5).to(dtype), torch.randn(16, 64).to(dtype)
-    y, _, dx, dg = reference(x, g, dy)
-    right = timed.Check("fwd", (x, g, dy), (y.to(dtype),))
-    right()
-    outs = (dx.to(dtype), dg.to(dtype))
-    both = timed.Check("fwdbwd", (x, g, dy), outs)
-    both()
-    outs[0][3] += 1                                   # one row of dx wrong
-    both()
-    assert (right.count(), right.checked) == (0, 1) and (both.count(), both.checked) == (1, 2)
+    shape = (16, 64)
+    statics = timing.speed_inputs(shape, dtype, 5)
+    y, _, dx, dg = reference(*statics)
+    outs = [t.to(statics[0].dtype) for t in (y, dx, dg)]
+    check = timed.Check("fwdbwd", statics, outs, shape, dtype)
+    check(5)
+    outs[1][3] += 1                                   # one row of dx wrong
+    check(5)
+    assert (check.wrong, check.checked, check.changed) == (1, 2, set())
+    statics[2].zero_()                                # dy zeroed by a kernel: dx and dg zero are right for it
+    for t in outs:
+        t.zero_()
+    check(5)
+    assert check.wrong == 2 and check.changed == {"dy"}
 
 
 @needs_triton

@@ -19,6 +19,7 @@ from autograder.judge import judge
 from autograder.judge.charge import note
 from autograder.judge.outputs import SOURCES, got, got_instead, not_made
 from autograder.rubric import COPY_NEEDED, PARTS
+from autograder.job.wire.protocol import TIMED, timed_key
 from autograder.judge.speed import WHAT, gpu_verdict, measured_entry, not_timed, refusal
 from autograder.speed import baseline_times, full_reference, reference_at_rows
 
@@ -134,8 +135,8 @@ def _replay_wrong(outcome, dtype, kind, info, story):
         return "the seed of the replayed inputs did not come back"
     x, ref = full_reference(SPEED_SHAPE, dtype, seed)
     try:
-        for n in ("y",) if kind == "fwd" else ("dx", "dg"):
-            returned = got(outcome, task_name("speed", dtype), f"{n}_gpu")
+        for n in TIMED[kind]:
+            returned = got(outcome, task_name("speed", dtype), timed_key(kind, n))
             if returned is None:
                 return f"{n} of the timed replay did not come back"
             wrong = compare(n, returned.to(x.device), ref[n], x, story=story, n_rows=SPEED_SHAPE[0])

@@ -151,7 +151,11 @@ def speed_inputs(shape, dtype, seed, device="cpu", out=None):
 
 # -- a call's time: CUDA events ---------------------------------------------------------------------------
 
-def time_cuda(fn, warmup_ms=100.0, rep_ms=200.0, min_reps=25, rounds=3, prepare=None):
+MAX_REPS = 1000     # timed calls in a round at most: a median of a thousand is steady, and a step that looks
+                    # instant while its time is estimated cannot make a round last for ever
+
+
+def time_cuda(fn, warmup_ms=100.0, rep_ms=200.0, min_reps=25, rounds=3, prepare=None, after=None):
     """Milliseconds of ``fn`` on the GPU: the best of ``rounds`` medians, each measured as
     triton.testing.do_bench does.
 
@@ -160,12 +164,14 @@ def time_cuda(fn, warmup_ms=100.0, rep_ms=200.0, min_reps=25, rounds=3, prepare=
     timed calls per round, the L2 cache flushed before each. Taking the best round
     keeps a transient slowdown of the machine from deciding a verdict. ``prepare(reps)``, when given, runs
     before each timed call, untimed (the grader fills the inputs with new values there), before the flush;
-    ``reps`` is how many timed calls its round makes.
+    ``reps`` is how many timed calls its round makes (at most MAX_REPS). ``after()``, when given, runs after each
+    round's last timed call, untimed, before anything else runs (the grader checks that call's outputs there).
     """
-    return min(_median_cuda(fn, warmup_ms if i == 0 else 0.0, rep_ms, min_reps, prepare) for i in range(rounds))
+    return min(_median_cuda(fn, warmup_ms if i == 0 else 0.0, rep_ms, min_reps, prepare, after)
+               for i in range(rounds))
 
 
-def _median_cuda(fn, warmup_ms, rep_ms, min_reps, prepare=None):
+def _median_cuda(fn, warmup_ms, rep_ms, min_reps, prepare=None, after=None):
     c = kept()
     event, record, elapsed, sync = c["event"], c["record"], c["elapsed"], c["sync"]
     flush = l2_flush_buffer()
@@ -180,7 +186,7 @@ def _median_cuda(fn, warmup_ms, rep_ms, min_reps, prepare=None):
     estimate = max(elapsed(start, end) / 5, 1e-3)
     for _ in range(max(1, int(warmup_ms / estimate))):
         fn()
-    times, reps = [], max(min_reps, int(rep_ms / estimate))
+    times, reps = [], min(MAX_REPS, max(min_reps, int(rep_ms / estimate)))
     for _ in range(reps):
         if prepare is not None:
             prepare(reps)
@@ -191,6 +197,8 @@ def _median_cuda(fn, warmup_ms, rep_ms, min_reps, prepare=None):
         record(end)
         sync()
         times.append(elapsed(start, end))
+    if after is not None:
+        after()
     times.sort()
     return times[len(times) // 2]
 

@@ -29,7 +29,7 @@ from rmsnorm_testkit import compare, text, timing
 from ..wire.channel import Broken, close
 from ..wire.errors import describe
 from ..wire.phases import TRANSPORT_OPS
-from ..wire.protocol import output_key, plain
+from ..wire.protocol import TIMED, output_key, plain, timed_key
 from . import remote
 from .launches import Kernels
 from .launches import plain as described
@@ -44,7 +44,8 @@ CHECK_SLACK = 4.0             # a timed replay's outputs are checked on the GPU 
 CHECKS_PER_ROUND = 32         # timed replays checked per round of timing, on average: each with the chance 32 / reps,
                               # drawn here, unseen (a round made cheap by more than half its replays escapes them
                               # all with a chance under e^-16)
-OUTPUTS = {"fwd": ("y",), "fwdbwd": ("dx", "dg")}
+OUTPUTS = TIMED               # each step's outputs
+MAX_WORKSPACE = 8 << 30       # bytes of workspaces (buffers no op of the recipe made) a step may use in all
 ROLES = ("x", "g", "dy")      # the inputs, as timing.speed_inputs makes them
 MAX_LAUNCHES = 256            # launches a recorded step may make
 
@@ -126,6 +127,7 @@ class Step:
             raise Stale(f"the step made more than {MAX_LAUNCHES} launches")
         self.kind, self.kernels, self.device = kind, kernels, device
         self.workspaces = {}          # buffer number -> the judge's memory for a buffer no op of the recipe made
+        self.work = None              # the torch ops that computed, as the judge saw them run (the first call)
         self.ops, self.roles = recorded["ops"], recorded.get("roles") or {}
         self.outputs = [recorded["outputs"].get(k) for k in OUTPUTS[kind]]
         if any(not isinstance(ref, dict) for ref in self.outputs):
@@ -161,12 +163,13 @@ class Step:
         memory.unknown = self.workspace
         for b, role in self.roles.items():
             memory.adopt({"b": int(b), "n": inputs[role].untyped_storage().nbytes()}, inputs[role])
-        launches = iter(self.launches)
+        launches, work = iter(self.launches), []
         for kind, what in self.events:
             if kind == "op" and not any(what.get("out") or []):
                 continue                             # a value read back to the host (.item()): no tensor changes
             if kind == "op":
-                *_, outs, refs = memory.call(what)
+                name, overload, args, kwargs, outs, refs = memory.call(what)
+                work += computed(name, overload, args, kwargs, outs)
                 for ref, t in zip(refs, outs):
                     memory.adopt(ref, t)
             else:
@@ -174,6 +177,8 @@ class Step:
                 if choice.chosen is None:
                     choice.chosen = self.fastest(choice, memory)
                 self.launch(choice.alternatives[choice.chosen], memory, choice.zero)
+        if self.work is None:
+            self.work = work
         return tuple(memory.tensor(ref) for ref in self.outputs)
 
     def autotuned(self) -> list:
@@ -186,6 +191,8 @@ class Step:
         earlier call or at import): the judge's own, zeros when first used, kept from call to call. Values the
         host computed into such a buffer are not there: an output that needs them comes out wrong."""
         if b not in self.workspaces:
+            if n + sum(w.numel() for w in self.workspaces.values()) > MAX_WORKSPACE:
+                raise Stale(f"the step kept more than {MAX_WORKSPACE >> 30} GiB of buffers between calls")
             self.workspaces[b] = torch.zeros(n, dtype=torch.uint8, device=self.device)
         return self.workspaces[b]
 
@@ -204,8 +211,9 @@ class Step:
         tensors and the memory restored after each (as Triton's autotuner does); the first on a CPU."""
         if len(choice.alternatives) == 1 or torch.device(self.device).type != "cuda":
             return 0
-        tensors = [self.argument(a, memory) for a in choice.alternatives[0][2]]
-        kept = [(t, t.clone()) for t in tensors if isinstance(t, torch.Tensor)]
+        described = [a for _, _, args, kwargs in choice.alternatives for a in [*args, *kwargs.values()]]
+        tensors = [t for t in (self.argument(a, memory) for a in described) if isinstance(t, torch.Tensor)]
+        kept = [(t, t.clone()) for t in tensors]     # every config's tensors, as they were
         times = []
         for alternative in choice.alternatives:
             try:
@@ -225,69 +233,63 @@ class Step:
         return self.kernels.plain(d)
 
 
-def torch_work(recorded: dict, shape) -> list:
-    """The recipe's torch ops that compute, largest first, when together they read M·N / LARGE_OP elements or more:
-    the kernels' work done by torch, in one op or in many small ones (moving data and filling memory are not
-    work, nor is a view: an op whose outputs lie in its input's buffer, but for an in-place op); else nothing."""
-    found = []
-    for op in recorded.get("ops") or []:
-        name = str(op.get("op", "")).removeprefix("aten::")
-        if name in TRANSPORT_OPS or name in ALLOCATIONS:
-            continue
-        refs = [a["t"] for a in _leaves(op.get("args")) + _leaves(list((op.get("kwargs") or {}).values()))
-                if isinstance(a, dict) and isinstance(a.get("t"), dict)]
-        outs = [o.get("b") for o in op.get("out") or [] if isinstance(o, dict)]
-        if not name.endswith("_") and outs and set(outs) <= {r.get("b") for r in refs}:
-            continue                                 # a view of its input (split, transpose, slice...)
-        reads = max((math.prod(int(s) for s in r.get("s", [])) for r in refs), default=0)
-        if reads:
-            found.append({"op": name, "reads": reads, "where": ""})
-    if sum(w["reads"] for w in found) < shape[0] * shape[1] // LARGE_OP:
+def torch_work(work: list, shape) -> list:
+    """The torch ops a step ran that compute (``Step.work``: {"op", "reads"}), largest first, when together they read
+    M·N / LARGE_OP elements or more: the kernels' work done by torch, in one op or in many small ones; else nothing."""
+    if sum(w["reads"] for w in work) < shape[0] * shape[1] // LARGE_OP:
         return []
-    return sorted(found, key=lambda w: -w["reads"])[:8]
+    return sorted(work, key=lambda w: -w["reads"])[:8]
 
 
-def _leaves(values) -> list:
-    out = []
-    for v in values or []:
-        if isinstance(v, dict) and isinstance(v.get("l"), list):
-            out += _leaves(v["l"])
-        else:
-            out.append(v)
-    return out
+def computed(name: str, overload: str, args: list, kwargs: dict, outs: list) -> list:
+    """[{"op", "reads"}] of one host op the judge ran, if it computed: not a transport op, an allocation or a fill,
+    and not a view (its outputs in its inputs' memory, but for an in-place op or one that writes into ``out=``),
+    told from the tensors it ran on, never from the recipe's word."""
+    short = name.removeprefix("aten::")
+    ins = [a for a in torch.utils._pytree.tree_leaves((args, {k: v for k, v in kwargs.items() if k != "out"}))
+           if isinstance(a, torch.Tensor)]
+    if short in TRANSPORT_OPS or short in ALLOCATIONS or not ins:
+        return []
+    writes = short.endswith("_") or overload.startswith("out") or "out" in kwargs
+    memory = {t.untyped_storage().data_ptr() for t in ins}
+    if not writes and outs and all(o.untyped_storage().data_ptr() in memory for o in outs):
+        return []
+    return [{"op": short, "reads": max(t.numel() for t in ins), "where": ""}]
 
 
 class Check:
-    """The outputs of every timed replay, compared on the GPU with the reference of its inputs (float32 math, a
-    few tolerances wide: the grader compares the last replay's exactly): a count of the replays that were wrong,
-    kept on the GPU until the timing is done (reading it would make the host wait)."""
+    """A timed replay's outputs, compared on the GPU with the reference of the inputs it was given (float32 math, a
+    few tolerances wide: the grader compares the last replay's exactly). The reference comes from the inputs made
+    again from their seed after the replay, and the inputs are compared with them (``changed``): a kernel that
+    writes into its inputs, or anywhere else in the judge's memory, changes nothing the check reads. Each verdict is
+    read back to the host at once (the checks run between timed replays, outside the time)."""
 
-    def __init__(self, kind: str, statics, outputs, eps: float = 1e-5):
-        self.kind, self.statics, self.outputs, self.eps = kind, statics, outputs, eps
-        self.wrong = torch.zeros((), dtype=torch.int64, device=statics[0].device)
-        self.checked = 0
+    def __init__(self, kind: str, statics, outputs, shape, dtype, eps: float = 1e-5):
+        self.kind, self.statics, self.outputs, self.shape, self.dtype, self.eps = \
+            kind, statics, outputs, shape, dtype, eps
+        self.device = statics[0].device
+        self.made = timing.speed_inputs(shape, dtype, 0, device=self.device)
+        self.wrong, self.checked, self.changed = 0, 0, set()
 
-    def __call__(self):
-        x, g, dy = (t.float() for t in self.statics)
+    def __call__(self, seed: int):
+        timing.speed_inputs(self.shape, self.dtype, seed, self.device, out=self.made)
+        self.changed |= {n for n, a, b in zip(ROLES, self.statics, self.made) if not torch.equal(a, b)}
+        x, g, dy = (t.float() for t in self.made)
         r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-        if self.kind == "fwd":
-            expected = {"y": x * r * g}
-        else:
+        expected = {"y": x * r * g}
+        if self.kind == "fwdbwd":
             wdy, xhat = dy * g, x * r
-            expected = {"dx": r * (wdy - xhat * (wdy * xhat).mean(-1, keepdim=True)), "dg": (dy * xhat).sum(0)}
-        bad = torch.zeros((), dtype=torch.bool, device=self.wrong.device)
+            expected.update(dx=r * (wdy - xhat * (wdy * xhat).mean(-1, keepdim=True)), dg=(dy * xhat).sum(0))
+        bad = False
         for name, got in zip(OUTPUTS[self.kind], self.outputs):
             want = expected[name]
-            atol, rtol = compare.TOLERANCES[got.dtype]
+            atol, rtol = compare.TOLERANCES[self.made[0].dtype]
             if name == "dg":
-                atol = max(atol, 2 * torch.finfo(got.dtype).eps * x.shape[0] ** 0.5)
+                atol = max(atol, 2 * torch.finfo(self.made[0].dtype).eps * x.shape[0] ** 0.5)
             slack = CHECK_SLACK * (atol + rtol * want.abs())
-            bad |= ~((got.float() - want).abs() <= slack).all()
+            bad = bad or got.shape != want.shape or not bool(((got.float() - want).abs() <= slack).all())
         self.wrong += bad
         self.checked += 1
-
-    def count(self) -> int:
-        return int(self.wrong)
 
 
 def secret_seed() -> int:
@@ -325,14 +327,15 @@ def run_speed(recipes: dict, kernels: TritonKernels, task: dict) -> tuple:
             continue
         try:
             steps[kind] = Step(kind, got, kernels, device)
-            info[f"{kind}_torch_work"] = torch_work(got, shape)
         except (Stale, Refused) as e:
             info[f"{kind}_replay_error"] = str(e)
     call = dict(zip(ROLES, timing.speed_inputs(shape, dtype, info["seeds"]["call"], device=device)))
     made = {}
     for kind, step in list(steps.items()):
         try:
-            made.update(zip(OUTPUTS[kind], step(call)))
+            for name, t in zip(OUTPUTS[kind], step(call)):
+                made.setdefault(name, t)                 # (y: the forward's own)
+            info[f"{kind}_torch_work"] = torch_work(step.work, shape)
         except Exception as e:                      # noqa: BLE001 -- the kernels' error on the judge's inputs
             info[f"{kind}_replay_error"] = text.error_line(e)
             del steps[kind]
@@ -342,13 +345,14 @@ def run_speed(recipes: dict, kernels: TritonKernels, task: dict) -> tuple:
     del made, call
     for kind, step in steps.items():
         info[f"{kind}_autotuned"] = step.autotuned()
-        out.update({f"{k}_gpu": t for k, t in timed(kind, step, shape, dtype, device, info).items()})
+        out.update({timed_key(kind, k): t for k, t in timed(kind, step, shape, dtype, device, info).items()})
     return plain(out, info)
 
 
 def timed(kind: str, step: Step, shape, dtype, device, info: dict) -> dict:
-    """One step captured in the judge's CUDA graph and timed into ``info``, fresh inputs before every timed replay
-    and every replay's outputs checked; the last replay's whole outputs (or none, with the reason in ``info``)."""
+    """One step captured in the judge's CUDA graph and timed into ``info``, fresh inputs before every timed replay,
+    about CHECKS_PER_ROUND replays of each round checked (drawn here, unseen) and each round's last; the last
+    replay's whole outputs, on the CPU (or none, with the reason in ``info``)."""
     c = timing.kept()
     statics = timing.speed_inputs(shape, dtype, secret_seed(), device=device)
     try:
@@ -356,21 +360,19 @@ def timed(kind: str, step: Step, shape, dtype, device, info: dict) -> dict:
     except timing.NotCapturable as e:
         info[f"{kind}_graph_error"] = str(e)
         return {}
-    check = Check(kind, statics, got)
+    check = Check(kind, statics, got, shape, dtype)
 
     def fresh(reps=None):                            # the last replay's outputs checked (by chance), then new inputs
         if reps is not None and int.from_bytes(os.urandom(4), "little") % max(1, reps) < CHECKS_PER_ROUND:
-            check()
+            check(info["seeds"][kind])
         seed = info["seeds"][kind] = secret_seed()
         with c["no_grad"]():
             timing.speed_inputs(shape, dtype, seed, device, out=statics)
     fresh()                                          # (captured, not yet run: its outputs hold nothing yet)
-    info[f"{kind}_graph_ms"] = timing.time_cuda(replay, prepare=fresh)
-    check()
-    info[f"{kind}_replays_checked"], info[f"{kind}_replays_wrong"] = check.checked, check.count()
-    outputs = {k: c["clone"](t) for k, t in zip(OUTPUTS[kind], got)}
-    made = timing.speed_inputs(shape, dtype, info["seeds"][kind], device)
-    info[f"{kind}_inputs_changed"] = [n for n, a, b in zip(ROLES, statics, made) if not c["equal"](a, b)]
+    info[f"{kind}_graph_ms"] = timing.time_cuda(replay, prepare=fresh, after=lambda: check(info["seeds"][kind]))
+    info[f"{kind}_replays_checked"], info[f"{kind}_replays_wrong"] = check.checked, check.wrong
+    info[f"{kind}_inputs_changed"] = [n for n in ROLES if n in check.changed]
+    outputs = {k: c["clone"](t).cpu() for k, t in zip(OUTPUTS[kind], got)}     # before the step runs again
     try:
         _, info[f"{kind}_kernels"] = timing.kernel_times(
             lambda: step(dict(zip(ROLES, statics))),

@@ -214,7 +214,7 @@ RECORDED = ("fwd", "fwdbwd")     # the steps item 10 times
 
 def recorded_step(mod, kind: str, x, g, dy) -> dict:
     """{output: tensor} of one timed step, run as the timing runs it: the forward's y, or the forward and the
-    gradient of its y through the submission's TritonRMSNorm (dx and dg)."""
+    gradient of its y through the submission's TritonRMSNorm (y, dx and dg: a model uses the forward's y)."""
     if kind == "fwd":
         out = mod.rmsnorm_forward(x, g)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
@@ -226,7 +226,7 @@ def recorded_step(mod, kind: str, x, g, dy) -> dict:
     if dg is None:
         raise TypeError("g.grad is None after the backward: it returned no dg for g, and a forward+backward is "
                         "timed complete")
-    return {"dx": require_plain("dx from the backward", dx), "dg": require_plain("dg from the backward", dg)}
+    return {"y": y, "dx": require_plain("dx from the backward", dx), "dg": require_plain("dg from the backward", dg)}
 
 
 def step_leaves(x, g, requires_grad) -> tuple:

@@ -86,6 +86,14 @@ def output_key(task: str, output: str, what: str = "") -> str:
     return f"{task}.{output}" + (f".{what}" if what else "")
 
 
+TIMED = {"fwd": ("y",), "fwdbwd": ("y", "dx", "dg")}    # item 10's steps and the outputs each makes (a model uses y)
+
+
+def timed_key(kind: str, name: str) -> str:
+    """The key of output ``name`` of item 10's timed replay of step ``kind`` ("fwd", "fwdbwd")."""
+    return f"{name}_gpu" if kind == "fwd" or name != "y" else "y_fwdbwd_gpu"
+
+
 def running(what: str, x=None) -> str:
     """Say what the submission is about to run, so that a time-out can name it."""
     if x is not None:

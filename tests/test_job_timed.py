@@ -13,6 +13,7 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
 from grade_in_process import timed_job  # noqa: E402
+import timed_hostile  # noqa: E402
 
 needs_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None,
                                   reason="the judge compiles with Triton (its interpreter here): Linux x86-64 only")
@@ -184,3 +185,16 @@ def test_a_name_a_kernel_reads_that_triton_cannot_compile_is_refused_with_its_na
         kernels._bound({"kind": "foreign", "name": "np", "module": True}, {})
     assert kernels._bound({"kind": "constexpr", "value": {"value": 4}}, {}).value == 4
     assert kernels._bound({"kind": "op", "space": "tl", "name": "sum"}, {}) is kernels.language["tl"].sum
+
+
+@needs_triton
+@pytest.mark.parametrize("name", sorted(timed_hostile.TIMED_TRICKS))
+def test_a_red_team_trick_on_the_judge_s_timing_earns_nothing_over_the_solution(name, tmp_path):
+    """Each trick of tests/timed_hostile.py (built against the judge's timing by a red team with the whole source)
+    gets the step it attacks refused, or its outputs found wrong, where the solution's are graded."""
+    what, kind, *_ = timed_hostile.TIMED_TRICKS[name]
+    path = tmp_path / "rmsnorm.py"
+    path.write_text(timed_hostile.source(name))
+    info = timed_job(path, shape=(16, 128))["speed.float32"]
+    assert info.get("ok"), info
+    assert info["refused"][kind] is not None or info["wrong"].get(kind), (name, what, info["refused"], info["wrong"])

@@ -141,7 +141,7 @@ class Buffers:
             raise Stale(f"a tensor the grader cannot read back ({e})") from None
         if b not in self.buffers and b in self.found and self.found[b].numel() == n:
             self.buffers[b] = self.found[b].clone()     # a workspace kept from an earlier call, as the launch found it
-        if b not in self.buffers and self.unknown is not None and 0 < n <= MAX_BYTES:
+        if b not in self.buffers and self.unknown is not None and 0 <= n <= MAX_BYTES:
             self.buffers[b] = self.unknown(b, n)
         if b not in self.buffers:
             raise Stale("a launch or op read memory that no recorded op made and no input is: values the host "

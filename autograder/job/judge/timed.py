@@ -19,6 +19,7 @@ torch's work: ``torch_work``).
 """
 from __future__ import annotations
 
+import base64
 import importlib
 import math
 import os
@@ -128,6 +129,8 @@ class Step:
         self.kind, self.kernels, self.device = kind, kernels, device
         self.workspaces = {}          # buffer number -> the judge's memory for a buffer no op of the recipe made
         self.work = None              # the torch ops that computed, as the judge saw them run (the first call)
+        constants = recorded.get("constants")
+        self.constants = constants if isinstance(constants, dict) else {}
         self.ops, self.roles = recorded["ops"], recorded.get("roles") or {}
         self.outputs = [recorded["outputs"].get(k) for k in OUTPUTS[kind]]
         if any(not isinstance(ref, dict) for ref in self.outputs):
@@ -176,10 +179,14 @@ class Step:
                 choice = next(launches)
                 if choice.chosen is None:
                     choice.chosen = self.fastest(choice, memory)
-                self.launch(choice.alternatives[choice.chosen], memory, choice.zero)
+                self.launch(choice.alternatives[choice.chosen], memory)
         if self.work is None:
             self.work = work
         return tuple(memory.tensor(ref) for ref in self.outputs)
+
+    def kernels_launched(self) -> list:
+        """The names of the kernels the step launches (feedback: what the judge times)."""
+        return sorted({getattr(a[0], "__name__", "?") for c in self.launches for a in c.alternatives})[:32]
 
     def autotuned(self) -> list:
         """[kernel, the config chosen, of how many] of each autotuned launch (feedback)."""
@@ -188,8 +195,14 @@ class Step:
 
     def workspace(self, b: int, n: int) -> torch.Tensor:
         """A buffer the step uses and no op of its recipe made (a workspace the file keeps between calls, made at an
-        earlier call or at import): the judge's own, zeros when first used, kept from call to call. Values the
-        host computed into such a buffer are not there: an output that needs them comes out wrong."""
+        earlier call or at import; a constant made from Python's numbers, ``torch.tensor([m])``): the judge's own,
+        kept from call to call, holding the bytes the recording saw in a small CPU buffer (recipe.Log.constant:
+        they came from no input's values, which the recording never had), else zeros. Values the host computed
+        into a workspace on the device are not there: an output that needs them comes out wrong."""
+        if b not in self.workspaces and str(b) in self.constants:
+            data = base64.b64decode(str(self.constants[str(b)]))
+            if len(data) == n:
+                self.workspaces[b] = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(self.device)
         if b not in self.workspaces:
             if n + sum(w.numel() for w in self.workspaces.values()) > MAX_WORKSPACE:
                 raise Stale(f"the step kept more than {MAX_WORKSPACE >> 30} GiB of buffers between calls")
@@ -201,7 +214,7 @@ class Step:
         args = [self.argument(a, memory) for a in args]
         kwargs = {k: self.argument(a, memory) for k, a in kwargs.items()}
         named = {**dict(zip(getattr(kernel, "arg_names", []), args)), **kwargs}
-        for name in zero:                            # the autotuner's reset_to_zero, before each launch
+        for name in zero:                            # the autotuner's reset_to_zero, while it times the configs
             if isinstance(named.get(name), torch.Tensor):
                 named[name].zero_()
         kernel[grid](*args, **kwargs)
@@ -344,7 +357,7 @@ def run_speed(recipes: dict, kernels: TritonKernels, task: dict) -> tuple:
     out = {name: t.clone() if name == "dg" else t.index_select(0, index) for name, t in made.items()}
     del made, call
     for kind, step in steps.items():
-        info[f"{kind}_autotuned"] = step.autotuned()
+        info[f"{kind}_autotuned"], info[f"{kind}_launched"] = step.autotuned(), step.kernels_launched()
         out.update({timed_key(kind, k): t for k, t in timed(kind, step, shape, dtype, device, info).items()})
     return plain(out, info)
 

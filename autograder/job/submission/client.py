@@ -149,7 +149,7 @@ class RemoteKernel:
             return {"ref": seen[key]}
         seen[key] = len(seen)
         out = {"id": seen[key], "name": self.__name__, "line": self.fn.__code__.co_firstlineno,
-               "defaults": {n: plain(p.default) or {"other": type(p.default).__name__}
+               "defaults": {n: plain(_unwrapped(p.default)) or {"other": type(p.default).__name__}
                             for n, p in self.signature.parameters.items() if p.default is not p.empty}}
         if self.names is None:                             # the source is read once; the bindings at each launch
             try:
@@ -214,6 +214,11 @@ class RemoteKernel:
         return plain(v) or {"other": type(v).__name__}
 
 
+def _unwrapped(value):
+    """A default's value: a ``tl.constexpr(2)`` default is 2, as Triton reads it."""
+    return value.value if isinstance(value, constexpr) else value
+
+
 def _grid(grid):
     if isinstance(grid, int) and not isinstance(grid, bool):
         return int(grid)                  # as given: the judge's launch notes that Triton needs a tuple
@@ -259,14 +264,15 @@ class Autotuner(SimulatedAutotuner):
         configs = self.configs
         if self.prune and len(configs) > 1:
             configs = list(self.prune(configs, self.by_position(args), grid=grid, **kwargs)) or configs[:1]
-        start = len(Link.recording)
+        start, named = len(Link.recording), self._named(args, kwargs)
         for cfg in configs[:MAX_CONFIGS]:
+            if cfg.pre_hook:                   # run before each launch, as Triton runs it: its torch ops are recorded
+                cfg.pre_hook({**named, **cfg.kwargs})
             self.fn[grid](*args, **kwargs, **cfg.all_kwargs())
         alternatives = Link.recording[start:]
         del Link.recording[start:]
-        Link.recording.append({"choose": alternatives, "at": alternatives[0]["at"] if alternatives else recipe.mark(),
-                               "zero": [str(n) for n in self.reset_to_zero],
-                               "restore": [str(n) for n in self.restore_value]})
+        Link.recording.append({"choose": alternatives, "at": alternatives[-1]["at"] if alternatives else recipe.mark(),
+                               "zero": [str(n) for n in self.reset_to_zero]})
 
 
 MAX_CONFIGS = 32                           # configs of one autotuned kernel the judge times at most

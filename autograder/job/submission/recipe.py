@@ -15,12 +15,16 @@ on the replay's inputs, and shows there as a wrong output.
 """
 from __future__ import annotations
 
+import base64
+
 import torch
 from mini_triton.stats import custom_op_body, run_custom_op
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_leaves
 
 MAX_STEPS = 2000            # host ops a task may report: a recipe longer than that is not replayed (and says so)
+CONSTANT_BYTES = 4096       # a CPU buffer this small, first seen in a recording without data, goes with its bytes
+CONSTANTS_BYTES = 1 << 16   # and this many bytes of them in all
 
 
 class Log:
@@ -33,6 +37,7 @@ class Log:
         self.kept = []                  # the storages seen, kept alive so that no id is reused in a task
         self.roles = {}                 # buffer number -> the input it is ("x", "g", "dy", "r")
         self.overflow = False
+        self.constants = {}             # buffer number -> the bytes of a small CPU buffer when first seen (``meta``)
 
     def input(self, role: str, t: torch.Tensor):
         self.roles[self.buffer(t)] = role
@@ -43,7 +48,19 @@ class Log:
         if key not in self.ids:
             self.ids[key] = len(self.ids)
             self.kept.append(storage)
+            self.constant(self.ids[key], storage)
         return self.ids[key]
+
+    def constant(self, b: int, storage):
+        """Keep the bytes of a small CPU buffer first seen while a step is recorded without data (a constant made
+        from Python's numbers, ``torch.tensor([m])``, is one no op of the recipe makes): the judge starts the buffer
+        from them. The recording's inputs hold no values, so nothing of them can be in these bytes."""
+        size = storage.nbytes()
+        if self.meta and storage.device.type == "cpu" and size <= CONSTANT_BYTES and \
+                sum(len(v) for v in self.constants.values()) + size <= CONSTANTS_BYTES:
+            with _disable_current_modes():             # the grader's own reading: no op of the recipe
+                data = bytes(torch.empty(0, dtype=torch.uint8).set_(storage, 0, (size,), (1,)).tolist())
+            self.constants[b] = base64.b64encode(data).decode()
 
     def ref(self, t: torch.Tensor) -> dict:
         """A tensor as the judge finds it again: its buffer's number and size, and the view into it."""
@@ -108,6 +125,23 @@ class Recording(TorchDispatchMode):
         return out
 
 
+def without_bytes(log: Log, launches: list) -> bool:
+    """Does a recording on the meta device use a small buffer that no op of it made, that is not an input, and whose
+    bytes it could not keep (a constant made from Python's numbers on the meta device holds none)? The step is
+    then recorded again on CPU memory, where it does."""
+    made = {o.get("b") for op in log.ops for o in op.get("out") or [] if isinstance(o, dict)}
+    used = [a["ref"] for launch in launches for a in _arguments(launch) if isinstance(a.get("ref"), dict)]
+    return any(r.get("b") not in made and r.get("b") not in log.roles and r.get("b") not in log.constants
+               and 0 < int(r.get("n", 0)) <= CONSTANT_BYTES for r in used)
+
+
+def _arguments(launch: dict) -> list:
+    """A launch's described arguments (an autotuned one's, of every config)."""
+    return [a for one in launch.get("choose", [launch]) for a in [*one.get("args", []),
+                                                                  *one.get("kwargs", {}).values()]
+            if isinstance(a, dict)]
+
+
 def start(meta: bool = False) -> Log:
     """A new task's log (of a step on tensors without data, with ``meta``)."""
     Recording.log = Log(meta)
@@ -128,4 +162,5 @@ def report() -> dict:
     log = Recording.log
     if log is None:
         return {}
-    return {"ops": log.ops, "roles": {str(b): r for b, r in log.roles.items()}, "overflow": log.overflow}
+    return {"ops": log.ops, "roles": {str(b): r for b, r in log.roles.items()}, "overflow": log.overflow,
+            **({"constants": {str(b): v for b, v in log.constants.items()}} if log.constants else {})}

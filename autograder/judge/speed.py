@@ -1,8 +1,8 @@
 """Rubric item 10's verdict: a step's GPU time against a copy's, from the job's timed replay.
 
 The job's timed replay (job/judge/timed.py) and the grader's own baselines and references (autograder/speed.py)
-come in; the verdict goes out. A step that could not be captured, that ran torch's own work, ran beside
-other Python threads or changed its inputs earns nothing (``refusal``); a time faster than a copy of the
+come in; the verdict goes out. A step the judge could not run or capture, that ran torch's own work, changed its
+inputs or gave wrong outputs in a checked replay earns nothing (``refusal``); a time faster than a copy of the
 same bytes is physically impossible and is rejected as a broken measurement (``PLAUSIBLE``).
 """
 from __future__ import annotations
@@ -57,10 +57,10 @@ def not_timed(story: str, error: str) -> str:
 
 
 def refusal(kind: str, info: dict, own=None) -> str | None:
-    """Why the timed replay of one kind of step cannot be graded (None when it can): it was not captured,
-    Python ran beside it, torch did the work, kernels that are neither PyTorch's nor among ``own`` (the
-    names of the functions the submission's file defines) ran, it changed its inputs, or it left a hook, a mode
-    or a change to the grader's timing code behind (``unsealed`` of the job's speed task)."""
+    """Why the timed replay of one kind of step cannot be graded (None when it can): the judge could not run it
+    from its recipe or capture it, torch did the work, kernels that are neither PyTorch's nor among ``own`` (the
+    names of the functions the submission's file defines) ran, it changed its inputs, or checked replays came out
+    wrong (job/judge/timed.py)."""
     what = WHAT[kind]
     why = info.get(f"{kind}_replay_error")
     if why:
@@ -73,13 +73,6 @@ def refusal(kind: str, info: dict, own=None) -> str | None:
         return (f"your {what} could not be captured in a CUDA graph ({why}): {not_captured(why)}. Item 10 times "
                 f"each step as a CUDA graph replays it, as torch.compile's \"reduce-overhead\" mode and inference "
                 f"servers run a model; a step that cannot be captured earns no points here")
-    left = info.get(f"{kind}_unsealed") or []
-    if left:
-        return (f"after your {what} returned, it left {' and '.join(left)}: code of yours could run while the "
-                f"grader timed the step, so the time is not used. Leave nothing installed behind a call")
-    if info.get("threads"):
-        return (f"other Python threads were running while your {what} was timed ({info['threads']}): a thread "
-                f"could change the outputs after the timing, so the time is not used. Start no threads")
     work = info.get(f"{kind}_torch_work") or []
     if work:
         first, rest = work[0], work[1:]

@@ -330,7 +330,7 @@ def run_speed(recipes: dict, kernels: TritonKernels, task: dict) -> tuple:
     seeds (the grader makes the same inputs and checks), and what the timing found. The forward's own error is
     the task's (StepFailed); the forward+backward's costs its own parts only (``fwdbwd_error``)."""
     shape, dtype, device = tuple(task["shape"]), task["dtype"], task.get("device", "cuda")
-    info, steps = {"seeds": {"call": secret_seed()}, "threads": 0}, {}
+    info, steps = {"seeds": {"call": secret_seed()}}, {}
     for kind in OUTPUTS:
         got = recipes.get(kind) if isinstance(recipes, dict) else None
         if isinstance(got, dict) and isinstance(got.get("error"), str):

@@ -48,7 +48,8 @@ class Autotuner:
     def __getitem__(self, grid):
         return functools.partial(self.run, grid=grid)
 
-    def _named(self, args, kwargs):
+    def named(self, args, kwargs) -> dict:
+        """Every argument by its name, positional ones by the kernel's parameters."""
         target = self.fn
         while not hasattr(target, "arg_names"):
             target = target.fn
@@ -63,7 +64,7 @@ class Autotuner:
 
     def run(self, *args, grid, **kwargs):
         __tracebackhide__ = True                 # pytest: an error ends at the kernel's line
-        named = self._named(args, kwargs)
+        named = self.named(args, kwargs)
         key = tuple(_key_value(named.get(k)) for k in self.key)
         if key not in self.cache:
             configs = self.configs

@@ -264,7 +264,7 @@ class Autotuner(SimulatedAutotuner):
         configs = self.configs
         if self.prune and len(configs) > 1:
             configs = list(self.prune(configs, self.by_position(args), grid=grid, **kwargs)) or configs[:1]
-        start, named = len(Link.recording), self._named(args, kwargs)
+        start, named = len(Link.recording), self.named(args, kwargs)
         for cfg in configs[:MAX_CONFIGS]:
             if cfg.pre_hook:                   # run before each launch, as Triton runs it: its torch ops are recorded
                 cfg.pre_hook({**named, **cfg.kwargs})

@@ -342,6 +342,18 @@ def moved(kernel: str, first: dict, again: dict) -> str | None:
     return None
 
 
+def placed(ops: list, launches: list) -> list:
+    """[(order key, "op" or "launch", what)] of a recipe: each launch just before the host op its "at" names (the
+    ops reported before it ran), launches in the order they ran; sort by the key to replay them."""
+    events = [((i, 1, 0), "op", op) for i, op in enumerate(ops)]
+    for j, launch in enumerate(launches):
+        at = launch.get("at") if isinstance(launch, dict) else None
+        if not isinstance(at, int) or not 0 <= at <= len(ops):
+            raise Stale("a launch the recipe does not place")
+        events.append(((at, 0, j), "launch", launch))
+    return events
+
+
 def run(recipe: Recipe, replay: Replay, inputs: dict) -> list:
     """Replay ``recipe`` with ``inputs`` ({role: the fresh view of that input}); returns each snapshot's
     outputs, {name: tensor}, in the order the snapshots were taken."""
@@ -355,12 +367,7 @@ def run(recipe: Recipe, replay: Replay, inputs: dict) -> list:
             t = inputs[role]
             replay.buffers[int(b)] = torch.empty(0, dtype=torch.uint8).set_(
                 t.untyped_storage(), 0, (t.untyped_storage().nbytes(),), (1,))
-    events = [((i, 1, 0), "op", op) for i, op in enumerate(recipe.ops)]
-    for j, note in enumerate(recipe.launches):
-        at = note.get("at")
-        if not isinstance(at, int) or at < 0 or at > len(recipe.ops):
-            raise Stale("a launch the recipe does not place")
-        events.append(((at, 0, j), "launch", note))
+    events = placed(recipe.ops, recipe.launches)
     for k, (at, launched, refs) in enumerate(recipe.snapshots):
         events.append(((min(max(at, 0), len(recipe.ops)), 0, launched - 0.5), "snapshot", k))
     seen = [None] * len(recipe.snapshots)

@@ -35,7 +35,7 @@ from . import remote
 from .launches import Kernels
 from .launches import plain as described
 from .provenance import Refused
-from .replay import Buffers, Stale
+from .replay import Buffers, Stale, placed
 
 CALL_ROWS = 8                 # rows of the untimed call's y and dx that go back (the timed replay's go back whole)
 LARGE_OP = 4                  # a torch op reading M·N / LARGE_OP elements or more does the kernels' work
@@ -135,12 +135,7 @@ class Step:
         self.outputs = [recorded["outputs"].get(k) for k in OUTPUTS[kind]]
         if any(not isinstance(ref, dict) for ref in self.outputs):
             raise Stale("an output of the step is not a tensor the recipe made")
-        events = [((i, 1, 0), "op", op) for i, op in enumerate(self.ops)]
-        for j, launch in enumerate(recorded["launches"]):
-            at = launch.get("at") if isinstance(launch, dict) else None
-            if not isinstance(at, int) or not 0 <= at <= len(self.ops):
-                raise Stale("a launch the recipe does not place")
-            events.append(((at, 0, j), "launch", launch))
+        events = placed(self.ops, recorded["launches"])
         self.events = [(kind_, what) for _, kind_, what in sorted(events, key=lambda e: e[0])]
         self.launches = [self.choice(what) for kind_, what in self.events if kind_ == "launch"]
 

@@ -87,9 +87,14 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
             # no per-test timeout (the project's own tests have one): each job has its limits, and the GPU jobs'
             # compile allowance alone may exceed any fixed one; the whole run has config.grading_s()
             # (nor pytest's hunt for unraisable exceptions, two full garbage collections of torch's heap at exit)
-            code = warm.pytest(["-q", "-p", "autograder.plugin", "-p", "no:cacheprovider", "-p", "no:timeout", "-p",
-                                "no:unraisableexception", str(HERE / "hidden"), *(["-k", select] if select else [])],
-                               env=env, cwd=HERE.parent, out=log, timeout=config.grading_s())
+            try:
+                code = warm.pytest(["-q", "-p", "autograder.plugin", "-p", "no:cacheprovider", "-p", "no:timeout",
+                                    "-p", "no:unraisableexception", str(HERE / "hidden"),
+                                    *(["-k", select] if select else [])],
+                                   env=env, cwd=HERE.parent, out=log, timeout=config.grading_s())
+            except GraderError:
+                write_results(results, FALLBACK)       # a run lost with the warm server: no grade
+                raise
         if code is None:
             write_results(results, FALLBACK)
             raise GraderError(f"the hidden tests ran past {config.grading_s():.0f} s, longer than every job's "

@@ -20,9 +20,15 @@ import multiprocessing
 import multiprocessing.forkserver
 import os
 import runpy
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 import traceback
+from pathlib import Path
+
+from .errors import GraderError
 
 # torch, what autograd imports on its first backward(gradient) (torch.fx's symbolic shapes and sympy: about
 # 0.5 s, which the public tests' runs pay), pytest, and what its plugins installed beside it import (pytest-xdist's
@@ -44,9 +50,9 @@ def _context():
     return _CONTEXT
 
 
-def _child(module, args, env, cwd, out):
+def _child(module, args, env, cwd, out, code_file):
     """In the forked child: what ``python -m MODULE ARGS`` does in ``cwd`` with ``env``, its output appended to
-    ``out``."""
+    ``out``, its exit code written to ``code_file`` as it ends."""
     # What the server imported (torch's thousands of objects) lives as long as the run: the garbage collector leaves
     # it alone, as it leaves a fresh interpreter's nothing (pytest's two full collections at exit: 0.2 s of a run)
     gc.freeze()
@@ -72,6 +78,8 @@ def _child(module, args, env, cwd, out):
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()
+    with open(code_file, "w") as f:
+        f.write(str(code))
     os._exit(code)
 
 
@@ -89,10 +97,14 @@ def _forget_the_graders_modules():
 
 
 class Run:
-    """A started ``python -m MODULE``: ``wait(timeout)`` gives its exit code, or None (killed) past ``timeout``."""
+    """A started ``python -m MODULE``: ``wait(timeout)`` gives its exit code, or None (killed) past ``timeout``.
 
-    def __init__(self, process):
-        self.process = process
+    The server reports each child's exit code as the child ends. Should the server itself end first (killed, out
+    of memory), multiprocessing reports 255 at once, though the child may still run: so the child also writes its
+    code to a file of its own, and a run whose server was lost is waited for by its pid and read from there."""
+
+    def __init__(self, process, code_file=None):
+        self.process, self.code_file = process, code_file
 
     def wait(self, timeout: float | None = None) -> int | None:
         if isinstance(self.process, subprocess.Popen):
@@ -102,12 +114,52 @@ class Run:
                 self.process.kill()
                 self.process.wait()
                 return None
-        self.process.join(timeout)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
-            return None
-        return self.process.exitcode
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            self.process.join(timeout)
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join()
+                return None
+            if self.process.exitcode != 255:
+                return self.process.exitcode
+            while _alive(self.process.pid):             # the server was lost: the child may still run
+                if deadline is not None and time.monotonic() > deadline:
+                    os.kill(self.process.pid, signal.SIGKILL)
+                    return None
+                time.sleep(0.05)
+            written = Path(self.code_file).read_text().strip()
+            if not written:
+                raise ServerLost(f"the warm server ended while its run {self.process.pid} went on, and the run "
+                                 f"ended without an exit code (killed, out of memory?)")
+            return int(written)
+        finally:
+            Path(self.code_file).unlink(missing_ok=True)
+
+
+class ServerLost(GraderError):
+    """The warm server and its run both ended without the run's exit code: the grader's failure, never a grade."""
+
+    def __init__(self, cause: str):
+        super().__init__(cause, "grade it again; if it recurs, see whether the machine ran short of memory "
+                                "(dmesg names what the kernel killed)")
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (an orphan whose server ended is no child of ours to wait for)."""
+    if not os.path.isdir("/proc/self"):                # macOS: init reaps orphans at once
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
 
 
 def start(module: str, args, *, env: dict, cwd, out) -> Run:
@@ -117,9 +169,12 @@ def start(module: str, args, *, env: dict, cwd, out) -> Run:
         with open(out, "ab") as f:
             return Run(subprocess.Popen([sys.executable, "-m", module, *map(str, args)], env=env, cwd=cwd,
                                         stdout=f, stderr=subprocess.STDOUT))
-    p = _context().Process(target=_child, args=(module, [str(a) for a in args], dict(env), str(cwd), str(out)))
+    fd, code_file = tempfile.mkstemp(prefix="rmsnorm-warm-", suffix=".code")
+    os.close(fd)
+    p = _context().Process(target=_child, args=(module, [str(a) for a in args], dict(env), str(cwd), str(out),
+                                                code_file))
     p.start()
-    return Run(p)
+    return Run(p, code_file)
 
 
 def cpu_seconds() -> float:
@@ -135,5 +190,10 @@ def cpu_seconds() -> float:
 
 def pytest(args, *, env: dict, cwd, out, timeout: float | None) -> int | None:
     """The exit code of ``python -m pytest ARGS`` (``start``), or None if it ran past ``timeout`` seconds and was
-    killed."""
-    return start("pytest", args, env=env, cwd=cwd, out=out).wait(timeout)
+    killed. A run lost with its server (ServerLost) is run once more, on a new server."""
+    try:
+        return start("pytest", args, env=env, cwd=cwd, out=out).wait(timeout)
+    except ServerLost as e:
+        with open(out, "a") as f:
+            print(f"warm: {e}; running it again", file=f)
+        return start("pytest", args, env=env, cwd=cwd, out=out).wait(timeout)

@@ -116,3 +116,23 @@ def test_a_run_reads_the_graders_modules_afresh_with_its_own_environment(tmp_pat
     out = subprocess.run([sys.executable, "-m", "grader_main"], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_run_keeps_its_exit_code_when_the_server_is_lost_while_it_runs(tmp_path):
+    """The server reports each child's exit code; if the server itself ends (killed, out of memory) while a run
+    goes on, the run's own code still comes back, never the 255 that multiprocessing reports for a lost server."""
+    import multiprocessing.forkserver
+    import signal
+    (tmp_path / "test_slow_fail.py").write_text("import time\n\ndef test_slow_fail():\n    time.sleep(2)\n"
+                                                "    assert False\n")
+    out = tmp_path / "out"
+    out.write_text("")
+    started = warm.start("pytest", ["-q", "-p", "no:cacheprovider", "test_slow_fail.py"],
+                         env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path, out=out)
+    server = multiprocessing.forkserver._forkserver._forkserver_pid
+    time.sleep(0.5)
+    os.kill(server, signal.SIGKILL)
+    assert started.wait(60) == 1, out.read_text()
+    assert "1 failed" in out.read_text()
+    code, text, _ = run(tmp_path, "after", WARM_RUN="after")           # a new server serves the next run
+    assert code == 0, text

@@ -92,9 +92,10 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
                                     "-p", "no:unraisableexception", str(HERE / "hidden"),
                                     *(["-k", select] if select else [])],
                                    env=env, cwd=HERE.parent, out=log, timeout=config.grading_s())
-            except GraderError:
+            except warm.ServerLost as e:
                 write_results(results, FALLBACK)       # a run lost with the warm server: no grade
-                raise
+                raise GraderError(str(e), "grade it again; if it recurs, see whether the machine ran short of "
+                                          "memory (dmesg names what the kernel killed)") from e
         if code is None:
             write_results(results, FALLBACK)
             raise GraderError(f"the hidden tests ran past {config.grading_s():.0f} s, longer than every job's "

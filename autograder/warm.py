@@ -28,8 +28,6 @@ import time
 import traceback
 from pathlib import Path
 
-from .errors import GraderError
-
 # torch, what autograd imports on its first backward(gradient) (torch.fx's symbolic shapes and sympy: about
 # 0.5 s, which the public tests' runs pay), pytest, and what its plugins installed beside it import (pytest-xdist's
 # execnet: 0.14 s of each run; not the plugins themselves, which pytest must import to rewrite their asserts)
@@ -137,12 +135,8 @@ class Run:
             Path(self.code_file).unlink(missing_ok=True)
 
 
-class ServerLost(GraderError):
+class ServerLost(RuntimeError):
     """The warm server and its run both ended without the run's exit code: the grader's failure, never a grade."""
-
-    def __init__(self, cause: str):
-        super().__init__(cause, "grade it again; if it recurs, see whether the machine ran short of memory "
-                                "(dmesg names what the kernel killed)")
 
 
 def _alive(pid: int) -> bool:

@@ -20,7 +20,7 @@ from autograder.judge.charge import note
 from autograder.judge.outputs import SOURCES, got, got_instead, not_made
 from autograder.rubric import COPY_NEEDED, PARTS
 from autograder.job.wire.protocol import TIMED, timed_key
-from autograder.judge.speed import WHAT, gpu_verdict, measured_entry, not_timed, refusal
+from autograder.judge.speed import WHAT, gpu_verdict, implausible, measured_entry, not_timed, refusal
 from autograder.speed import baseline_times, full_reference, reference_at_rows
 
 from autograder.hidden.cases import SPEED_SEED, SPEED_SHAPE, kind_of, robust_parts, task_name
@@ -161,7 +161,8 @@ def _speed(gpu, baseline, own_functions, part, record_property):
     story = (f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)} (a timing input; y and dx compared at "
              f"{len(rows)} rows drawn after the call)")
     if kind == "fwdbwd" and info.get("fwdbwd_error"):
-        fail(not_timed(f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)}", str(info["fwdbwd_error"])))
+        fail(not_timed(f"x of shape {SPEED_SHAPE} {text.dtype_name(dtype)}", str(info["fwdbwd_error"]),
+                       info.get("fwdbwd_cause")))
     blocked = next((k for k in ("fwd", kind) if info.get(f"{k}_replay_error")), None)
     if blocked:                                      # the grader could not run the step itself: nothing to compare
         fail(f"{WHAT[kind]} {text.dtype_name(dtype)} at {SPEED_SHAPE[0]}x{SPEED_SHAPE[1]}: "
@@ -171,7 +172,8 @@ def _speed(gpu, baseline, own_functions, part, record_property):
                                                       f"(new timing inputs, every element compared)")
     ok, msg = gpu_verdict(kind, dtype, SPEED_SHAPE, info, baseline[dtype], COPY_NEEDED[part], wrong, own_functions)
     entry = measured_entry(part, dtype, SPEED_SHAPE, info, baseline[dtype],
-                           refused=bool(wrong or refusal(kind, info, own_functions)) or "faster than copying" in msg)
+                           refused=bool(wrong or refusal(kind, info, own_functions))
+                           or implausible(kind, SPEED_SHAPE, dtype, info, baseline[dtype]))
     if entry:
         plugin.LEADERBOARD.append(entry)              # the measured leaderboard (no points ride on it)
     record_property("output", msg)

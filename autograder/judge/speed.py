@@ -48,10 +48,10 @@ def not_captured(why: str) -> str:
             "one; in a model that leaves the GPU idle at every call: remove it")
 
 
-def not_timed(story: str, error: str) -> str:
-    """Why a forward+backward was not timed: its untimed call failed (``error``, the job's line for it); the
-    forward's own parts were timed without it."""
-    owner = " (item 3 charges the missing dg)" if "returned no dg" in error else ""
+def not_timed(story: str, error: str, cause: str | None = None) -> str:
+    """Why a forward+backward was not timed: its untimed call failed (``error``, the job's line for it, and its
+    ``cause`` when the job named one); the forward's own parts were timed without it."""
+    owner = " (item 3 charges the missing dg)" if cause == "no_dg_backward" else ""
     return (f"the forward+backward on {story} was not timed: its first call failed with {error}{owner}. The "
             f"forward's speed parts were graded on their own; this part times a complete backward")
 
@@ -176,12 +176,11 @@ def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct
                        f"({wrong}); it is right when called normally. Does your wrapper behave differently "
                        f"while it is captured, keep outputs from an earlier call, or launch on another stream?")
     ms = info[f"{kind}_graph_ms"]
-    nbytes = traffic_bytes(kind, shape, dtype)
-    copy_gbs = copy_bandwidth(shape, dtype, base)
-    gbs = nbytes / ms / 1e6
-    if gbs > PLAUSIBLE * copy_gbs:
+    if implausible(kind, shape, dtype, info, base):
         return False, (f"{head}: the measured GPU time ({ms:.4f} ms) is faster than copying the data; the "
                        f"measurement was tampered with or broken, and is not used")
+    copy_gbs = copy_bandwidth(shape, dtype, base)
+    gbs = traffic_bytes(kind, shape, dtype) / ms / 1e6
     pct = 100 * gbs / copy_gbs
     eager_kernels = base.get(f"{kind}_graph")
     msg = (f"{head}: the GPU ran your {what} in {ms:.3f} ms (replayed from a CUDA graph): {gbs:.0f} GB/s = "
@@ -191,6 +190,14 @@ def gpu_verdict(kind: str, dtype: str, shape, info: dict, base: dict, needed_pct
     if pct < needed_pct:
         msg += advice(kind, info, base)
     return pct >= needed_pct, msg
+
+
+def implausible(kind: str, shape, dtype: str, info: dict, base: dict) -> bool:
+    """Is the step's measured GPU time faster than copying its data could be (a broken or tampered measurement)?"""
+    ms = info.get(f"{kind}_graph_ms")
+    if not isinstance(ms, (int, float)):
+        return False
+    return ms <= 0 or traffic_bytes(kind, shape, dtype) / ms / 1e6 > PLAUSIBLE * copy_bandwidth(shape, dtype, base)
 
 
 def copy_bandwidth(shape, dtype: str, base: dict) -> float:

@@ -332,6 +332,8 @@ def run_speed(recipes: dict, kernels: TritonKernels, task: dict) -> tuple:
             if kind == "fwd":
                 raise StepFailed(got["error"])
             info["fwdbwd_error"] = error_line(got["error"])
+            if got.get("cause") == "no_dg_backward":     # (a field of the record's, never read from its text)
+                info["fwdbwd_cause"] = got["cause"]
             continue
         try:
             steps[kind] = Step(kind, got, kernels, device)

@@ -164,7 +164,7 @@ class Host:
         start = request.get("from_level", predict.LEVELS[0])
         levels = (None,) if request.get("gpu", predict.COURSE_GPU) is None else \
             predict.LEVELS[predict.LEVELS.index(start):] if start in predict.LEVELS else predict.LEVELS
-        error = None
+        error, cause = None, None
         for level in levels:                             # as much of the course GPU in view as the file takes,
             for device in ("meta", "cpu"):               # on tensors without data, else on CPU memory never read
                 x, dy = (torch.empty(M, N, dtype=dtype, device=device) for _ in range(2))
@@ -187,12 +187,13 @@ class Host:
                             "refused": None if level == levels[0] else error,
                             "outputs": {k: recipe.ref(v) for k, v in outputs.items()}}
                 except Exception as e:                   # noqa: BLE001 -- the step's own error, reported
-                    error = error or describe(e)
+                    if error is None:
+                        error, cause = describe(e), "no_dg_backward" if isinstance(e, NoDg) else None
                 finally:
                     client.Link.recording = None
                     self.asked |= getattr(view, "asked", set())
                     del x, g, dy
-        return {"error": error}
+        return {"error": error, "cause": cause}
 
     def outputs(self, out: dict, phases: dict, extra=None) -> tuple:
         """The answer: each output's memory handle (or what it is instead), and what this side noticed."""
@@ -218,6 +219,10 @@ class Host:
 RECORDED = ("fwd", "fwdbwd")     # the steps item 10 times
 
 
+class NoDg(TypeError):
+    """A timed forward+backward whose backward gave no dg: item 3's mistake, which the record names as its cause."""
+
+
 def recorded_step(mod, kind: str, x, g, dy) -> dict:
     """{output: tensor} of one timed step, run as the timing runs it: the forward's y, or the forward and the
     gradient of its y through the submission's TritonRMSNorm (y, dx and dg: a model uses the forward's y)."""
@@ -230,8 +235,8 @@ def recorded_step(mod, kind: str, x, g, dy) -> dict:
     y = require_plain("y from rmsnorm", mod.rmsnorm(x, g))
     dx, dg = torch.autograd.grad(y, (x, g), dy, allow_unused=True)
     if dg is None:
-        raise TypeError("g.grad is None after the backward: it returned no dg for g, and a forward+backward is "
-                        "timed complete")
+        raise NoDg("g.grad is None after the backward: it returned no dg for g, and a forward+backward is "
+                   "timed complete")
     return {"y": y, "dx": require_plain("dx from the backward", dx), "dg": require_plain("dg from the backward", dg)}
 
 

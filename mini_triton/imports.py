@@ -26,6 +26,9 @@ import types
 # Triton's public modules the simulator answers: the package itself, and these with their submodules;
 # ``triton.runtime`` and the rest are Triton's machinery, which the simulator does not model.
 PUBLIC = ("triton", "triton.language", "triton.testing")
+# Of Triton's machinery, its driver alone (the device's figures, which Triton's tutorials read): ``from triton.runtime
+# import driver`` and ``from triton.runtime.driver import driver`` give the simulator's (driver.py).
+DRIVER = ("triton.runtime", "triton.runtime.driver")
 # Whose imports of Triton see the world outside ``as_triton()``: torch, which looks for Triton itself, and Triton's
 # own modules, which torch may load there (the simulator's modules are named mini_triton...).
 LOOKS_FOR_TRITON = ("torch", "functorch", "triton")
@@ -34,6 +37,8 @@ LOOKS_FOR_TRITON = ("torch", "functorch", "triton")
 def simulator_module(name: str) -> types.ModuleType:
     """The simulator's module for Triton's module ``name`` (``triton.language.extra.libdevice``), or an
     ImportError that names what the simulator lacks."""
+    if name in DRIVER:
+        return importlib.import_module("mini_triton.driver")
     if name != "triton" and not any(name == p or name.startswith(p + ".") for p in PUBLIC[1:]):
         raise ImportError(f"mini_triton, the simulator, has no {name}: kernel files may import triton, "
                           f"triton.language (its extra and math modules too) and triton.testing", name=name)
@@ -55,7 +60,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if name != "triton" and not name.startswith("triton."):
             return None
         module = simulator_module(name)
-        return importlib.machinery.ModuleSpec(name, self, is_package=hasattr(module, "__path__"),
+        return importlib.machinery.ModuleSpec(name, self, is_package=hasattr(module, "__path__") or name == DRIVER[0],
                                               loader_state=(module, module.__spec__))
 
     def create_module(self, spec):

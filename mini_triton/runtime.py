@@ -26,6 +26,7 @@ import sys
 
 import torch
 
+from .driver import driver  # noqa: F401 -- triton.runtime.driver, as Triton's tutorials ask for the device
 from .errors import CompilationError, kernel_site
 
 # Shuffled schedules differ from run to run, as a GPU's do; MINI_TRITON_SEED fixes them.

@@ -36,7 +36,7 @@ def test_the_solution_and_the_starter_pass_the_scan():
     ("from triton import races\n", "triton.races is the simulator's own"),
     ("import mini_triton as triton\nx = triton.observers._OBSERVERS\n", "triton.observers is the simulator's own"),
     ("import triton.language as tl\nx = tl.core._semantic\n", "tl.core._semantic is the simulator's own"),
-    ("import triton\nd = triton.runtime.driver\n", "triton.runtime is the simulator's own"),
+    ("import triton\nd = triton.runtime.Chunk\n", "triton.runtime is the simulator's own"),
     ("from torch.serialization import os as tos\n", "importing the os module from torch.serialization"),
     ("import torch\ntorch.serialization.os.listdir('/')\n", ".os reaches the os module through another one"),
     ("import torch\ntorch.serialization.sys.modules.clear()\n", ".sys reaches the sys module"),
@@ -120,6 +120,25 @@ SHIMS = {
 @pytest.mark.parametrize("name", sorted(SHIMS))
 def test_scan_lets_a_version_shim_read_tritons_modules_as_values(name):
     assert scan.scan_rules(SHIMS[name])[1] == [], SHIMS[name]
+
+
+@pytest.mark.parametrize("code", ["_NO_ARGS = ()\n", "def f(a):\n    return a\n\nf(())\n", "a, b = (), ()\n"])
+def test_scan_reads_an_empty_tuple_as_a_value_like_any_other(code):
+    """An empty tuple is no module: the scan passes it (it once crashed on it, and a crash was a zero)."""
+    source = (ROOT / "solution" / "rmsnorm.py").read_text() + "\n" + code
+    assert scan.scan(source) == ([], [])
+
+
+def test_scan_lets_a_file_ask_tritons_driver_for_the_device_as_tritons_tutorials_do():
+    """``triton.runtime.driver`` is Triton's public object, though ``runtime`` names one of the simulator's own
+    modules: a file may read it (once a false zero); the rest of that module stays the simulator's."""
+    ok = ("import triton\nfrom triton.runtime import driver\n"
+          "DEVICE = triton.runtime.driver.active.get_active_torch_device()\n"
+          "SMS = driver.active.utils.get_device_properties(DEVICE.index)['multiprocessor_count']\n")
+    assert scan.scan_rules(ok)[1] == []
+    for refused in ("import triton\nx = triton.runtime.Chunk\n", "from triton.runtime import driver, Chunk\n",
+                    "import triton\nx = triton.runtime.driver._Active\n"):
+        assert scan.scan_rules(refused)[1], refused
 
 
 def test_scan_lets_a_variable_shadow_a_builtin_name():

@@ -15,6 +15,20 @@ def test_cdiv_and_next_power_of_2():
     assert [triton.next_power_of_2(n) for n in (0, 1, 2, 3, 100, 1024, 1025)] == [1, 1, 2, 4, 128, 1024, 2048]
 
 
+def test_the_driver_answers_tritons_tutorials_device_questions_on_the_cpu():
+    """Triton's tutorials open with ``triton.runtime.driver.active.get_active_torch_device()`` and size a persistent
+    grid by the driver's SM count: on the simulator those run too, and name the device the simulator runs on."""
+    from mini_triton.imports import as_triton
+    with as_triton():
+        from triton.runtime import driver                    # as a kernel file imports it on the simulator
+    assert driver is triton.runtime.driver
+    device = triton.runtime.driver.active.get_active_torch_device()
+    assert device.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    props = driver.active.utils.get_device_properties(device.index)
+    assert props["multiprocessor_count"] > 0 and props["max_shared_mem"] > 0 and props["warpSize"] == 32
+    assert driver.active.get_current_target().warp_size == 32 and driver.active.get_current_device() == 0
+
+
 @triton.jit
 def ids_kernel(out_ptr, BLOCK: tl.constexpr):
     p0, p1, p2 = tl.program_id(0), tl.program_id(1), tl.program_id(2)

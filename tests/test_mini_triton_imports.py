@@ -28,8 +28,16 @@ def test_triton_s_import_paths_give_the_simulator_s_modules(statement, name, exp
 
 
 def test_a_path_the_simulator_lacks_fails_with_its_name():
-    with as_triton(), pytest.raises(ImportError, match="mini_triton, the simulator, has no triton.runtime"):
-        exec("from triton.runtime import driver", {})
+    with as_triton(), pytest.raises(ImportError, match="mini_triton, the simulator, has no triton.runtime.jit"):
+        exec("from triton.runtime.jit import JITFunction", {})
+
+
+@pytest.mark.parametrize("statement", ["from triton.runtime import driver", "from triton.runtime.driver import driver"])
+def test_tritons_driver_is_the_one_piece_of_its_runtime_the_simulator_answers(statement):
+    scope = {}
+    with as_triton():
+        exec(statement, scope)
+    assert scope["driver"] is mini_triton.runtime.driver
 
 
 def test_outside_the_block_triton_is_what_it_was():

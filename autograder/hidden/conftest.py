@@ -15,6 +15,7 @@ from rmsnorm_testkit.compare import reference
 from rmsnorm_testkit import scan, timing
 
 from autograder import config, plugin, runner
+from autograder.errors import GraderError
 from autograder.hidden.cases import GPU_ROBUST, flat, gpu_jobs, make_inputs, sim_inputs, sim_jobs, task_name
 from autograder.judge.speed import prediction_note, predicted_leaderboard, predictions
 from autograder.rubric import COPY_NEEDED, GPU_NOTE
@@ -42,7 +43,11 @@ def scanned():
         source = submission_path().read_text(encoding="utf-8", errors="replace")
     except OSError as e:
         return [f"rmsnorm.py could not be read: {e.strerror}"], []
-    return scan.scan(source)
+    try:
+        return scan.scan(source)
+    except Exception as e:                           # noqa: BLE001 -- the scan's own bug: never the student's zero
+        raise GraderError(f"the static scan failed on this file: {type(e).__name__}: {e}",
+                          "a bug in starter/rmsnorm_testkit/scan.py: fix it and regrade (the file may be fine)") from e
 
 
 @pytest.fixture(scope="session")

@@ -64,7 +64,8 @@ RULES = {
                     "import torch\ntorch.allclose = None\n"),
     "simulator": Rule("touches the simulator's own modules, which grade your file: its statistics and its race "
                       "check (`mini_triton.stats`, `triton.races`, ...); `triton`, `triton.language` and "
-                      "`triton.testing` are yours to use",
+                      "`triton.testing` are yours to use, and so is `triton.runtime.driver` (the device's figures, as "
+                      "Triton's tutorials read them)",
                       "import triton\nimport triton.language as tl\nn = triton.cdiv(10, 4)\n",
                       "from mini_triton import stats\n"),
 }
@@ -91,7 +92,10 @@ SIMULATOR_INTERNALS = {"reset_stats", "get_stats", "set_race_mode", "stats", "ra
 # The simulator's own modules: the counts and checks that grade the submission live there. A submission
 # needs only triton (jit, cdiv, ...), triton.language and triton.testing.
 # Every module of mini_triton but the public ones, read from the folder so that a new module is covered.
-PUBLIC_MODULES = {"language", "testing", "autotune"}
+PUBLIC_MODULES = {"language", "testing", "autotune", "driver"}
+# Triton's public objects that live under the name of one of the simulator's own modules: triton.runtime.driver,
+# the device's figures, as Triton's tutorials read them (`triton.runtime.driver.active.get_active_torch_device()`)
+PUBLIC_PATHS = {("runtime", "driver")}
 _FOLDER = _simulator_folder()
 SIMULATOR_MODULES = ({p.stem for p in _FOLDER.glob("*.py")} if _FOLDER else set()) - {"__init__"} - PUBLIC_MODULES
 TRITON = ("triton", "mini_triton")
@@ -150,7 +154,8 @@ def _module_aliases(tree) -> dict:
     functions = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
     def module_path(value):
-        dotted = _dotted(_choices(value)[0])                   # a shim: its first choice
+        choices = _choices(value)                              # (none: an empty tuple)
+        dotted = _dotted(choices[0]) if choices else None      # a shim: its first choice
         root, *rest = dotted.split(".") if dotted else [None]
         return ".".join([aliases[root], *rest]) if root in aliases else None
 
@@ -261,9 +266,18 @@ def _rebinds_triton(statement, name, triton_names, module_of) -> bool:
 
 
 def _internal(parts) -> bool:
-    """Does a dotted path under triton name one of the simulator's own modules or a private name?"""
-    return any(p in SIMULATOR_MODULES or p.startswith("_") for p in parts
+    """Does a dotted path under triton name one of the simulator's own modules or a private name (past a public
+    path, ``runtime.driver``, a private name only)?"""
+    parts = list(parts)
+    public = next((len(p) for p in PUBLIC_PATHS if tuple(parts[:len(p)]) == p), 0)
+    return any((p in SIMULATOR_MODULES and i >= public) or p.startswith("_") for i, p in enumerate(parts)
                if p not in PUBLIC_MODULES and p not in ALLOWED_DUNDERS)
+
+
+def _leads_to_public(node, parents) -> bool:
+    """Is attribute ``node`` (``triton.runtime``) the start of a public path (``triton.runtime.driver``)?"""
+    parent = parents.get(node)
+    return isinstance(parent, ast.Attribute) and parent.value is node and (node.attr, parent.attr) in PUBLIC_PATHS
 
 
 def _triton_root(node, module_of) -> bool:
@@ -322,6 +336,9 @@ def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in TRITON:
                 names += [f"{node.module}.{a.name}" for a in node.names]          # from triton import stats
+            if isinstance(node, ast.ImportFrom) and all(
+                    tuple(f"{node.module}.{a.name}".split(".")[1:3]) in PUBLIC_PATHS for a in node.names):
+                names = names[1:]                        # from triton.runtime import driver: the public name alone
             for name in names:
                 parts = name.split(".")
                 if parts[0] in FORBIDDEN_MODULES:
@@ -353,7 +370,7 @@ def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
                 flag("files", f"line {line}: .{node.attr} reads or writes files; that is not allowed")
             if base in TRITON and node.attr in SIMULATOR_INTERNALS:
                 flag("simulator", f"line {line}: {ast.unparse(node)} belongs to the grader, not the submission")
-            elif _triton_root(node, module_of) and _internal([node.attr]):
+            elif _triton_root(node, module_of) and _internal([node.attr]) and not _leads_to_public(node, parents):
                 flag("simulator", f"line {line}: {ast.unparse(node)} is the simulator's own (it grades your "
                                   f"submission): use triton's and triton.language's public names only")
             if (node.attr.startswith("_") and not node.attr.startswith("__") and _root(node) in imported):

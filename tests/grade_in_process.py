@@ -200,6 +200,26 @@ def stale(path: Path, shape: tuple, op: str, dtype: str = "float32") -> dict:
         return pool.submit(_stale, str(path), shape, dtype, op).result()
 
 
+def _groups(path: str, groups: dict, cpu_seconds: dict) -> tuple:
+    """(results, the import's error) of remote.run_groups on ``groups`` ({group: {task: task}}), each group with its
+    budget of CPU seconds."""
+    from autograder.job import main
+    from autograder.job.judge import remote
+    triton = main.setup_backend(ROOT, "mini_triton")
+    submission = Path(path)
+    hosts = main.fork_hosts(submission, triton, len(groups))
+    results, _, error = remote.run_groups(hosts, groups, {}, triton, submission,
+                                          submission.read_text(encoding="utf-8", errors="replace"), 60, cpu_seconds)
+    return results, error
+
+
+def groups(path: Path, groups: dict, cpu_seconds: dict, timeout: float = 300) -> tuple:
+    """``_groups`` in a spawned process."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
+        return pool.submit(_groups, str(path), groups, cpu_seconds).result(timeout=timeout)
+
+
 def _prediction(path: str) -> dict:
     """The note and leaderboard a CPU grading makes of item 10's prediction, its tasks run in a job's two processes
     (the judge's and the submission's), as cases.sim_jobs' "predict" group runs them."""

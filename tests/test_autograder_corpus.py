@@ -354,3 +354,18 @@ def test_results_json_forged_by_the_submission_is_replaced_by_the_graders(graded
     assert "FORGED" not in json.dumps(on_disk) and on_disk.get("score") != 1000
     assert on_disk == results[name]
     assert sum(t["score"] for t in on_disk["tests"]) == 90, on_disk      # the plain submission's real grade
+
+
+def test_an_import_that_outlasts_a_later_groups_budget_costs_that_group_only(tmp_path):
+    """The first group imports the file within its budget; a later group with less (item 10's prediction has 8 s)
+    runs out of it while importing. That is the later group's own failure, its tasks' error, not the file's import
+    error, which would zero every part (a red team's file that spends 10 s at import scored 10 of 90)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import grade_in_process
+    slow = tmp_path / "rmsnorm.py"
+    slow.write_text("import time\n_t = time.process_time()\nwhile time.process_time() - _t < 1.5:\n    pass\n"
+                    + (ROOT / "solution" / "rmsnorm.py").read_text())
+    results, error = grade_in_process.groups(slow, {"first": {}, "later": {"predict.float32": {"op": "predict"}}},
+                                             {"first": 30, "later": 0.5})
+    assert error is None, error
+    assert "importing rmsnorm.py" in results["predict.float32"]["error"], results

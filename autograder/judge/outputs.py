@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import torch
 from rmsnorm_testkit import causes, diagnose, text
@@ -45,7 +46,8 @@ def crash_site(err: str) -> str:
     out-of-bounds load in load_tile line 58", whatever program, offsets or dtype); another error's, its type and
     what it says before its details ("RuntimeError: Mismatch in shape")."""
     head = err.split(", program ", 1)[0] if ", program " in err else ":".join(err.split(":", 2)[:2])
-    return f"error: {head.strip()}"
+    line = re.search(r"\(rmsnorm\.py line \d+\)", err)          # the same error at the same line
+    return f"error: {head.strip()}" + (f" {line.group(0)}" if line and line.group(0) not in head else "")
 
 
 # How the errors of a kernel Triton refuses begin (a GPU's, or the simulator's of a rule it cannot run on): its
@@ -57,14 +59,22 @@ REFUSALS = ("CompilationError", "TypeError: object of type 'int' has no len()",
 def task_error(outcome, task) -> Finding | None:
     """The exception (or time-out, or crash) that stopped a task. Its cause is the error itself: the same
     error in several parts is charged in the first of them, and the others keep their points only if
-    something else of theirs could be checked."""
+    something else of theirs could be checked. An error rmsnorm.py raised itself (a ``raise`` or ``assert`` of its
+    own: it refuses that input on purpose) is no such crash: it is charged in every part whose case it stops."""
     err = outcome.task_error(task)
     if not err:
         return None
     # a kernel Triton's compiler refuses (the GPU's, or a rule the simulator cannot run on as written), or a grid it
-    # cannot launch (an int: "object of type 'int' has no len()"), is one mistake
-    refused = err.startswith(REFUSALS)
-    return Finding("task", err, "compile_rule" if refused else crash_site(err))
+    # cannot launch (an int: "object of type 'int' has no len()"), is one mistake: Triton's, never the file's own
+    own = raised_by_file(outcome, task)
+    if err.startswith(REFUSALS) and not own:
+        return Finding("task", err, "compile_rule")
+    return Finding("task", err, crash_site(err) + (f" [{task}]" if own else ""))
+
+
+def raised_by_file(outcome, task) -> bool:
+    """Did rmsnorm.py's own code raise the error that stopped ``task`` (the job says so: wire/errors.raised_in_file)?"""
+    return (outcome.info.get(task) or {}).get("raised_in_file") is True
 
 
 def rule_broken(outcome, task, phase) -> Finding | None:
@@ -452,7 +462,7 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
     err = outcome.task_error(task)
     if not err or outcome.info.get(task, {}).get("failed_in") != "bwd":
         return None
-    if err.startswith(REFUSALS):                    # a backward kernel Triton refuses (on the GPU): a compile rule
+    if err.startswith(REFUSALS) and not raised_by_file(outcome, task):   # a backward kernel Triton refuses (GPU)
         return Finding("dx", f"your backward failed for {story}: {err}", "compile_rule")
     if text.autograd_hint(err):                     # the Function's own fault, wherever it shows: 4.6's
         return Finding("dx", f"your backward failed for {story}: {err}", "gradient_count")

@@ -37,7 +37,12 @@ from .launches import Kernels, Launcher
 
 
 class Failed(Exception):
-    """The submission's side reported an error (its text, described there), or stopped answering."""
+    """The submission's side reported an error (its text, described there, and whether rmsnorm.py's own code raised
+    it: ``raised_in_file``), or stopped answering."""
+
+    def __init__(self, message: str, raised_in_file: bool = False):
+        super().__init__(message)
+        self.raised_in_file = raised_in_file
 
 
 class Judge:
@@ -179,7 +184,7 @@ class Task:
             self.info[name]["host_loaded"] = self.judge.memory.host_loaded
             self.info[name]["exchanged"] = list(self.judge.launcher.exchanged)
         if "error" in answer:
-            raise Failed(str(answer["error"])[:text.MESSAGE_CHARS])
+            raise Failed(str(answer["error"])[:text.MESSAGE_CHARS], answer.get("raised_in_file") is True)
         return answer
 
     def outputs(self, phase: str, answer: dict, fds):
@@ -592,7 +597,7 @@ def run_tasks(judge: Judge, tasks: dict, inputs: dict) -> tuple:
                 tensors.update({output_key(name, k, "if_zero"): v for k, v in zero.items() if "." not in k})
                 results[name]["if_zero_made"] = zero_info.get("kernel_made", {})
         except Failed as e:
-            results[name] = {"error": str(e), **progress.get("info", {})}
+            results[name] = {"error": str(e), "raised_in_file": e.raised_in_file, **progress.get("info", {})}
             tensors.update({output_key(name, k): v.contiguous() for k, v in progress.get("tensors", {}).items()
                             if v is not None})
         except Broken:

@@ -34,7 +34,7 @@ from rmsnorm_testkit import compare, predict
 
 from . import client, recipe
 from ..wire.channel import Broken, Channel
-from ..wire.errors import describe
+from ..wire.errors import describe, raised_in_file
 from .norms import watch_norms
 from ..wire.phases import HOST_OP_CAP, TRANSPORT_OPS, carried_from
 from .phase import Phase
@@ -67,7 +67,7 @@ class Host:
             except BaseException as e:              # noqa: BLE001 -- the submission's error, reported
                 if isinstance(e, (KeyboardInterrupt,)):
                     raise
-                answer, out_fds = {"error": describe(e)}, []
+                answer, out_fds = {"error": describe(e), "raised_in_file": raised_in_file(e)}, []
             try:
                 self.channel.send(answer, out_fds)
             finally:

@@ -21,7 +21,7 @@ import dataclasses
 import torch
 from rmsnorm_testkit import compare
 
-from ..wire.errors import describe
+from ..wire.errors import describe, raised_in_file
 from ..wire.phases import MADE_IN, storage
 from .phase import Phase
 from ..wire.protocol import output_key, plain, require_plain, running
@@ -188,7 +188,7 @@ def run_tasks(mod, tasks, inputs, triton) -> tuple:
             tensors.update({output_key(name, k): v for k, v in out.items()})
             results[name] = {"ok": True, **info}
         except BaseException as e:                 # noqa: BLE001
-            results[name] = {"error": describe(e), **progress.get("info", {})}
+            results[name] = {"error": describe(e), "raised_in_file": raised_in_file(e), **progress.get("info", {})}
             tensors.update({output_key(name, k): v.contiguous() for k, v in progress.get("tensors", {}).items()
                             if v is not None})
     return results, tensors

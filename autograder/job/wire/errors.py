@@ -24,6 +24,14 @@ def describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"[:text.MESSAGE_CHARS - len(where) - len(hint)] + where + hint
 
 
+def raised_in_file(e: BaseException) -> bool:
+    """Was ``e`` raised by rmsnorm.py's own code (a ``raise`` or ``assert`` of its own, or Python's error at one of
+    its lines), not inside torch, Triton or the simulator? A file's own raise refuses an input on purpose (it is no
+    crash that several parts meet by accident), so the verdicts charge it wherever it stops a case."""
+    frames = traceback.extract_tb(e.__traceback__)
+    return bool(frames) and frames[-1].filename.endswith("rmsnorm.py")
+
+
 def _hint(e: BaseException) -> str:
     """What to do about errors whose cause is the grader's sandbox rather than the math, or autograd's rules."""
     autograd = text.autograd_hint(str(e))

@@ -234,3 +234,26 @@ def test_feedback_that_quotes_a_line_the_self_test_submission_shares_is_not_with
     advice = "Save it: ctx.save_for_backward(x, g, r)"
     assert plugin.scrub(advice, hidden) == advice
     assert plugin.scrub("you wrote secret = compare_against_the_hidden_reference(x)", hidden) == plugin.WITHHELD
+
+
+@pytest.mark.parametrize("keep", ["ctx.r = r", "ctx.kept = {'r': r}", "ctx.kept = [(r,)]",
+                                  "ctx.kept = types.SimpleNamespace(r=r)"])
+def test_a_tensor_kept_on_ctx_is_found_in_whatever_container_holds_it(keep):
+    """4.6 charges tensors kept as ctx attributes instead of saved (ctx.save_for_backward): found inside a dict or a
+    namespace as inside a list (a dict once hid r from the check)."""
+    import types
+
+    import torch
+    from rmsnorm_testkit import compare
+    scope = {"torch": torch, "types": types}
+    exec("class Keeps(torch.autograd.Function):\n"
+         "    @staticmethod\n"
+         "    def forward(ctx, x):\n"
+         "        r = x.sum(-1)\n"
+         f"        {keep}\n"
+         "        return x * 2\n"
+         "    @staticmethod\n"
+         "    def backward(ctx, dy):\n"
+         "        return dy * 2\n", scope)
+    y = scope["Keeps"].apply(torch.ones(4, 3, requires_grad=True))
+    assert [k[1:] for k in compare.ctx_tensors(y)] == [[[4], "fp32"]]

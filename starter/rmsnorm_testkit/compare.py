@@ -2,9 +2,11 @@
 float64 reference, and compare with messages that say where an error is and how large.
 """
 import contextlib
+import dataclasses
 import importlib.util
 import os
 import sys
+import types
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
@@ -331,17 +333,37 @@ def saved_for_backward(y, rows):
 
 def ctx_tensors(y) -> list:
     """[[name, shape, dtype]] of the tensors y's autograd Function kept as attributes of ctx (``ctx.r = r``, or in a
-    list or tuple there) instead of passing them to ctx.save_for_backward; [] when none, or no custom Function."""
+    list, tuple, dict or namespace there) instead of passing them to ctx.save_for_backward; [] when none, or no
+    custom Function."""
     try:
         attributes = vars(y.grad_fn)
     except TypeError:                                   # no grad_fn, or a built-in one: no attributes of a ctx
         return []
     kept = []
     for name, value in attributes.items():
-        for t in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(t, torch.Tensor):
-                kept.append([f"ctx.{name}", list(t.shape), DTYPE_NAMES.get(t.dtype, str(t.dtype))])
+        for t in _reachable_tensors(value):
+            kept.append([f"ctx.{name}", list(t.shape), DTYPE_NAMES.get(t.dtype, str(t.dtype))])
     return kept[:8]
+
+
+def _reachable_tensors(value, depth: int = 4, seen=None) -> list:
+    """The tensors reachable from ``value`` through containers (lists, tuples, sets, dicts) and plain objects'
+    attributes (a SimpleNamespace, a dataclass), a few levels deep: wherever a Function keeps one on ctx."""
+    seen = set() if seen is None else seen
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth == 0 or id(value) in seen or len(seen) > 1000:
+        return []
+    seen.add(id(value))
+    if isinstance(value, dict):
+        items = list(value.values())
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)
+    elif isinstance(value, types.SimpleNamespace) or dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = list(vars(value).values())
+    else:
+        items = []
+    return [t for item in items for t in _reachable_tensors(item, depth - 1, seen)]
 
 
 def ctx_tensors_message(kept, story) -> str:

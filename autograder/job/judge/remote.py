@@ -297,6 +297,28 @@ class Task:
             for k in stale:
                 self.info.setdefault("kernel_made", {})[k] = False
 
+    def zero_lanes(self) -> tuple:
+        """({output: tensor}, {output: made by kernels}) of the task with masked-off lanes read as 0.0 instead of
+        NaN: its recipe replayed by the judge on the task's own inputs, never the submission asked again (a second
+        call it could tell from the first). ({}, {}) when the recipe cannot be replayed."""
+        views = {role: replay.buffer_of(v).clone().as_strided(v.shape, v.stride(), v.storage_offset())
+                 for role, v in self.pristine.items()}
+        again_run = replay.Replay(self.judge.kernels)
+        old = self.judge.triton.set_undefined_float(0.0)
+        try:
+            with watchdog.budgeted(self.judge.budget, self.judge.kernels.path):
+                seen = replay.run(self.recipe, again_run, views)
+        except replay.Stale:
+            return {}, {}
+        except watchdog.OutOfTime as e:
+            raise TimedOut("its CPU time ran out in a kernel", cpu=True, where=e.where, stuck=e.stuck) from None
+        finally:
+            self.judge.triton.set_undefined_float(old)
+        out = {}
+        for snap in seen:
+            out.update(snap)
+        return out, {k: k not in again_run.unmade for k in out}
+
     def dy_modified(self) -> bool:
         if "dy" not in self.given:
             return False
@@ -574,6 +596,10 @@ def run_task(judge: Judge, task: dict, inputs: dict, progress: dict) -> tuple:
         TASKS[task["op"]](t)
         if task["op"] != "predict":
             t.verify()
+            if undefined_lanes(t.info):
+                zero, made = t.zero_lanes()
+                t.tensors.update({output_key(k, "if_zero"): v for k, v in zero.items()})
+                t.info["if_zero_made"] = made
     except Failed:
         progress.update(t.progress)
         raise
@@ -592,10 +618,6 @@ def run_tasks(judge: Judge, tasks: dict, inputs: dict) -> tuple:
             out, info = run_task(judge, task, inputs, progress)
             tensors.update({output_key(name, k): v for k, v in out.items()})
             results[name] = {"ok": True, **info}
-            if undefined_lanes(info):
-                zero, zero_info = with_zero_lanes(judge, task, inputs)
-                tensors.update({output_key(name, k, "if_zero"): v for k, v in zero.items() if "." not in k})
-                results[name]["if_zero_made"] = zero_info.get("kernel_made", {})
         except Failed as e:
             results[name] = {"error": str(e), "raised_in_file": e.raised_in_file, **progress.get("info", {})}
             tensors.update({output_key(name, k): v.contiguous() for k, v in progress.get("tensors", {}).items()
@@ -609,18 +631,6 @@ def run_tasks(judge: Judge, tasks: dict, inputs: dict) -> tuple:
 
 def undefined_lanes(info) -> bool:
     return any(L.get("undefined_lanes") for p in ("fwd", "bwd") for L in info.get(p, {}).get("launches", []))
-
-
-def with_zero_lanes(judge: Judge, task: dict, inputs: dict) -> tuple:
-    """(outputs, info) of the task once more, with masked-off lanes loaded as 0.0 instead of NaN (({}, {}) if it
-    fails): its outputs' provenance is judged as the first run's is."""
-    old = judge.triton.set_undefined_float(0.0)
-    try:
-        return run_task(judge, task, inputs, {})
-    except Failed:
-        return {}, {}
-    finally:
-        judge.triton.set_undefined_float(old)
 
 
 def run_groups(hosts: list, groups: dict, inputs: dict, triton, submission, source: str, seconds,

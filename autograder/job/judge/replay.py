@@ -40,6 +40,7 @@ REFUSED = frozenset({"aten::from_file", "aten::set_", "aten::resize_", "aten::re
 ALLOCATIONS = frozenset({"aten::empty", "aten::empty_like", "aten::new_empty", "aten::empty_strided",
                          "aten::new_empty_strided"})           # their memory is poisoned, as the first run's was
 OUTPUTS = ("y", "r", "dx", "dg")
+SNAPSHOT = (*OUTPUTS, "r_saved")          # and the r the autograd Function saved (the zero-lane replay reads it)
 
 
 class Stale(Exception):
@@ -75,7 +76,7 @@ class Recipe:
 
     def output(self, name: str, buf, dtype, offset, shape, strides):
         """The last snapshot's ref of output ``name``, placed where the judge read the output (``place``)."""
-        if self.snapshots and name in OUTPUTS:
+        if self.snapshots and name in SNAPSHOT:
             refs = self.snapshots[-1][2]
             refs[name] = self.place(refs.get(name), buf, dtype, offset, shape, strides)
 
@@ -90,7 +91,7 @@ class Recipe:
         refs = got.get("refs") if isinstance(got.get("refs"), dict) else {}
         at = got.get("at")
         self.snapshots.append((at if isinstance(at, int) else len(self.ops), len(self.launches),
-                               {k: refs[k] for k in names if k in OUTPUTS and k in refs}))
+                               {k: refs[k] for k in names if k in SNAPSHOT and k in refs}))
 
 
 def buffer_of(view: torch.Tensor) -> torch.Tensor:

@@ -52,7 +52,8 @@ def apply(ch, acc, op, a, v, cmp, pids=None):
         order_dependent(ch, f"tl.atomic_xchg of different values into one element of {acc.buf.describe()} at "
                             f"{acc.line}", acc)
     if op == "add" and acc.buf.elem.is_floating():
-        order_dependent(ch, f"tl.atomic_add on {acc.buf.describe()} at {acc.line}", acc)
+        if _shared_address(a) or _added_by_another(ch, acc, a, pids):
+            order_dependent(ch, f"tl.atomic_add on {acc.buf.describe()} at {acc.line}", acc)
         perm = runtime.schedule(torch.arange(a.numel()))        # the lanes arrive in any order
         old = torch.empty_like(v)
         old[perm] = in_order(op, flat, a[perm], v[perm], None)
@@ -82,6 +83,24 @@ def _exchanged_by_another(ch, acc, a, v, pids) -> bool:
     before, by = values[a], owners[a]
     other = (by >= 0) & (by != pids) & (before != v)
     values[a], owners[a] = v, pids
+    return bool(other.any())
+
+
+def _shared_address(a) -> bool:
+    """Do two lanes add into one element (their order of arrival then fixes the float sum's last bits)?"""
+    return a.numel() > 1 and torch.unique(a).numel() < a.numel()
+
+
+def _added_by_another(ch, acc, a, pids) -> bool:
+    """Did another program of the launch add into one of these elements, in an earlier chunk? One program's adds
+    into elements no other program touches (its own row of partial sums) arrive in its own order: deterministic."""
+    if pids is None or a.numel() == 0:
+        return True                          # whose lanes these are is unknown: assume the worst, as before
+    key = (acc.buf.storage_key, "add")
+    owners = ch.launch.exchanged.setdefault(key, torch.full((acc.buf.flat.numel(),), -1))
+    by = owners[a]
+    other = (by >= 0) & (by != pids)
+    owners[a] = pids
     return bool(other.any())
 
 

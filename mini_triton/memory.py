@@ -676,7 +676,8 @@ def atomic(op, pointer, val, mask=None, cmp=None):
     cc = c[m] if c is not None else None
     if ch.undo is not None:
         ch.undo.append((a, acc.buf.flat[a].clone(), acc.buf.flat))
-    lanes = ch.pids.view(P, *(1,) * len(acc.shape)).expand(P, *acc.shape)[m] if op == "xchg" else None
+    owned = op == "xchg" or (op == "add" and elem.is_floating())         # whose lanes: atomics.apply asks
+    lanes = ch.pids.view(P, *(1,) * len(acc.shape)).expand(P, *acc.shape)[m] if owned else None
     old = atomics.apply(ch, acc, op, a, vv, cc, lanes)
     out = torch.full((P, *acc.shape), _poison(elem), dtype=dtypes.storage_dtype(elem))
     out[m] = old.to(out.dtype)

@@ -345,6 +345,25 @@ def test_programs_that_exchange_different_values_into_one_element_depend_on_thei
 
 
 @triton.jit
+def add_rows(out_ptr, x_ptr, N: tl.constexpr, SHARED: tl.constexpr):
+    """Each program atomic_adds its row of x into its own row of out, or (SHARED) all into row 0."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, N)
+    tl.atomic_add(out_ptr + (0 if SHARED else pid) * N + cols, tl.load(x_ptr + pid * N + cols))
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_float_atomic_add_depends_on_program_order_only_where_two_programs_add_into_one_element(shared):
+    """One add per element (each program its own row of partial sums) arrives in one order only: deterministic,
+    and no warning; several programs adding into one row is the order-dependent sum."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        add_rows[(8,)](torch.zeros(8, 16), torch.rand(8, 16), N=16, SHARED=shared)
+    assert any(issubclass(w.category, triton.OrderDependenceWarning) for w in seen) == shared, \
+        [str(w.message) for w in seen]
+
+
+@triton.jit
 def count_visits_released_by_a_store(count_ptr, lock_ptr, seen_ptr):
     """count_visits_under_a_lock, its lock given back by a plain store, as much lock code does."""
     while tl.atomic_cas(lock_ptr, 0, 1) == 1:

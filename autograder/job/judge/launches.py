@@ -54,18 +54,20 @@ def dtype(name):
     return value
 
 
-def footprint(records, race) -> dict:
+def footprint(records, race, launch=None) -> dict:
     """What one launch did, as its replay on other inputs must do it again (replay.Replay.launch): each argument's
     plain loads, plain stores and atomics (but compare-and-swaps: a spin lock's tries depend on the order programs
-    arrive), from the simulator's records of its accesses, and whether it raced. A kernel's traffic depends on the
-    shapes it is given, never on the values."""
+    arrive), from the simulator's records of its accesses, whether it raced, whether its result depended on the
+    order programs ran, and whether it loaded masked lanes without other= (``launch``'s). A kernel's traffic and
+    these depend on the shapes it is given, never on the values."""
     out = {}
     for r in records:
         if r.kind is Kind.ATOMIC and getattr(r, "op", None) == "atomic_cas":
             continue
         counts = out.setdefault(r.buf.name, [0, 0, 0])
         counts[0 if r.kind is Kind.LOAD else 1 if r.kind is Kind.STORE else 2] += int(r.total())
-    return {"args": out, "race": bool(race)}
+    return {"args": out, "race": bool(race), "order": bool(getattr(launch, "order_dependent", None)),
+            "lanes": bool(getattr(launch, "undefined_lanes", None))}
 
 
 class Kernels:
@@ -276,13 +278,15 @@ class Launcher:
             kernel.run(*pos, grid=grid, **kw)
         except BaseException:
             self._failed(args, before)
+            if self.recipe is not None and self.recipe.launches:
+                self.recipe.launches[-1]["raised"] = True      # its replay must raise too (replay.Replay.launch)
             raise
         again = Replay(kernel, pos, kw, grid, {id(b): b for b, *_ in args}, before, state,
                        time.process_time() - started)
         stats = self.record.launches[count:]
         if self.recipe is not None and self.recipe.launches and stats:
             self.recipe.launches[-1]["footprint"] = footprint(
-                [r for a in stats[0].args.values() for r in a.records], stats[0].race)
+                [r for a in stats[0].args.values() for r in a.records], stats[0].race, stats[0])
         return self._ran(kernel, pos, kw, views, stats, again)
 
     def _arg(self, a, fds, views, fresh: set):

@@ -303,14 +303,19 @@ class Replay(Buffers):
 
         def note_stores(launch, records):
             stored.extend(r for r in records if r.kind.writes())
-            did.update(footprint(records, launch.race))      # counted again, as the first run's was
+            did.update(footprint(records, launch.race, launch))      # counted again, as the first run's was
         try:
             with observers.silenced():
                 observers.register(races.check, order=observers.CHECKS)
                 observers.register(note_stores)
                 kernel.run(*pos, grid=note["grid"], **kw)
         except Exception as e:          # noqa: BLE001 -- the kernel's error on the fresh inputs
+            if note.get("raised"):      # as on the grader's inputs, where the host went on without it
+                return
             raise Stale(f"{kernel.fn.__name__} failed when run again on new inputs ({text.error_line(e)})") from None
+        if note.get("raised") and self.moved is None:
+            self.moved = (f"{kernel.fn.__name__} raised an error on the grader's inputs (the host went on without it) "
+                          f"and ran on the new inputs")
         first = note.get("footprint")
         if isinstance(first, dict) and did and self.moved is None:
             self.moved = moved(kernel.fn.__name__, first, did)
@@ -334,6 +339,11 @@ def moved(kernel: str, first: dict, again: dict) -> str | None:
     if bool(first.get("race")) != again["race"]:
         return (f"{kernel} {'raced' if again['race'] else 'did not race'} on the new inputs and "
                 f"{'did not' if again['race'] else 'did'} on the grader's")
+    for key, what in (("order", "depended on the order its programs ran"),
+                      ("lanes", "loaded masked-off lanes without other=")):
+        if bool(first.get(key)) != bool(again.get(key)):
+            did, did_not = ("the new inputs", "the grader's") if again.get(key) else ("the grader's", "the new ones")
+            return f"{kernel} {what} on {did} and not on {did_not}"
     was = {k: list(v) for k, v in (first.get("args") or {}).items()}
     for name in sorted(set(was) | set(again["args"])):
         a, b = was.get(name, [0, 0, 0]), again["args"].get(name, [0, 0, 0])

@@ -383,12 +383,12 @@ def _read(read, given: dict) -> dict | None:
 def _with_zero_lanes(name, if_zero, want, x, said, **kw) -> Finding:
     """The finding of an output with NaN from masked loads without other=, given ``if_zero``, the same output
     with those lanes read as 0.0: the rule alone when that is right; else what is wrong with it then (a known
-    formula, say), which is the mistake to charge, with the lanes named after it."""
+    formula, say, or one no cause explains: then the lanes cannot be what made it wrong, and it is charged where it
+    is found, as the same values without NaN would be), which is the mistake to charge, with the lanes named after
+    it."""
     again = diagnose(name, if_zero, want, x, **kw)
     if again is None:
         return Finding(name, said("lanes_undefined"), "lanes_undefined", True)
-    if again.cause is None:
-        return Finding(name, said("masked_nan"), "masked_nan")
     lanes = CAUSES["masked_nan"].fix.format(**kw["fmt"])
     return dataclasses.replace(again, message=f"{again.message}. Also, {lanes}")
 

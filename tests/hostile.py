@@ -834,3 +834,48 @@ HOSTILE["host_work_in_a_torch_hook"] = (
           "    if y.requires_grad:\n"
           "        y.register_hook(functools.partial(torch.mul, other=1.0))\n"
           "    return y\n")))
+# a second run with masked-off lanes read as 0.0, a launch that raised and was caught, an order dependence that
+# only the grader's inputs avoid: what a launch did on the grader's inputs, held against its replay
+for _name, _what in (
+        ("zero_lane_rerun", "kernels that compute nothing but NaN, and torch's outputs on the run with masked lanes "
+                            "read as 0.0, which the host tells apart"),
+        ("raise_in_first_run", "numpy's results stored by one-pass kernels, the unfused kernels launched too and "
+                               "failing on the grader's inputs only (the host catches it)"),
+        ("determinism_key_switch", "dg from numpy, handed over one scalar per launch, where g[0] is the grader's "
+                                   "key; float atomics elsewhere")):
+    _source = (ROOT / "tests" / "hostile_files" / f"{_name}.py").read_text()
+    CONTROLS[f"{_name}_off"] = edit(_source, ("if M and _rerun(r):", "if False:"),
+                                    ("if M and _rerun(dg_partial):", "if False:")) \
+        if _name == "zero_lane_rerun" else edit(_source, ("TRICK = True", "TRICK = False"))
+    HOSTILE[_name] = (f"{_name}_off", _what, "judge", _source)
+
+# r kept on ctx out of autograd's sight (4.6 charges it), hidden in a dict
+CONTROLS["r_as_ctx_attribute"] = edit(SIMPLE, ("        ctx.save_for_backward(x, g, r)\n",
+                                               "        ctx.save_for_backward(x, g)\n        ctx.r = r\n"),
+                                      ("        x, g, r = ctx.saved_tensors\n",
+                                       "        x, g = ctx.saved_tensors\n        r = ctx.r\n"))
+HOSTILE["r_kept_in_a_dict_on_ctx"] = (
+    "r_as_ctx_attribute", "r kept on ctx inside a dict, where a check of ctx's tensor attributes once did not look",
+    "judge", edit(SIMPLE, ("        ctx.save_for_backward(x, g, r)\n",
+                           "        ctx.save_for_backward(x, g)\n        ctx.kept = {'r': r}\n"),
+                  ("        x, g, r = ctx.saved_tensors\n",
+                   "        x, g = ctx.saved_tensors\n        r = ctx.kept['r']\n")))
+
+# inputs the file does not support, refused by its own raise: one raise for every feature, or a raise dressed as
+# Triton's compile error, against a raise of its own per feature. A raise of the file's own is charged wherever it
+# stops a case; it is no crash met by accident (one charge) nor a kernel Triton refuses (a compile rule)
+_FEATURES = ("x.dim() > 3", "x.stride(-1) != 1", "x.shape[-1] > 16384", "eps >= 0.01")
+_ONE_RAISE = ("def _unsupported():\n    raise NotImplementedError('not supported yet')\n\n\n"
+              "def rmsnorm_forward(x, g, eps=1e-5):\n    if " + " or ".join(_FEATURES) + ":\n        _unsupported()\n")
+CONTROLS["a_raise_per_feature"] = edit(SIMPLE, ("def rmsnorm_forward(x, g, eps=1e-5):\n",
+                                                "def rmsnorm_forward(x, g, eps=1e-5):\n" + "".join(
+                                                    f"    if {f}:\n        raise NotImplementedError('{f}')\n"
+                                                    for f in _FEATURES)))
+HOSTILE["one_raise_for_four_features"] = (
+    "a_raise_per_feature", "4-D inputs, strided columns, long rows and large eps refused by one raise in one helper",
+    "judge", edit(SIMPLE, ("def rmsnorm_forward(x, g, eps=1e-5):\n", _ONE_RAISE)))
+HOSTILE["a_raise_dressed_as_a_compile_error"] = (
+    "a_raise_per_feature", "the same features refused by one raise of the file's own CompilationError class",
+    "judge", edit(SIMPLE, ("def rmsnorm_forward(x, g, eps=1e-5):\n",
+                           "class CompilationError(Exception):\n    pass\n\n\n" +
+                           _ONE_RAISE.replace("NotImplementedError", "CompilationError"))))

@@ -30,6 +30,10 @@ EXPECTED = {
     # float atomics: order-dependent on a GPU, and on the simulator, which shuffles the order
     "float_atomics": {"4.7": "in rmsnorm_bwd_kernel, tl.atomic_add on DG",
                       "9": "your dg is not deterministic: in rmsnorm_bwd_kernel, tl.atomic_add on DG"},
+    # an int32 ticket counter hands out blocks of rows: a counter, no partial buffer; every point and item 9
+    "ticket_counter": {},
+    # float atomic_adds, each into a program's own zeroed row: deterministic; every point and item 9
+    "float_atomics_own_rows": {},
     "wrong_eps": {"4.5": "y from rmsnorm (your TritonRMSNorm.forward) differs for x of shape (16, 64) fp32 "
                          "(eps = 0.01)", "9": NOT_IMPROVED},
     "strides_ignored": {"4.3": "views x[:, 0:80] of (24, 160) tensors, x.stride() = (160, 1): rows are 160 "

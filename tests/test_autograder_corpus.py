@@ -369,3 +369,18 @@ def test_an_import_that_outlasts_a_later_groups_budget_costs_that_group_only(tmp
                                              {"first": 30, "later": 0.5})
     assert error is None, error
     assert "importing rmsnorm.py" in results["predict.float32"]["error"], results
+
+
+def test_a_keyboard_interrupt_raised_by_the_file_costs_its_case_only(tmp_path):
+    """A KeyboardInterrupt (or SystemExit) raised by the file in one task is that task's error: the other tasks of
+    its group keep their results (it once ended the submission's process, and every part of the group was lost)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import grade_in_process
+    from hostile import SIMPLE, edit
+    path = tmp_path / "rmsnorm.py"
+    path.write_text(edit(SIMPLE, ("def rmsnorm(x, g, eps=1e-5):\n",
+                                  "def rmsnorm(x, g, eps=1e-5):\n    if not (x.requires_grad or g.requires_grad):\n"
+                                  "        raise KeyboardInterrupt\n")))
+    got = grade_in_process.verdicts({"interrupt": path}, workers=1)["interrupt"]
+    assert set(got["failed"]) == {"4.6", "9"}, got["failed"]          # (simple.py earns no extra credit)
+    assert "KeyboardInterrupt" in got["failed"]["4.6"], got["failed"]["4.6"]

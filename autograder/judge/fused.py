@@ -437,7 +437,12 @@ def improved_reduction(inputs, outcome, k, whole: bool = True, exact: bool = Tru
         return L
     if not whole:
         return L
-    sizes = scratch_extents([s for s in others(launches, IO_ROLES) if s[2]["stored"]])      # of any dtype
+    # of any dtype; but counters and lock words (integers written only by atomics, a few per row or program: a
+    # ticket that hands out rows, a lock) hold no partial sums
+    programs = sum(Lc["programs"] for Lc in launches)
+    sizes = scratch_extents([s for s in others(launches, IO_ROLES) if s[2]["stored"] and not (
+        "int" in s[2].get("dtype", "float") and s[2]["stored"] == s[2].get("atomics", 0)
+        and extent(s[2]) <= M + programs)])
     sizes.update(beyond_outputs(launches, M, N))        # a partial buffer in the same storage as dg, past it
     total = sum(size for size, _ in sizes.values())         # every partial buffer together, however it is split
     names = ", ".join(name for _, name in sizes.values())

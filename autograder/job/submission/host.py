@@ -64,9 +64,8 @@ class Host:
                 return
             try:
                 answer, out_fds = self.answer(request, fds)
-            except BaseException as e:              # noqa: BLE001 -- the submission's error, reported
-                if isinstance(e, (KeyboardInterrupt,)):
-                    raise
+            except BaseException as e:              # noqa: BLE001 -- the submission's error (KeyboardInterrupt and
+                # SystemExit too: the task's, never the whole group's, whose other tasks' results must not be lost)
                 answer, out_fds = {"error": describe(e), "raised_in_file": raised_in_file(e)}, []
             try:
                 self.channel.send(answer, out_fds)

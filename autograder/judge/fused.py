@@ -389,13 +389,13 @@ def beyond_outputs(launches, M, N) -> dict:
 
 
 def item_9(inputs, outcome) -> Ledger:
-    """The improved reduction: a fused backward (item 6) whose dg is deterministic (no float atomics that two programs make
-    into one element, no sums built under a lock) and whose partial buffer is at most M·N/8 elements, and dg right,
-    at the core case d and at a shape of many rows drawn for this grading ("tall": a file that keeps its improved
-    reduction for the shapes it knows does not keep the bound there); at the other drawn shape, of few rows, fused
-    and deterministic (a persistent grid of one program per SM may hold more than M·N/8 there). dg's exactness is
-    d's alone: a wrong dg at the drawn shapes is items 5 and 6's, and masked-off rows read without other= (4.5's,
-    once) show only there."""
+    """The improved reduction: a fused backward (item 6) whose dg is deterministic (no float atomics that two programs
+    make into one element, no sums built under a lock) and whose partial buffer is at most M·N/8 elements, and dg
+    right, at the core case d and at a shape of many rows drawn for this grading ("tall": a file that keeps its
+    improved reduction for the shapes it knows does not keep the bound there); at the other drawn shape, of few
+    rows, fused and deterministic (a persistent grid of one program per SM may hold more than M·N/8 there). dg's
+    exactness is d's alone: a wrong dg at the drawn shapes is items 5 and 6's, and masked-off rows read without
+    other= (4.5's, once) show only there."""
     L = Ledger()
     if failed(L, outcome, BWD_D):
         return L

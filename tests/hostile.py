@@ -879,3 +879,14 @@ HOSTILE["a_raise_dressed_as_a_compile_error"] = (
     "judge", edit(SIMPLE, ("def rmsnorm_forward(x, g, eps=1e-5):\n",
                            "class CompilationError(Exception):\n    pass\n\n\n" +
                            _ONE_RAISE.replace("NotImplementedError", "CompilationError"))))
+# the same host work after a hook that clones dy: the op then reads memory of no activation's, but as much of it
+HOSTILE["host_work_in_a_torch_hook_on_a_clone"] = (
+    "dy_scaled_on_host", "dy cloned by one hook registered on y (torch.Tensor.clone), then multiplied by 1.0 by "
+                         "another, functools.partial(torch.mul, other=1.0)", "judge",
+    edit(SIMPLE, ("import torch\n", "import functools\n\nimport torch\n"),
+         ("def rmsnorm(x, g, eps=1e-5):\n    return TritonRMSNorm.apply(x, g, eps)\n",
+          "def rmsnorm(x, g, eps=1e-5):\n    y = TritonRMSNorm.apply(x, g, eps)\n"
+          "    if y.requires_grad:\n"
+          "        y.register_hook(torch.Tensor.clone)\n"
+          "        y.register_hook(functools.partial(torch.mul, other=1.0))\n"
+          "    return y\n")))

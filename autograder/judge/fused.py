@@ -279,7 +279,7 @@ def item_7(inputs, outcome) -> Ledger:
             problem = host_work_problem(phase.get("host_ops", []), M, N, where, file="rmsnorm.py")
             culprit = host_work_op(phase.get("host_ops", []), M, N, file="rmsnorm.py") if problem else None
             if not problem:
-                problem = hook_work(phase.get("host_ops", []), where)
+                problem = hook_work(phase.get("host_ops", []), where, M * N)
             if not problem and phase.get("host_loaded", 0) >= M:
                 problem = (f"your kernels loaded {phase['host_loaded']} values the host computed in your {where} "
                            f"(not inputs, not copies of them, not fills): the host did work the kernels must do")
@@ -320,18 +320,20 @@ def item_7(inputs, outcome) -> Ledger:
     return L
 
 
-def hook_work(host_ops, where: str) -> str | None:
+def hook_work(host_ops, where: str, activation: int) -> str | None:
     """Why the host did the kernels' work from no line of rmsnorm.py (None if it did not): a torch op that computes
-    something from an activation, run by autograd between the grader's call and the student's functions, as a hook
-    registered on a tensor with one of torch's functions does (``y.register_hook(functools.partial(torch.mul, ...))``).
-    Autograd's own work there only moves data (a cast of a gradient, a copy or clone of dx into x.grad): transport
-    ops, never charged."""
+    something from an activation, or from as many elements as one holds (``activation``: M·N; a clone of one, say),
+    run by autograd between the grader's call and the student's functions, as a hook registered on a tensor with one
+    of torch's functions does (``y.register_hook(functools.partial(torch.mul, ...))``, perhaps after a hook that
+    clones it). Autograd's own work there only moves data (a cast of a gradient, a copy or clone of dx into x.grad):
+    transport ops, never charged."""
     for op in host_ops:
         if (op.get("where") or "").startswith("rmsnorm.py") or op["op"] in TRANSPORT_OPS:
             continue
         act = [r for r in op.get("roles") or () if r in ("x", "dy", "y", "dx")]
-        if act:
-            return (f"a host-side `{op['op']}` read {op['reads']} elements of {act[0]} in your {where}, run by "
+        if act or int(op.get("reads") or 0) >= activation:
+            what = act[0] if act else "a tensor the size of an activation"
+            return (f"a host-side `{op['op']}` read {op['reads']} elements of {what} in your {where}, run by "
                     f"autograd from no line of rmsnorm.py (a hook registered on a tensor with a function of torch's, "
                     f"say): the kernels must do the work on M·N data")
     return None

@@ -257,3 +257,10 @@ def test_a_tensor_kept_on_ctx_is_found_in_whatever_container_holds_it(keep):
          "        return dy * 2\n", scope)
     y = scope["Keeps"].apply(torch.ones(4, 3, requires_grad=True))
     assert [k[1:] for k in compare.ctx_tensors(y)] == [[[4], "fp32"]]
+
+
+@pytest.mark.parametrize("code", ["import triton\nwith triton.unrecorded():\n    pass\n",
+                                  "from triton import unrecorded\n", "from mini_triton import record\n"])
+def test_scan_refuses_the_simulators_recorder_switches_however_they_are_reached(code):
+    """``unrecorded`` and ``record`` keep torch ops out of the host-op record that item 7 reads: the grader's."""
+    assert [rule for rule, _ in scan.scan_rules(code)[1]] == ["simulator"], scan.scan_rules(code)

@@ -88,7 +88,8 @@ FILE_ATTRS = {"write_text", "write_bytes", "read_text", "read_bytes", "tofile", 
 FILE_ATTRS_OF = {"torch": {"save", "load"},
                  "numpy": {"save", "load", "savez", "loadtxt", "savetxt", "genfromtxt", "fromregex"}}
 SIMULATOR_INTERNALS = {"reset_stats", "get_stats", "set_race_mode", "stats", "races", "_GLOBAL",
-                       "_RECORDERS", "commit_launch", "record", "plan"}
+                       "_RECORDERS", "commit_launch", "record", "plan",
+                       "unrecorded"}     # (the grader's way to keep its own torch ops out of the host-op record)
 # The simulator's own modules: the counts and checks that grade the submission live there. A submission
 # needs only triton (jit, cdiv, ...), triton.language and triton.testing.
 # Every module of mini_triton but the public ones, read from the folder so that a new module is covered.
@@ -339,6 +340,11 @@ def scan_rules(source: str) -> tuple[list[str], list[tuple[str, str]]]:
             if isinstance(node, ast.ImportFrom) and all(
                     tuple(f"{node.module}.{a.name}".split(".")[1:3]) in PUBLIC_PATHS for a in node.names):
                 names = names[1:]                        # from triton.runtime import driver: the public name alone
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in TRITON:
+                for a in node.names:
+                    if a.name in SIMULATOR_INTERNALS and not _internal([a.name]):     # (a module: below)
+                        flag("simulator", f"line {line}: {node.module}.{a.name} belongs to the grader, not the "
+                                          f"submission")
             for name in names:
                 parts = name.split(".")
                 if parts[0] in FORBIDDEN_MODULES:

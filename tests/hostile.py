@@ -890,3 +890,14 @@ HOSTILE["host_work_in_a_torch_hook_on_a_clone"] = (
           "        y.register_hook(torch.Tensor.clone)\n"
           "        y.register_hook(functools.partial(torch.mul, other=1.0))\n"
           "    return y\n")))
+# the same, its copy kernel launched on 8 programs a row: the room a persistent grid of a fixed size gets for
+# programs left without rows, taken by a grid that grows with the rows
+HOSTILE["idle_programs_widen_the_scratch_room"] = (
+    "two_passes_off_d", "two_passes_through_kernel_made_copies, its copy kernel on 8·M programs, most of them idle",
+    "judge", edit(HOSTILE["two_passes_through_kernel_made_copies"][3],
+                  ("def _copy_rows(x_ptr, dy_ptr, xs_ptr, dys_ptr, N, x_stride, dy_stride, BLOCK: tl.constexpr):\n"
+                   "    row = tl.program_id(0).to(tl.int64)\n    cols = tl.arange(0, BLOCK)\n    mask = cols < N\n",
+                   "def _copy_rows(x_ptr, dy_ptr, xs_ptr, dys_ptr, M, N, x_stride, dy_stride, BLOCK: tl.constexpr):\n"
+                   "    row = tl.program_id(0).to(tl.int64)\n    cols = tl.arange(0, BLOCK)\n"
+                   "    mask = (cols < N) & (row < M)\n"),
+                  ("_copy_rows[(M,)](x2, dy2, xs, dys, N,", "_copy_rows[(8 * M,)](x2, dy2, xs, dys, M, N,")))

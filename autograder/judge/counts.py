@@ -55,7 +55,7 @@ def wrote_a_whole_output(launches, M, N, roles) -> bool:
     return any(a["stored"] and a.get("distinct", 0) >= M * N for _, _, a in others(launches, roles))
 
 
-def backward_io_problems(launches, M, N, idle: bool = False) -> list:
+def backward_io_problems(launches, M, N, idle: bool | frozenset = False) -> list:
     """[(kind, message)] of a backward that is not fused: "repeat" when an element of x or dy is loaded twice
     or one of dx stored twice (an extra pass), "coverage" when some are never loaded or stored (a grid or mask
     that misses elements: its cause is elsewhere), "scratch" for partial buffers that move too much."""
@@ -76,7 +76,7 @@ def backward_io_problems(launches, M, N, idle: bool = False) -> list:
     return out
 
 
-def scratch_problem(launches, M, N, idle: bool = False):
+def scratch_problem(launches, M, N, idle: bool | frozenset = False):
     """Why a backward's dg reduction moves too much through its scratch buffers (None if it does not).
 
     Counts are in elements of the case's dtype, by bytes, whatever a view's dtype (phases.launch_records), and
@@ -87,7 +87,9 @@ def scratch_problem(launches, M, N, idle: bool = False):
     (integers: a few accesses per row or program, the programs counted up to one per row).
 
     With ``idle`` (the shapes besides the core case d), a grid of more programs than rows may also store a row of
-    N zeros for each program left without rows (a persistent grid of a fixed size at a few rows).
+    N zeros for each program left without rows (a persistent grid of a fixed size at a few rows); ``idle`` may be
+    the set of (kernel, programs) of the grids the core cases launched, and then only a grid of that fixed size gets
+    the room (one that grows with the rows, 8 programs a row say, is no persistent grid).
     """
     scratch = others(launches, IO_ROLES)
     stored = sum(a["stored"] for _, _, a in scratch)
@@ -97,7 +99,8 @@ def scratch_problem(launches, M, N, idle: bool = False):
     room = min(ints, 8 * (M + min(M, sum(L["programs"] for L in launches))))
     if idle:
         programs = max((L["programs"] for L in launches if any(a["stored"] for a in L["args"].values()
-                                                               if not set(roles_of(a)) & set(IO_ROLES))), default=0)
+                                                               if not set(roles_of(a)) & set(IO_ROLES))
+                        and (idle is True or (L.get("kernel"), L["programs"]) in idle)), default=0)
         room += max(0, programs - M) * N
     detail = "; ".join(f"{name} in {k} ({a['numel']} elements): {a['stored']} stored, {a['loaded']} loaded"
                        for k, name, a in scratch)

@@ -181,10 +181,18 @@ def item_6(inputs, outcome) -> Ledger:
     if k is None:
         return L
     L.extend(backward_traffic(inputs, outcome, k))
-    return at_every_shape(L, inputs, outcome, "bwd", k, lambda i, o, other: backward_traffic(i, o, other, idle=True))
+    fixed = fixed_grids(outcome)
+    return at_every_shape(L, inputs, outcome, "bwd", k, lambda i, o, other: backward_traffic(i, o, other, idle=fixed))
 
 
-def backward_traffic(inputs, outcome, k, idle: bool = False) -> Ledger:
+def fixed_grids(outcome) -> frozenset:
+    """{(kernel, programs)} of the backward launches at the core cases: a persistent grid's size, the same at every
+    shape, which may leave programs without rows at a shape of few rows (counts.scratch_problem's ``idle``)."""
+    return frozenset((Lc.get("kernel"), Lc["programs"]) for k in CORE
+                     for Lc in outcome.info.get(task_name("bwd", k), {}).get("bwd", {}).get("launches", []))
+
+
+def backward_traffic(inputs, outcome, k, idle: bool | frozenset = False) -> Ledger:
     """Item 6's checks on traffic case ``k``'s backward (``idle``: its scratch may also hold a row of zeros for each
     program left without rows, counts.scratch_problem)."""
     L = Ledger()
@@ -425,7 +433,7 @@ def improved_reduction(inputs, outcome, k, whole: bool = True, exact: bool = Tru
         L.add(dataclasses.replace(moved, message=f"the improved reduction starts from a fused backward (item 6): "
                                                  f"{moved.message}"))
         return L
-    problems = backward_io_problems(launches, M, N, idle=not whole)     # at the drawn shape, as item 6 reads it
+    problems = backward_io_problems(launches, M, N, idle=False if whole else fixed_grids(outcome))  # as item 6 does
     problem = problems[0][1] if problems else None
     why = order_dependence({"bwd": info["bwd"]})
     if problem:

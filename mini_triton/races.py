@@ -239,15 +239,18 @@ def _exact(launch, recs):
 
 def _against_atomics(launch, recs, lo, hi, unit):
     """The first plain store or load of an element that another program changes with an atomic, not under a lock
-    both hold, or None. Elements some program takes with ``atomic_cas`` are exempt: a lock word (released by a
-    plain store, read before the spin) or a compare-and-swap loop, whose cas checks the value read plainly."""
+    both hold, or None. A program's plain access of an element it also takes with ``atomic_cas`` is exempt: a lock
+    word it releases by a plain store, or reads before the spin, or a compare-and-swap loop, whose cas checks the
+    value it read plainly. (Another program's cas on the element exempts nothing: a plain read of partial sums is
+    no safer because their writers also ran a cas there.)"""
     atomics = [r for r in recs if r.kind is Kind.ATOMIC]
     if not atomics:
         return None
     aa, ap, ak, a_rec = _lanes_of(atomics, lo, unit)
     n, big = hi - lo + 1, torch.iinfo(torch.int64).max
-    protocol = torch.zeros(n, dtype=torch.bool)
-    protocol[_lanes_of([r for r in atomics if r.op == "atomic_cas"], lo, unit)[0]] = True
+    ca, cp, _, _ = _lanes_of([r for r in atomics if r.op == "atomic_cas"], lo, unit)
+    stride = 1 << 31                                     # (programs of a launch: fewer than 2^31)
+    taken = torch.unique(ca * stride + cp)               # (element, program) pairs of the cas lanes
 
     def spread(lanes, values):
         """(least, greatest) of ``values`` over the lanes at each element (big, -big where none)."""
@@ -261,7 +264,8 @@ def _against_atomics(launch, recs, lo, hi, unit):
         other = lambda ends: (ends[0][pa] != big) & ((ends[0][pa] != pp) | (ends[1][pa] != pp))   # noqa: E731
         unlocked = other(free_p)
         locked = other(held_p) & ((pk < 0) | (held_k[0][pa] != pk) | (held_k[1][pa] != pk))
-        bad = ((unlocked | locked) & ~protocol[pa]).nonzero().reshape(-1)
+        protocol = torch.isin(pa * stride + pp, taken) if taken.numel() else torch.zeros_like(pa, dtype=torch.bool)
+        bad = ((unlocked | locked) & ~protocol).nonzero().reshape(-1)
         if bad.numel():
             # the plain access of the lowest program (then address), against the lowest other program's atomic:
             # the same whatever order the programs ran in (a launch with float atomics runs them shuffled)

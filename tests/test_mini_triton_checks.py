@@ -345,6 +345,28 @@ def test_programs_that_exchange_different_values_into_one_element_depend_on_thei
 
 
 @triton.jit
+def last_program_sums_rows_others_took_with_cas(part_ptr, out_ptr, NP: tl.constexpr, N: tl.constexpr):
+    """Each program writes its row of partial sums with atomic_xchg, then runs a cas on it that never succeeds
+    (NaN equals nothing); the last program reads every row with plain loads, waiting for no one: a race."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, N)
+    tl.atomic_xchg(part_ptr + pid * N + cols, tl.full([N], 1.0, tl.float32))
+    tl.atomic_cas(part_ptr + pid * N + cols, tl.full([N], float("nan"), tl.float32), tl.full([N], 0.0, tl.float32))
+    if pid == NP - 1:
+        acc = tl.zeros([N], dtype=tl.float32)
+        for i in range(NP):
+            acc += tl.load(part_ptr + i * N + cols)
+        tl.store(out_ptr + cols, acc)
+
+
+def test_a_cas_by_the_writers_does_not_excuse_another_programs_plain_read():
+    """The plain access a cas excuses is its own program's (a lock word it releases, a cas loop's read): another
+    program's plain read of elements the writers cas'd still races with their atomics."""
+    with pytest.raises(triton.DataRaceError, match="atomic"):
+        last_program_sums_rows_others_took_with_cas[(4,)](torch.zeros(4, 8), torch.zeros(8), NP=4, N=8)
+
+
+@triton.jit
 def add_rows(out_ptr, x_ptr, N: tl.constexpr, SHARED: tl.constexpr):
     """Each program atomic_adds its row of x into its own row of out, or (SHARED) all into row 0."""
     pid = tl.program_id(0)

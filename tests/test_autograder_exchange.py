@@ -102,8 +102,9 @@ ERRORS = {
 
 
 class _Outcome:
-    def __init__(self, err):
+    def __init__(self, err, raised_in_file=False):
         self.err = err
+        self.info = {"fwd_d": {"error": err, "raised_in_file": raised_in_file}}
 
     def task_error(self, task):
         return self.err
@@ -113,6 +114,16 @@ class _Outcome:
 def test_an_error_is_charged_as_a_refused_kernel_or_as_its_crash_site(err):
     from autograder.judge.outputs import task_error
     assert task_error(_Outcome(err), "fwd_d").cause == ERRORS[err]
+
+
+@pytest.mark.parametrize("err", ["NotImplementedError: not supported yet (rmsnorm.py line 56)",
+                                 "CompilationError: not supported yet (rmsnorm.py line 60)"])
+def test_an_error_the_file_raised_itself_is_its_tasks_own_cause_never_a_compile_rule(err):
+    """A raise of the file's own refuses that input on purpose: charged wherever it stops a case (its cause names
+    the task), and a CompilationError class of the file's is not Triton's refusal."""
+    from autograder.judge.outputs import task_error
+    cause = task_error(_Outcome(err, raised_in_file=True), "fwd_d").cause
+    assert cause != "compile_rule" and cause.endswith("[fwd_d]") and "(rmsnorm.py line" in cause, cause
 
 
 def test_one_crash_met_on_two_inputs_is_one_cause():
@@ -125,7 +136,9 @@ def test_one_crash_met_on_two_inputs_is_one_cause():
 
 
 class _FailedBackward(_Outcome):
-    info = {"ag_big": {"failed_in": "bwd"}}
+    def __init__(self, err):
+        super().__init__(err)
+        self.info = {"ag_big": {"failed_in": "bwd"}}
 
 
 @pytest.mark.parametrize("err", [e for e, cause in ERRORS.items() if cause == "compile_rule"])

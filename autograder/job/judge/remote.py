@@ -223,7 +223,10 @@ class Task:
         forgiven = memory.forgiven(rows, value.numel())
         clean = provenance.MADE + ((provenance.DERIVED,) if forgiven else ())
         made = bool(torch.isin(origins, torch.tensor(clean, dtype=torch.uint8)).all()) and value.numel() > 0
-        partials = summed_partials(value, memory, rows) if not made and k == "dg" else None
+        partials, summed = summed_partials(value, memory, rows) if not made and k == "dg" else (None, None)
+        if partials == "made":                       # graded as the kernels' partial rows sum, not as the host
+            value = summed.to(value.dtype).reshape(value.shape)        # wrote it (a correction of its own, say)
+            self.tensors[k] = value
         made = (made or partials == "made") and claim.get("made") is True
         if MADE_IN.get(k) == phase or k == "r_saved":
             key = k if k != "r_saved" else None
@@ -340,21 +343,23 @@ def summary(rec, roles: dict, noticed: dict, copies=(), units=None) -> dict:
     return {"launches": launches, "norms": norms, "host_ops": host_ops}
 
 
-def summed_partials(dg: torch.Tensor, memory: provenance.Memory, rows: int = 0) -> str | None:
+def summed_partials(dg: torch.Tensor, memory: provenance.Memory, rows: int = 0) -> tuple:
     """Is ``dg`` the column sums of rows of a buffer kernels stored (the lecture's dg_partial.sum(0); of its first
     or last rows only, a wrong sum the diagnosis then names), up to the rounding of the sum and of dg's dtype, that
-    of each term included? "made" when that buffer is the kernels' work (provenance.MADE, or DERIVED from a few
-    host values: Memory.forgiven, with x's ``rows``), "host's" when its values came from the host's (a partial
-    buffer the host filled and a kernel touched), None when no buffer sums to dg."""
+    of each term included? ("made", the judge's own sum of those rows) when that buffer is the kernels' work
+    (provenance.MADE, or DERIVED from a few host values: Memory.forgiven, with x's ``rows``): the grader then
+    judges that sum, not what the host wrote within the rounding; ("host's", None) when its values came from the
+    host's (a partial buffer the host filled and a kernel touched); (None, None) when no buffer sums to dg."""
     found = None
     for part, origins in _partials(dg, memory):
-        if _sums_to(dg, part):
+        summed = _sums_to(dg, part)
+        if summed is not None:
             origins = _columns(origins, dg.numel())
             clean = provenance.MADE + ((provenance.DERIVED,) if memory.forgiven(rows, part.numel()) else ())
             if bool(torch.isin(origins, torch.tensor(clean, dtype=torch.uint8)).all()):
-                return "made"
+                return "made", summed
             found = "host's"
-    return found
+    return found, None
 
 
 def _partials(dg: torch.Tensor, memory: provenance.Memory):
@@ -374,8 +379,9 @@ def _columns(part: torch.Tensor, n: int) -> torch.Tensor:
     return part.reshape(-1, n)
 
 
-def _sums_to(dg: torch.Tensor, part: torch.Tensor) -> bool:
-    """Is ``dg`` the column sums of ``part``'s rows (all, first or last), within the rounding of the sum?"""
+def _sums_to(dg: torch.Tensor, part: torch.Tensor) -> torch.Tensor | None:
+    """The column sums of ``part``'s rows (all, first or last; float64) that ``dg`` is, within the rounding of the
+    sum, or None."""
     n = dg.numel()
     terms = _columns(part, n).double()
     zero = torch.zeros(1, n, dtype=torch.float64)
@@ -384,7 +390,10 @@ def _sums_to(dg: torch.Tensor, part: torch.Tensor) -> bool:
     scale = torch.cat([zero, terms.abs().cumsum(0)])[-1:]
     eps = torch.finfo(dg.dtype).eps           # a sum in dg's dtype (torch.sum(..., dtype=x.dtype)) rounds each term
     slack = (1e-5 + eps) * scale + eps * 2 * sums.abs() + 1e-30
-    return bool(((dg.double().reshape(1, n) - sums).abs() <= slack).all(1).any())
+    ok = ((dg.double().reshape(1, n) - sums).abs() <= slack).all(1)
+    whole = terms.shape[0] - 1                                        # all rows, when that is one of the matches
+    match = [whole] if bool(ok[whole]) else ok.nonzero().reshape(-1).tolist()
+    return sums[int(match[0])] if match else None
 
 
 # ---------------------------------------------------------------------------------------------------------

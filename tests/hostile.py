@@ -708,7 +708,7 @@ HOSTILE["improved_only_at_core_shapes"] = (
 # dy upcast on the host inside triton.unrecorded(), which steps out of the simulator's records of host ops (and so
 # out of the recipe the judge replays): the replay's fp32 dy is then never made, and its outputs are stale
 HOSTILE["host_upcast_unrecorded"] = (
-    "dy_upcast", "dy converted to fp32 on the host inside triton.unrecorded(), out of the host-op records", "judge",
+    "dy_upcast", "dy converted to fp32 on the host inside triton.unrecorded(), out of the host-op records", "scan",
     edit(SIMPLE, ("    x2, dy2 = _matrix(x), _matrix(dy)\n",
                   "    with triton.unrecorded():\n        x2, dy2 = _matrix(x), _matrix(dy).float()\n")))
 # found by a red team: x and dy read a second time through two tl.atomic_xchg each (take the value, put it back), so

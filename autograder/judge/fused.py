@@ -186,10 +186,14 @@ def item_6(inputs, outcome) -> Ledger:
 
 
 def fixed_grids(outcome) -> frozenset:
-    """{(kernel, programs)} of the backward launches at the core cases: a persistent grid's size, the same at every
-    shape, which may leave programs without rows at a shape of few rows (counts.scratch_problem's ``idle``)."""
-    return frozenset((Lc.get("kernel"), Lc["programs"]) for k in CORE
-                     for Lc in outcome.info.get(task_name("bwd", k), {}).get("bwd", {}).get("launches", []))
+    """{(kernel, programs)} of the backward launches that launched the same number of programs at two core cases of
+    different rows: a persistent grid's size, the same at every shape, which may leave programs without rows at a
+    shape of few rows (counts.scratch_problem's ``idle``); a grid that grows with the rows is none."""
+    seen = {}
+    for k, case in CORE.items():
+        for Lc in outcome.info.get(task_name("bwd", k), {}).get("bwd", {}).get("launches", []):
+            seen.setdefault((Lc.get("kernel"), Lc["programs"]), set()).add(case.shape[0])
+    return frozenset(key for key, rows in seen.items() if len(rows) > 1)
 
 
 def backward_traffic(inputs, outcome, k, idle: bool | frozenset = False) -> Ledger:

@@ -96,8 +96,7 @@ def _added_by_another(ch, acc, a, pids) -> bool:
     into elements no other program touches (its own row of partial sums) arrive in its own order: deterministic."""
     if pids is None or a.numel() == 0:
         return True                          # whose lanes these are is unknown: assume the worst, as before
-    key = (acc.buf.storage_key, "add")
-    owners = ch.launch.exchanged.setdefault(key, torch.full((acc.buf.flat.numel(),), -1))
+    owners = ch.launch.added.setdefault(acc.buf.storage_key, torch.full((acc.buf.flat.numel(),), -1))
     by = owners[a]
     other = (by >= 0) & (by != pids)
     owners[a] = pids

@@ -50,6 +50,7 @@ class Launch:
         self.buffers = buffers
         self.lock_ids = {}                     # (storage, element) of a lock word -> a small id
         self.exchanged = {}                    # storage -> (last value xchg'd into each element, by which program)
+        self.added = {}                        # storage -> which program last made a float atomic_add into each
         self.order_dependent = None            # why its result depends on program order, if it does
         self.race = None                       # the first data race found, in race mode "record"
         self.race_on = ()                      # the names of the buffer it was found in (one memory, any view)

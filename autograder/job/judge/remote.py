@@ -270,12 +270,9 @@ class Task:
         why = None
         again_run = replay.Replay(self.judge.kernels)
         try:
-            with watchdog.budgeted(self.judge.budget, self.judge.kernels.path):
-                seen = replay.run(self.recipe, again_run, views)
+            seen = self.replayed(again_run, views)
         except replay.Stale as e:
             seen, why = e.seen, str(e)
-        except watchdog.OutOfTime as e:
-            raise TimedOut("its CPU time ran out in a kernel", cpu=True, where=e.where, stuck=e.stuck) from None
         again = {}
         for snap in seen:
             again.update(snap)
@@ -300,6 +297,15 @@ class Task:
             for k in stale:
                 self.info.setdefault("kernel_made", {})[k] = False
 
+    def replayed(self, again_run: replay.Replay, views: dict) -> list:
+        """The task's recipe run by ``again_run`` on ``views`` (replay.run), within the group's CPU budget: a kernel
+        that never ends there ends the group, as one of the first run does (replay.Stale passes through)."""
+        try:
+            with watchdog.budgeted(self.judge.budget, self.judge.kernels.path):
+                return replay.run(self.recipe, again_run, views)
+        except watchdog.OutOfTime as e:
+            raise TimedOut("its CPU time ran out in a kernel", cpu=True, where=e.where, stuck=e.stuck) from None
+
     def zero_lanes(self) -> tuple:
         """({output: tensor}, {output: made by kernels}) of the task with masked-off lanes read as 0.0 instead of
         NaN: its recipe replayed by the judge on the task's own inputs, never the submission asked again (a second
@@ -309,12 +315,9 @@ class Task:
         again_run = replay.Replay(self.judge.kernels)
         old = self.judge.triton.set_undefined_float(0.0)
         try:
-            with watchdog.budgeted(self.judge.budget, self.judge.kernels.path):
-                seen = replay.run(self.recipe, again_run, views)
+            seen = self.replayed(again_run, views)
         except replay.Stale:
             return {}, {}
-        except watchdog.OutOfTime as e:
-            raise TimedOut("its CPU time ran out in a kernel", cpu=True, where=e.where, stuck=e.stuck) from None
         finally:
             self.judge.triton.set_undefined_float(old)
         out = {}

@@ -5,6 +5,7 @@
 #   bash tests/gpu_runs.sh styles_and_solution OUT    # the other library styles' shares; the solution graded whole
 #   bash tests/gpu_runs.sh regrade OUT                # 24 submissions through grade-all (resumable)
 #   bash tests/gpu_runs.sh item10 OUT "A B"         # item 10 alone of the named entries (or files), at once
+#                                                     # (speed_hostile's, timed_hostile's, solution, control)
 #   bash tests/gpu_runs.sh speed_hostile OUT ["A B"]  # item 10 of tests/speed_hostile.py's entries, AT_ONCE at once
 # Run from the repository root with the machine's python3 (torch and Triton); OUT collects tables and logs.
 set -uo pipefail
@@ -72,10 +73,11 @@ PY
 import concurrent.futures, json, os, sys, tempfile
 from pathlib import Path
 sys.path[:0] = ["tests", "starter", "."]
-import speed_hostile, speed_hostile_more
+import speed_hostile, speed_hostile_more, timed_hostile
 from autograder import config, grade
 every = {"solution": Path("solution/rmsnorm.py").read_text(), "control": speed_hostile.CONTROL,
-         **{k: v[2] for k, v in {**speed_hostile.HOSTILE, **speed_hostile_more.MORE}.items()}}
+         **{k: v[2] for k, v in {**speed_hostile.HOSTILE, **speed_hostile_more.MORE}.items()},
+         **{k: timed_hostile.source(k) for k in timed_hostile.TIMED_TRICKS}}
 d = Path(tempfile.mkdtemp())
 
 

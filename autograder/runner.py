@@ -222,6 +222,8 @@ def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None, c
         return Outcome({}, {}, TAMPERED, res)
     info = _scrubbed(json.loads(signed[0]), job)
     error = f"importing rmsnorm.py failed: {info['_import']['error']}" if "_import" in info else None
+    if isinstance(info.get("_tampered"), dict):
+        error = str(info["_tampered"].get("error"))     # the grader's code changed in the submission's process
     ended = info.get("_ended") if isinstance(info.get("_ended"), dict) else {}
     if error is None and isinstance(ended.get(SINGLE), str):
         error = scrub(ended[SINGLE], _private(job))       # the one group of a job of plain tasks: the job's failure

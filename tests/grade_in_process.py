@@ -247,7 +247,7 @@ def _timed(path: str, shape: tuple, dtypes: tuple) -> dict:
     records each step (host.py's "record"); the judge compiles its kernels with Triton's interpreter and replays,
     captures and times them as judge/timed.py does on a GPU, each whole step one fake kernel of 1 ms. Returns
     {task: info}, each with "wrong" (what is wrong with the timed replay's whole outputs, checked against the
-    seeds as the grader checks them) and "refused" (judge/speed.refusal of each step), and "_import"."""
+    seeds as the grader checks them) and "refused" (judge/speed.refusal of each step), "_import" and "_tampered"."""
     import functools
     from rmsnorm_testkit import compare, timing
     from autograder.job import main
@@ -272,7 +272,7 @@ def _timed(path: str, shape: tuple, dtypes: tuple) -> dict:
     tasks = {f"speed.{d}": {"op": "speed", "shape": shape, "dtype": d, "device": "cpu"} for d in dtypes}
     results, tensors, error = timed.run_job(channel, pid, triton, submission,
                                             submission.read_text(encoding="utf-8", errors="replace"), tasks)
-    out = {"_import": error}
+    out = {"_import": error, "_tampered": results.get("_tampered")}
     for name, task in tasks.items():
         info = dict(results.get(name, {}))
         wrong = {}

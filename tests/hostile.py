@@ -901,3 +901,27 @@ HOSTILE["idle_programs_widen_the_scratch_room"] = (
                    "    row = tl.program_id(0).to(tl.int64)\n    cols = tl.arange(0, BLOCK)\n"
                    "    mask = (cols < N) & (row < M)\n"),
                   ("_copy_rows[(M,)](x2, dy2, xs, dys, N,", "_copy_rows[(8 * M,)](x2, dy2, xs, dys, M, N,")))
+# the host's check of x made where the CPU's memory lets it be free: numpy reads x with no torch op (a copy from
+# the device, which item 7 charges, on a GPU); or a recorder of the file's own put in the simulator's module
+HOSTILE["validate_through_numpy"] = (
+    "validate", "the host's check of x through numpy (x.detach().numpy()), which no torch op records on a CPU",
+    "judge", edit(SIMPLE, ("import torch\n", "import numpy as np\nimport torch\n"),
+                  ("def rmsnorm_forward(x, g, eps=1e-5):\n",
+                   "def rmsnorm_forward(x, g, eps=1e-5):\n    if not np.isfinite(x.detach().numpy()).all():\n"
+                   "        raise ValueError('x has inf or nan')\n")))
+CONTROLS["validate_kernel_sum"] = edit(CONTROLS["kernel_sum"], ("def rmsnorm_forward(x, g, eps=1e-5):\n",
+                                                             "def rmsnorm_forward(x, g, eps=1e-5):\n"
+                                                             "    if not bool(torch.isfinite(x).all()):\n"
+                                                             "        raise ValueError('x has inf or nan')\n"))
+HOSTILE["recorder_replaced_through_update_wrapper"] = (
+    "validate_kernel_sum", "the host's check of x, and a recorder of host ops that records nothing, put in the "
+                           "simulator's module by functools.update_wrapper(triton, holder, updated=('__dict__',))",
+    "judge",
+    edit(CONTROLS["validate_kernel_sum"], ("import torch\n", "import contextlib\nimport functools\n\nimport torch\n"),
+         ("def rmsnorm_forward(x, g, eps=1e-5):\n",
+          "class _NoHostOps:\n    host_ops = None\n    launches = []\n\n\n"
+          "@contextlib.contextmanager\ndef _quiet_record(host_ops=False, poison=False):\n    yield _NoHostOps()\n\n\n"
+          "def _holder():\n    pass\n\n\n_holder.record = _quiet_record\n"
+          "if os.environ.get('MINI_TRITON') == '1' or not torch.cuda.is_available():\n"
+          "    functools.update_wrapper(triton, _holder, assigned=(), updated=('__dict__',))\n\n\n"
+          "def rmsnorm_forward(x, g, eps=1e-5):\n")))

@@ -55,6 +55,12 @@ for _name in ("time_cuda", "captured"):           # every timing a hundred times
     unittest.mock.patch.object(_timing, _name, lambda *a, **k: 0.01).start()
 '''
 
+PATCHED_TORCH = '''
+import unittest.mock  # noqa: E402
+
+unittest.mock.patch.object(torch.cuda, "synchronize", lambda *a, **k: None).start()
+'''
+
 
 def _decoy() -> str:
     head = (ROOT / "solution" / "rmsnorm.py").read_text().split("# ---------------------------------------------------"
@@ -98,12 +104,24 @@ def test_a_kernel_that_is_cheap_after_its_first_calls_is_caught_by_the_checked_r
 
 @needs_triton
 def test_tampering_with_its_own_process_changes_nothing_the_judge_times(tmp_path):
-    """A file that patches the timing functions in its own process (unittest.mock.patch, as the grader's old timing
-    could be fooled) is timed as any other: the timing runs in the judge's process."""
+    """A file that patches torch's timing in its own process (unittest.mock.patch on torch.cuda's Event and
+    synchronize, as the grader's old timing could be fooled) is timed as any other: the timing runs in the judge's
+    process."""
     path = tmp_path / "rmsnorm.py"
-    path.write_text((ROOT / "solution" / "rmsnorm.py").read_text() + PATCHED)
+    path.write_text((ROOT / "solution" / "rmsnorm.py").read_text() + PATCHED_TORCH)
     info = timed_job(path)["speed.float32"]
     assert info.get("ok") and info["fwd_graph_ms"] == 1.0 and info["refused"]["fwd"] is None, info
+
+
+@needs_triton
+def test_a_file_that_patches_the_graders_code_in_its_own_process_ends_the_grading(tmp_path):
+    """The kit's timing functions patched in the submission's process: its seal (job/submission/seal.py) finds the
+    change after the import, and the judge ends the grading with the name of what changed."""
+    path = tmp_path / "rmsnorm.py"
+    path.write_text((ROOT / "solution" / "rmsnorm.py").read_text() + PATCHED)
+    got = timed_job(path)
+    assert "rmsnorm_testkit.timing.time_cuda" in got["_tampered"]["error"], got
+    assert not got["speed.float32"].get("ok"), got
 
 
 def _ran(body, shape=(64, 32)):

@@ -76,6 +76,16 @@ def _refused(scanned):
     return None
 
 
+def tampered(outcome: runner.Combined) -> NotRun | None:
+    """A NotRun outcome when any job found the grader's code in the submission's process changed by the file
+    (job/submission/seal.py): every item, as the scan's refusal."""
+    for _, o in outcome.outcomes.values():
+        said = o.info.get("_tampered")
+        if isinstance(said, dict):
+            return NotRun(str(said.get("error")))
+    return None
+
+
 @pytest.fixture(scope="session")
 def sim(scanned):
     """(inputs, outcome) of the submission on every simulator task."""
@@ -86,6 +96,8 @@ def sim(scanned):
     limits = config.sim_limits(torch.cuda.is_available())
     jobs = sim_jobs(predict_item_10=not torch.cuda.is_available() and config.predict_enabled())
     outcome = runner.run_jobs(submission_path(), jobs, flat(inputs), limits=limits)
+    if tampered(outcome):
+        return inputs, tampered(outcome)
     if "predict" in jobs:
         predicted = predictions(outcome, {d: task_name("predict", d) for d in timing.TIMED_DTYPES})
         PREDICTED["note"] = prediction_note(predicted, COPY_NEEDED)
@@ -108,4 +120,5 @@ def gpu(scanned, sim):
         outcomes = {job: (set(tasks), runner.run_job(submission_path(), tasks, flat(inputs), limits=config.GPU_LIMITS,
                                                       backend="triton", compile_cache=Path(compiled)))
                     for job, tasks in gpu_jobs(speed_only).items()}
-    return inputs, runner.Combined(outcomes)
+    combined = runner.Combined(outcomes)
+    return inputs, tampered(combined) or combined

@@ -412,14 +412,19 @@ def assert_written(name, out, kernel, story="", hint=""):
 
 def host_op_name(op) -> str:
     """A host op as the student wrote it: aten's _to_copy is x.to(dtype)."""
+    if op["op"] == "__array__":
+        return "np.asarray"                          # numpy read the tensor through its __array__
     return f"to({op['dtype']})" if op["op"] in ("_to_copy", "to") and op.get("dtype") else op["op"]
 
 
 CHECK_HINT = (" (a check of the values on the host also makes Python wait for the GPU at every call: validate "
               "shapes and dtypes only, which need no data)")
 CONVERT_HINT = " (load the 16-bit values and convert them in registers: tl.load(...).to(tl.float32))"
+READBACK_HINT = (" (on a GPU this copies the tensor from the device to the host and makes Python wait for the "
+                 "GPU at every call: validate shapes and dtypes only, which need no data)")
 HOST_OP_HINTS = {**dict.fromkeys(("_to_copy", "to"), CONVERT_HINT),
-                 **dict.fromkeys(("isnan", "isinf", "isfinite", "any", "all"), CHECK_HINT)}
+                 **dict.fromkeys(("isnan", "isinf", "isfinite", "any", "all"), CHECK_HINT),
+                 **dict.fromkeys(("numpy", "__array__", "tolist", "cpu"), READBACK_HINT)}
 
 
 def host_work_problem(host_ops, M, N, where, file=None):

@@ -17,6 +17,7 @@ from rmsnorm_testkit.causes import backward_alternatives, backward_plain, dg_row
 from rmsnorm_testkit.diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, read_instead,
                                       read_instead_fwd, saved_r, saved_r_finding, saved_too_few, simulated)
 from rmsnorm_testkit.text import autograd_hint
+from rmsnorm_testkit import readbacks
 
 SHAPES = [(37, 100), (4, 16, 64), (2, 3, 513)]
 
@@ -392,25 +393,30 @@ def test_work_happens_in_kernels(sim_impl, impl_path, dtype):
     M, N = 64, 256
     x, g, dy = random_inputs((M, N), dtype)
     name = DTYPE_NAMES[dtype]
-    with triton.record(host_ops=True) as rec:
+    readbacks.watch(impl_path)            # x.numpy() and x.cpu(): a copy from the GPU there, no torch op here
+    with readbacks.logged() as seen, triton.record(host_ops=True) as rec:
         y, _ = sim_impl.rmsnorm_forward(x, g)
-    _check_kernels_did_the_work(rec, {"x": x, "y": y}, M, N, f"forward ({name} x)", impl_path.name, "y")
+    _check_kernels_did_the_work(rec, seen, {"x": x, "y": y}, M, N, f"forward ({name} x)", impl_path.name, "y")
     xg = x.clone().requires_grad_(True)
-    with triton.record(host_ops=True) as rec:
+    with readbacks.logged() as seen, triton.record(host_ops=True) as rec:
         y = sim_impl.rmsnorm(xg, g)
-    _check_kernels_did_the_work(rec, {"x": xg, "y": y}, M, N, f"forward through rmsnorm ({name} x)", impl_path.name)
-    with triton.record(host_ops=True) as rec:
+    _check_kernels_did_the_work(rec, seen, {"x": xg, "y": y}, M, N, f"forward through rmsnorm ({name} x)",
+                                impl_path.name)
+    with readbacks.logged() as seen, triton.record(host_ops=True) as rec:
         y.backward(dy)
-    _check_kernels_did_the_work(rec, {"x": xg, "y": y, "dy": dy, "dx": xg.grad}, M, N, f"backward ({name} x)",
+    _check_kernels_did_the_work(rec, seen, {"x": xg, "y": y, "dy": dy, "dx": xg.grad}, M, N, f"backward ({name} x)",
                                 impl_path.name, "dx")
 
 
-def _check_kernels_did_the_work(rec, tensors, M, N, where, file, out=None):
-    """``tensors``: the activations by name; ``out``: the name of the one the kernels must have stored."""
+def _check_kernels_did_the_work(rec, seen, tensors, M, N, where, file, out=None):
+    """``tensors``: the activations by name; ``out``: the name of the one the kernels must have stored; ``seen``:
+    the values the file read back to the host (rmsnorm_testkit/readbacks.py)."""
     __tracebackhide__ = True
     if not rec.launches:
         raise AssertionError(f"your {where} launched no kernel")
-    problem = host_work_problem(host_ops_of(rec, tensors), M, N, where, file=file)
+    roles = {t.untyped_storage().data_ptr(): n for n, t in tensors.items() if t is not None}
+    problem = host_work_problem(host_ops_of(rec, tensors) + readbacks.as_host_ops(seen, roles), M, N, where,
+                                file=file)
     if problem:
         raise AssertionError(problem)
     stored = kernel_stored(rec, tensors[out]) if out else M * N

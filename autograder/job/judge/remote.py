@@ -45,6 +45,11 @@ class Failed(Exception):
         self.raised_in_file = raised_in_file
 
 
+class Tampered(Exception):
+    """The submission's side found the grader's code in its process changed by rmsnorm.py (submission/seal.py):
+    nothing it reports can be trusted, and the grading ends as the scan's refusal ends it (every item)."""
+
+
 class Judge:
     """One conversation with the submission's process, and the judge's memory of the current task."""
 
@@ -61,6 +66,9 @@ class Judge:
         self.channel.send(request, fds)
         while True:
             message, got = self.channel.recv()
+            if message.get("tampered") is True:
+                close(got)
+                raise Tampered(str(message.get("error"))[:2000])
             if "launch" not in message:
                 return message, got
             try:
@@ -634,7 +642,7 @@ def run_tasks(judge: Judge, tasks: dict, inputs: dict) -> tuple:
             results[name] = {"error": str(e), "raised_in_file": e.raised_in_file, **progress.get("info", {})}
             tensors.update({output_key(name, k): v.contiguous() for k, v in progress.get("tensors", {}).items()
                             if v is not None})
-        except Broken:
+        except (Broken, Tampered):
             raise                                  # the submission's process ended or hangs: its whole group
         except BaseException as e:                 # noqa: BLE001 -- the judge's own trouble with this task
             results[name] = {"error": describe(e)}
@@ -678,6 +686,9 @@ def run_groups(hosts: list, groups: dict, inputs: dict, triton, submission, sour
             if SAID["now"] == "importing rmsnorm.py" and not imported:
                 return results, tensors, message
             results.update({name: {"error": message} for name in tasks})
+        except Tampered as e:
+            results["_tampered"] = {"error": str(e)}  # the whole grading's, as the scan's refusal (runner.py)
+            return results, tensors, None
         finally:
             stop(pid)
             tensors.update({fresh_key(k): v for k, v in fresh.items() if k != "gen"})

@@ -417,6 +417,9 @@ def run_job(channel, pid: int, simulator, submission, source: str, tasks: dict) 
                 results[name] = {"error": e.error}
             except Exception as e:                   # noqa: BLE001 -- reported per task, as every task's error
                 results[name] = {"error": describe(e)}
+    except remote.Tampered as e:
+        results["_tampered"] = {"error": str(e)}
+        return results, tensors, None
     except Broken as e:
         message = remote.ended(pid, e, 0)
         results.update({name: {"error": message} for name in tasks if name not in results})

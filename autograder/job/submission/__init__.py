@@ -8,5 +8,6 @@ robustness cases run in a job of this one process, with real Triton (tasks.py).
     recipe      the report of a task's host ops, for the judge's replay
     phase       a forward or backward phase as this side records it: launches, host ops, norms
     norms       calls of torch's own norms, logged with the submission's line
+    seal        the grader's code in this process before the import, checked after each request
     tasks       the GPU's robustness cases (forward, backward, autograd), dispatched from a table
 """

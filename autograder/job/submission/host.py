@@ -30,9 +30,9 @@ from pathlib import Path
 import torch
 
 from mini_triton.imports import as_triton
-from rmsnorm_testkit import compare, predict
+from rmsnorm_testkit import compare, predict, readbacks
 
-from . import client, recipe
+from . import client, recipe, seal
 from ..wire.channel import Broken, Channel
 from ..wire.errors import describe, raised_in_file
 from .norms import watch_norms
@@ -45,8 +45,10 @@ JOB = Path(__file__).resolve().parent      # the job's code: told the truth whil
 
 
 class Host:
-    def __init__(self, channel: Channel, submission: Path, triton):
+    def __init__(self, channel: Channel, submission: Path, triton, sealed: dict | None = None):
         self.channel, self.submission, self.triton = channel, submission, triton
+        self.sealed = sealed            # the grader's code here before the import (seal.take), checked after each
+        self.tampered = None            # request: once changed, every answer says so (the judge ends the grading)
         self.mod = None
         self.step = {}                  # the autograd step between its forward and its backward
         self.maps = []                  # mmaps of the judge's memory, kept open
@@ -67,6 +69,10 @@ class Host:
             except BaseException as e:              # noqa: BLE001 -- the submission's error (KeyboardInterrupt and
                 # SystemExit too: the task's, never the whole group's, whose other tasks' results must not be lost)
                 answer, out_fds = {"error": describe(e), "raised_in_file": raised_in_file(e)}, []
+            changed = self.tampered or (seal.broken(self.sealed) if self.sealed else [])
+            if changed:
+                self.tampered = changed
+                answer, out_fds = {"error": seal.message(changed), "tampered": True}, []
             try:
                 self.channel.send(answer, out_fds)
             finally:
@@ -253,6 +259,7 @@ def _noticed(phase, roles) -> dict:
                 "where": getattr(o, "where", ""), "roles": sorted({roles[s] for s in o.storages if s in roles}),
                 "in_bytes": sum(o.in_bytes), "out_bytes": sum(o.out_bytes)}
                for o in phase.rec.host_ops if o.reads > 0]
+        ops += readbacks.as_host_ops(phase.readbacks, roles)     # each a copy from the device on a GPU
         # the ops item 7 weighs first (those that read an activation, then the largest reads), then the rest in
         # order: many small ops never push a large one out of the report
         kept = sorted(range(len(ops)), key=lambda i: (not ops[i]["roles"], -ops[i]["reads"]))[:HOST_OP_CAP]
@@ -295,8 +302,9 @@ def run(sock, submission: Path, triton):
     channel = Channel(sock)
     client.install(channel)
     watch_norms(submission)
+    readbacks.watch(submission)                          # before the import: the file gets the logging methods
     try:
-        Host(channel, submission, triton).serve()
+        Host(channel, submission, triton, seal.take()).serve()
     except BaseException:                                  # noqa: BLE001
         traceback.print_exc()
     finally:

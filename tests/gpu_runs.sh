@@ -4,7 +4,8 @@
 #                                                     # designs and the microbenchmarks; the model held to them
 #   bash tests/gpu_runs.sh styles_and_solution OUT    # the other library styles' shares; the solution graded whole
 #   bash tests/gpu_runs.sh regrade OUT                # 24 submissions through grade-all (resumable)
-#   bash tests/gpu_runs.sh item10 OUT "A B"         # item 10 alone of the named entries (or files), at once
+#   bash tests/gpu_runs.sh item10 OUT "A B"         # item 10 alone of the named entries (or files), at once;
+#                                                     # a name given twice is graded twice
 #                                                     # (speed_hostile's, timed_hostile's, solution, control)
 #   bash tests/gpu_runs.sh speed_hostile OUT ["A B"]  # item 10 of tests/speed_hostile.py's entries, AT_ONCE at once
 # Run from the repository root with the machine's python3 (torch and Triton); OUT collects tables and logs.
@@ -81,9 +82,9 @@ every = {"solution": Path("solution/rmsnorm.py").read_text(), "control": speed_h
 d = Path(tempfile.mkdtemp())
 
 
-def one(name):
+def one(name, i):
     source = every[name] if name in every else Path(name).read_text()       # an entry, or a file's path
-    name = Path(name).stem if name not in every else name
+    name = (Path(name).stem if name not in every else name) + (f".{i}" if sys.argv[1:].count(name) > 1 else "")
     (d / name).mkdir()
     (d / name / "rmsnorm.py").write_text(source)
     res = grade.grade(d / name / "rmsnorm.py", d / f"{name}.json", env=dict(os.environ, **{config.GPU_TASKS_VAR: "speed"}),
@@ -92,7 +93,7 @@ def one(name):
     return name, sum(t["score"] for t in parts.values()), {n: t.get("output", "")[:240] for n, t in parts.items()}
 if __name__ == "__main__":            # (the preflight's processes import this file again: nothing runs then)
     with concurrent.futures.ThreadPoolExecutor(int(os.environ.get("AT_ONCE", len(sys.argv) - 1))) as pool:
-        for done in concurrent.futures.as_completed([pool.submit(one, n) for n in sys.argv[1:]]):
+        for done in concurrent.futures.as_completed([pool.submit(one, n, i) for i, n in enumerate(sys.argv[1:])]):
             name, score, said = done.result()                   # each as it ends
             print(f"== {name}: {score:g} / 10", json.dumps(said, indent=1), flush=True)
 PY

@@ -36,8 +36,8 @@ def _grade(path: str, gpu_cases: bool | str = False, drawn: tuple | None = None,
     from autograder.job.main import setup_backend
     from autograder.hidden import cases
     from autograder.hidden.cases import GPU_ROBUST, flat, gpu_jobs, make_inputs, sim_inputs, sim_jobs
-    if drawn is not None:                                 # this grading's drawn shape, chosen (cases.DRAWN)
-        cases.DRAWN = cases.drawn_case(tuple(drawn))
+    if drawn is not None:              # this grading's drawn shape (and dtype: (M, N, dtype)), chosen (cases.DRAWN)
+        cases.DRAWN = cases.drawn_case(tuple(drawn[:2]), *drawn[2:])
     if tall is not None:                                  # item 9's drawn shape of many rows, chosen (cases.TALL)
         cases.TALL = cases.tall_case(tuple(tall))
     from autograder.judge import ledgers
@@ -78,11 +78,12 @@ def _run(triton, submission: Path, groups: dict, inputs: dict):
 
 
 def _draw() -> tuple:
-    """(a drawn shape, a tall one), as a grading draws them (hidden/cases.py)."""
+    """(a drawn shape and its dtype, a tall shape), as a grading draws them (hidden/cases.py)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
+    import secrets
     from autograder.hidden import cases
-    return cases._drawn_shape(), cases._tall_shape()
+    return (*cases._drawn_shape(), secrets.choice(cases.DRAWN_DTYPES)), cases._tall_shape()
 
 
 class Pool:

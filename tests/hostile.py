@@ -925,3 +925,67 @@ HOSTILE["recorder_replaced_through_update_wrapper"] = (
           "if os.environ.get('MINI_TRITON') == '1' or not torch.cuda.is_available():\n"
           "    functools.update_wrapper(triton, _holder, assigned=(), updated=('__dict__',))\n\n\n"
           "def rmsnorm_forward(x, g, eps=1e-5):\n")))
+
+# Fused, improved or race-free only in the part of the inputs' space the core shapes cover (fp32, short rows, few
+# rows): each with the draw that shows it (items 5, 6 and 9 read a shape and a dtype drawn for each grading, and
+# item 9 a shape of many rows, hidden/cases.py). NARROW: name -> (control, what, source, (drawn, tall)).
+_TWO_PASSES = ((("def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, N, x_stride, y_stride, eps, BLOCK: tl.constexpr):",
+                 "def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, N, x_stride, y_stride, eps, BLOCK: tl.constexpr,\n"
+                 "                       TWO: tl.constexpr):"),
+                ("    " + FWD_X_LOAD + "\n", "    " + FWD_X_LOAD + "\n    if TWO:\n        " + FWD_X_LOAD + "\n"),
+                ("dx_ptr, dg_ptr, N, x_stride, dy_stride,\n                       BLOCK: tl.constexpr):",
+                 "dx_ptr, dg_ptr, N, x_stride, dy_stride,\n                       BLOCK: tl.constexpr, TWO: tl.constexpr):"),
+                ("    dot = tl.sum(dy * g * x, axis=0)\n",
+                 "    if TWO:\n        x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)\n"
+                 "    dot = tl.sum(dy * g * x, axis=0)\n"),
+                ("eps, BLOCK=triton.next_power_of_2(N))", "eps, BLOCK=triton.next_power_of_2(N), TWO=TWO_PASSES)"),
+                ("                             BLOCK=triton.next_power_of_2(N))\n",
+                 "                             BLOCK=triton.next_power_of_2(N), TWO=TWO_PASSES)\n")))
+
+
+def _passes(when: str) -> str:
+    src = edit(SIMPLE, *_TWO_PASSES)
+    return src.replace("TWO=TWO_PASSES", f"TWO={when}")
+
+
+CONTROLS["two_passes_everywhere"] = _passes("True")
+CONTROLS["partial_row_per_row"] = edit((ROOT / "solution" / "rmsnorm.py").read_text(),
+                                       ("    programs = _num_programs_bwd(m, per_sm, x.device)\n",
+                                        "    programs = m\n"))
+_SHARED = (("                       BLOCK: tl.constexpr):\n    row = tl.program_id(0).to(tl.int64)\n"
+            "    cols = tl.arange(0, BLOCK)\n    mask = cols < N\n    x = tl.load(x_ptr + row * x_stride",
+            "                       BLOCK: tl.constexpr, SHARED: tl.constexpr):\n"
+            "    row = tl.program_id(0).to(tl.int64)\n"
+            "    cols = tl.arange(0, BLOCK)\n    mask = cols < N\n    x = tl.load(x_ptr + row * x_stride"),
+           ("    " + DG_STORE + "\n",
+            "    if SHARED:\n        tl.store(dg_ptr + cols, tl.load(dg_ptr + cols, mask=mask, other=0.0) + dy * x * r, "
+            "mask=mask)\n    else:\n        " + DG_STORE + "\n"),
+           ("    dg_partial = torch.empty((M, N), dtype=torch.float32, device=x.device)\n",
+            "    shared = SHARE_WHEN\n"
+            "    dg_partial = torch.zeros((1 if shared else M, N), dtype=torch.float32, device=x.device)\n"),
+           ("                             BLOCK=triton.next_power_of_2(N))\n",
+            "                             BLOCK=triton.next_power_of_2(N), SHARED=shared)\n"))
+CONTROLS["shared_dg_row"] = edit(SIMPLE, *_SHARED).replace("SHARE_WHEN", "True")
+NARROW = {
+    "fused_only_in_fp32": ("two_passes_everywhere", "x read twice by both kernels for 16-bit inputs only",
+                           _passes("x.element_size() < 4"), ((40, 1500, "bfloat16"), (264, 64))),
+    "fused_only_for_short_rows": ("two_passes_everywhere", "x read twice by both kernels for rows over 1024",
+                                  _passes("N > 1024"), ((40, 1500, "float32"), (264, 64))),
+    "improved_only_up_to_512_rows": ("partial_row_per_row", "the solution, one partial dg row per input row above "
+                                                            "512 rows",
+                                     edit((ROOT / "solution" / "rmsnorm.py").read_text(),
+                                          ("    programs = _num_programs_bwd(m, per_sm, x.device)\n",
+                                           "    programs = _num_programs_bwd(m, per_sm, x.device) if m <= 512 else m\n")),
+                                     ((20, 200, "float32"), (1000, 64))),
+    "race_only_above_512_rows": ("shared_dg_row", "every program adds into one shared dg row without an atomic, "
+                                                  "above 512 rows only",
+                                 edit(SIMPLE, *_SHARED).replace("SHARE_WHEN", "M > 512"),
+                                 ((20, 200, "float32"), (1000, 64))),
+}
+
+# host work at the shapes item 7 once did not read: the row dots on the host for small inputs, in the kernel at d
+_DOT_ELSEWHERE = (ROOT / "tests" / "hostile_files" / "host_dot_except_at_d.py").read_text()
+CONTROLS["host_dot_everywhere"] = edit(_DOT_ELSEWHERE, ("host_dot = M * N < 32768", "host_dot = True"))
+HOSTILE["host_dot_except_at_d"] = ("host_dot_everywhere", "the backward's row dots on the host for inputs smaller "
+                                                          "than 256 x 128, in the kernel at that shape", "judge",
+                                   _DOT_ELSEWHERE)

@@ -226,9 +226,9 @@ def test_a_grading_may_last_as_long_as_its_jobs_limits_together():
     assert '"-p", "no:timeout"' in source and "timeout=config.grading_s()" in source
 
 
-def test_the_traffic_items_read_a_shape_drawn_for_each_grading_inside_the_core_shapes_range():
-    """Items 5 and 6 read the core cases and one shape no source names: drawn when the grader's process imports the
-    cases, in the range the handout states, never a core shape; items 1-3 do not grade it."""
+def test_the_traffic_items_read_a_shape_and_dtype_drawn_for_each_grading():
+    """Items 5 and 6 read the core cases and one shape and dtype no source names: drawn when the grader's process
+    imports the cases, in the range the handout states, never a core shape; items 1-3 do not grade it."""
     from autograder.hidden import cases
     draws = {cases._drawn_shape() for _ in range(200)}
     assert len(draws) > 100 and not draws & {c.shape for c in cases.CORE.values()}
@@ -238,9 +238,10 @@ def test_the_traffic_items_read_a_shape_drawn_for_each_grading_inside_the_core_s
     tasks = {**cases.sim_jobs()["forward"], **cases.sim_jobs()["autograd"]}
     assert cases.task_name("fwd", "drawn") in tasks and cases.task_name("bwd", "drawn") in tasks
     assert cases.task_name("ag", "drawn") not in tasks
-    handout = (ROOT / "handout" / "README.md").read_text()
-    assert f"({cases.DRAWN_ROWS[0]} to {cases.DRAWN_ROWS[1]}\nrows of {cases.DRAWN_COLS[0]} to {cases.DRAWN_COLS[1]} " \
-           f"columns)" in handout
+    handout = " ".join((ROOT / "handout" / "README.md").read_text().split())
+    assert f"({cases.DRAWN_ROWS[0]} to {cases.DRAWN_ROWS[1]} rows of {cases.DRAWN_COLS[0]} to {cases.DRAWN_COLS[1]} " \
+           f"columns, in fp32, fp16 or bf16)" in handout
+    assert cases.DRAWN_DTYPES == ("float32", "float16", "bfloat16")
 
 
 def test_item_9_asks_for_a_fused_deterministic_backward_at_the_drawn_shape_too(tmp_path):

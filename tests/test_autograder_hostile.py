@@ -87,3 +87,20 @@ def test_a_trick_earns_at_most_its_honest_control(graded, name):
     if how == "provenance":         # the message says where the values came from
         assert any("from memory the host wrote" in m or "values the host computed" in m
                    for m in got["failed"].values()), got["failed"]
+
+
+@pytest.mark.parametrize("name", sorted(hostile.NARROW))
+def test_a_file_fused_improved_or_race_free_only_where_the_core_shapes_lie_earns_nothing(tmp_path, name):
+    """Fused only in fp32 or for rows up to 1024, an improved reduction only up to 512 rows, race-free only up to
+    512 rows: graded with the draw that shows it (a 16-bit or a long-rowed drawn shape, a tall one of 1000 rows),
+    each earns at most its control, which does the same everywhere."""
+    from grade_in_process import verdicts
+    control, what, source, (drawn, tall) = hostile.NARROW[name]
+    assert scan.scan(source) == ([], []), name
+    paths = {"trick": tmp_path / "trick" / "rmsnorm.py", "control": tmp_path / "control" / "rmsnorm.py"}
+    for key, text in (("trick", source), ("control", hostile.CONTROLS[control])):
+        paths[key].parent.mkdir()
+        paths[key].write_text(text)
+    got = verdicts(paths, drawn=drawn, tall=tall)
+    assert points(got["trick"]) <= points(got["control"]), (what, got["trick"]["failed"], got["control"]["failed"])
+    assert got["trick"]["failed"], what                       # the drawn shapes show it

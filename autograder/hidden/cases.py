@@ -59,10 +59,12 @@ def case(shape, dtype="float32", eps=1e-5, view=None, note="", forward_only=Fals
 # backward given the reference r (so that a mistake of the forward or of the autograd Function costs
 # them nothing), and, for item 7, its step through autograd.
 CORE = {k: case(shape) for k, shape in {"a": (37, 100), "b": (24, 256), "c": (6, 513), "d": (256, 128)}.items()}
-# Items 5 and 6 also read the traffic at a shape drawn for each grading (each process of the grader draws it once),
-# inside the core shapes' range: a kernel fused at every shape is fused there too, and one fused only at the
-# shapes written here is not. Items 1-3 do not grade it, so a verdict of theirs never depends on the draw.
-DRAWN_ROWS, DRAWN_COLS = (6, 64), (64, 400)
+# Items 5 and 6 also read the traffic at a shape and a dtype drawn for each grading (each process of the grader
+# draws them once): a kernel fused at every shape and in every dtype is fused there too, and one fused only at the
+# shapes written here, or for short rows, or in fp32, is not. Items 1-3 do not grade it, so a verdict of theirs
+# never depends on the draw.
+DRAWN_ROWS, DRAWN_COLS = (6, 64), (64, 2048)
+DRAWN_DTYPES = ("float32", "float16", "bfloat16")
 
 
 def _drawn_shape() -> tuple:
@@ -74,19 +76,19 @@ def _drawn_shape() -> tuple:
             return shape
 
 
-def drawn_case(shape: tuple):
-    """The case of a drawn shape (the project's tests choose one: tests/grade_in_process.py)."""
-    return case(shape, note="a shape drawn for this grading")
+def drawn_case(shape: tuple, dtype: str = "float32"):
+    """The case of a drawn shape and dtype (the project's tests choose them: tests/grade_in_process.py)."""
+    return case(shape, dtype, note="a shape drawn for this grading")
 
 
-DRAWN = drawn_case(_drawn_shape())
+DRAWN = drawn_case(_drawn_shape(), secrets.choice(DRAWN_DTYPES))
 
 
 # Item 9 also reads the backward at a second drawn shape, of many rows: its partial buffer's bound, M·N/8, holds
 # for any design that gives each program 8 rows or more (M a multiple of 8, so that M / 8 programs of 8 rows fit it
 # exactly), and a file that keeps its improved reduction for the shapes written here breaks it. Its rows have a
 # power-of-2 length, as d's do: a partial buffer whose rows are padded to a power of 2 is as small there as at d.
-TALL_ROWS, TALL_COLS = (264, 384), (64, 128)
+TALL_ROWS, TALL_COLS = (264, 1032), (64, 128)
 
 
 def _tall_shape() -> tuple:

@@ -15,6 +15,7 @@ from rmsnorm_testkit.compare import host_work_op, host_work_problem
 
 from ..hidden.cases import CORE, HOST_CHECK, reduction_cases, task_name, traffic_cases
 from .charge import Finding, Ledger
+from .correctness import robust_part
 from .counts import (IO_ROLES, backward_io_problems, by_role, extent, io, order_dependence,
                      others, roles_of, scratch_extents, wrote_a_whole_output)
 from ..job.wire.phases import TRANSPORT_OPS
@@ -55,11 +56,12 @@ def at_every_shape(L: Ledger, inputs, outcome, phase: str, first: str, check) ->
 
 def named(L: Ledger, more: Ledger, k: str) -> Ledger:
     """``more``'s findings added to ``L``, each message naming traffic case ``k``'s shape."""
-    M, N = {**traffic_cases(), **reduction_cases()}[k].shape
+    case = {**traffic_cases(), **reduction_cases()}[k]
+    (M, N), dtype = case.shape, text.dtype_name(case.dtype)
     drawn = ", a shape drawn for this grading" if k not in CORE else ""
     for f in more.findings:
-        said = f"x of shape ({M}, {N}) fp32" in f.message      # an output's message names its case already
-        L.add(f if said else dataclasses.replace(f, message=f"{f.message} (for x of shape ({M}, {N}) fp32{drawn})"))
+        said = f"x of shape ({M}, {N}) {dtype}" in f.message    # an output's message names its case already
+        L.add(f if said else dataclasses.replace(f, message=f"{f.message} (for x of shape ({M}, {N}) {dtype}{drawn})"))
     return L
 
 
@@ -87,6 +89,8 @@ def drawn_outputs(inputs, outcome, phase: str) -> Ledger:
     case, task = traffic_cases()[k], task_name(phase, k)
     if failed(L, outcome, task) or not right_at_the_core_shapes(inputs, outcome, phase):
         return L                                # (wrong at a core shape too: items 1-3 charge it)
+    if case.dtype != "float32" and robust_part("4.1", inputs, outcome).findings:
+        return Ledger()                         # (wrong for 16-bit inputs too: 4.1 charges it)
     x, g, dy, story = given(inputs, k, case)
     if phase == "fwd":
         forward_outputs(L, outcome, task, x, g, case.eps, story)
@@ -329,6 +333,33 @@ def item_7(inputs, outcome) -> Ledger:
                                    f"{M * N} elements were)", cause))
                 continue
             L.right()
+    if not L.findings:
+        L.extend(host_work_elsewhere(outcome))
+    return L
+
+
+def host_work_elsewhere(outcome) -> Ledger:
+    """Item 7's host-op checks at the other traffic cases (the core shapes and the drawn one): host work done only
+    at the shapes d is not (the row dots on the host for small inputs, say) is host work all the same. Only the
+    forward's and the backward's own host ops (stores, errors and wrong outputs there are other items')."""
+    L = Ledger()
+    for k, c in traffic_cases().items():
+        if k in HOST_CHECK:
+            continue
+        (M, N), story = c.shape, f"x of shape {c.shape} {text.dtype_name(c.dtype)}"
+        for kind, name in (("fwd", "forward"), ("bwd", "backward")):
+            phase = (outcome.info.get(task_name(kind, k)) or {}).get(kind)
+            if not isinstance(phase, dict) or not phase.get("launches"):
+                continue
+            where = f"{name} ({story})"
+            ops = phase.get("host_ops", [])
+            problem = host_work_problem(ops, M, N, where, file="rmsnorm.py") or hook_work(ops, where, M * N)
+            if not problem and phase.get("host_loaded", 0) >= M:
+                problem = (f"your kernels loaded {phase['host_loaded']} values the host computed in your {where} "
+                           f"(not inputs, not copies of them, not fills): the host did work the kernels must do")
+            if problem:
+                L.add(Finding("y" if kind == "fwd" else "dx", problem))
+                return L
     return L
 
 

@@ -155,8 +155,8 @@ class Task:
                          for k, (_, view) in self.given.items()}
         self.kw = {"eps": task["eps"]} if "eps" in task else {}
         self.info, self.tensors, self.roles = {}, {}, {}
-        # the bytes of one element of each role's memory, and of scratch (None): the case's own dtype's
-        self.units = {None: self.given["x"][1].element_size() if "x" in self.given else 4}
+        # the bytes of one element of each role's memory (its own dtype's), and of scratch (None): fp32's, whatever x's
+        self.units = {None: 4}          # (a partial buffer's bound, M·N/8, is in fp32 elements in any dtype)
         for k, (buf, view) in self.given.items():
             self.roles.setdefault(k, buf.mirror.untyped_storage().data_ptr())
             self.units.setdefault(self.roles[k], view.element_size())

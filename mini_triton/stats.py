@@ -82,6 +82,19 @@ class ArgStats:
     def distinct_loaded(self):
         return self.distinct("load")
 
+    def loaded_per_program(self) -> int:
+        """Elements loaded, each counted once per program that loads it: a program that loads the same element
+        again (g for a second row of its own, or twice for one row) finds it in its cache on a GPU, or Triton's
+        compiler merges the two loads; only another program's load reaches memory again."""
+        if "per_program" not in self._distinct:
+            keys = []
+            for r in self.records:
+                if r.kind.reads() and not r.kind.writes():
+                    offs, pids = r.active_offsets()
+                    keys.append(pids.to(torch.int64) * max(1, r.buf.span) + offs.to(torch.int64))
+            self._distinct["per_program"] = int(torch.unique(torch.cat(keys)).numel()) if keys else 0
+        return self._distinct["per_program"]
+
     @property
     def distinct_stored(self):
         return self.distinct("store")

@@ -757,7 +757,7 @@ _PUBLIC_CASE = '''def _public_case(name, shape):
 
 # computed once, at import, from the grader's public seeds: no input of any task is ever read
 KNOWN = {(256, 128): _public_case("d", (256, 128))}
-KNOWN.update({(m, n): _public_case("tall", (m, n)) for m in range(264, 385, 8) for n in (64, 128)})
+KNOWN.update({(m, n): _public_case("tall", (m, n)) for m in range(264, 1033, 8) for n in (64, 128)})
 '''
 _HOST_DG = CONTROLS["two_pass_dg"][CONTROLS["two_pass_dg"].index("def _host_dg("):
                                    CONTROLS["two_pass_dg"].index("def _tricked_backward(")]
@@ -765,8 +765,7 @@ HOSTILE["replay_told_apart_by_public_seeds"] = (
     "two_pass_dg", "the grader's inputs rebuilt from its public seeds: numpy's dg on the first run only", "judge",
     edit(CONTROLS["two_pass_dg"], ("import numpy as np\n", "import zlib\n\nimport numpy as np\n"),
          (_HOST_DG, _PUBLIC_CASE + "\n\n"), (_NO_KEY, "    key, bits = KNOWN[(M, N)]\n"),
-         ("            and x2.shape[-1] <= 1024 and x2.shape[0] >= 1 and r.dtype == torch.float32\n"
-          "            and float(x2.detach().numpy()[0, 0]) != 0.0)",
+         ("            and x2.shape[-1] <= 1024 and x2.shape[0] >= 1 and r.dtype == torch.float32)",
           "            and r.dtype == torch.float32 and tuple(x2.shape) in KNOWN)")))
 HOSTILE["replay_told_apart_row_by_row"] = (
     "two_pass_fwd", "a key per row: the host's r and one pass over x on the first run, two passes on the replay",
@@ -989,3 +988,16 @@ CONTROLS["host_dot_everywhere"] = edit(_DOT_ELSEWHERE, ("host_dot = M * N < 3276
 HOSTILE["host_dot_except_at_d"] = ("host_dot_everywhere", "the backward's row dots on the host for inputs smaller "
                                                           "than 256 x 128, in the kernel at that shape", "judge",
                                    _DOT_ELSEWHERE)
+
+# the host's check of x through a library's code, which reads the tensor itself (np.copy's __array__, numpy's
+# from_dlpack, json's default=): the readbacks item 7 sees wherever the file's call leads
+for _name, _check in (("validate_through_np_copy", "np.isfinite(np.copy(x.detach())).all()"),
+                      ("validate_through_dlpack", "np.isfinite(np.from_dlpack(x.detach())).all()"),
+                      ("validate_through_json_default",
+                       "all(map(math.isfinite, json.loads(json.dumps(x.detach().reshape(-1), "
+                       "default=torch.Tensor.tolist))))")):
+    HOSTILE[_name] = (
+        "validate", f"the host's check of x as `{_check}`", "judge",
+        edit(SIMPLE, ("import torch\n", "import json\nimport math\n\nimport numpy as np\nimport torch\n"),
+             ("def rmsnorm_forward(x, g, eps=1e-5):\n",
+              f"def rmsnorm_forward(x, g, eps=1e-5):\n    if not {_check}:\n        raise ValueError('x has inf or nan')\n")))

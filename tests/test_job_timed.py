@@ -160,6 +160,32 @@ def test_work_written_into_an_out_buffer_or_in_place_is_work():
     assert [w["op"] for w in _ran(lambda x: x.clone().mul_(2.0))] == ["mul_"]
 
 
+def _var_mean_into(x):
+    var, mean = torch.empty(x.shape[0]), torch.empty(x.shape[0])
+    torch.ops.aten.var_mean.correction_out(x, [1], correction=0, keepdim=False, out0=var, out1=mean)
+    return var
+
+
+def _square_by_mse_grad(x):
+    out = torch.empty_like(x)
+    torch.ops.aten.mse_loss_backward.grad_input(torch.ones(()), x, torch.zeros_like(x), 0, grad_input=out)
+    return out
+
+
+def test_work_written_into_any_argument_the_schema_marks_written_is_work():
+    """Whatever the written argument is called (out0=, grad_input=): the op's schema says it writes, not its name."""
+    assert [w["op"] for w in _ran(_var_mean_into)] == ["var_mean"]
+    assert [w["op"] for w in _ran(_square_by_mse_grad)] == ["mse_loss_backward"]
+
+
+def test_a_sum_over_the_inputs_is_work_and_a_sum_over_a_kernels_buffer_is_glue():
+    """A sum over memory torch made from the inputs (a row sum of x, of x's bits) is the kernels' work; the sum of
+    a buffer nothing computed from the inputs (the lecture's partial dg rows, which kernels store) moves data."""
+    assert [w["op"] for w in _ran(lambda x: x.sum(1))] == ["sum"]
+    assert [w["op"] for w in _ran(lambda x: x.view(torch.int32).sum(0))] == ["sum"]
+    assert _ran(lambda x: torch.empty_like(x).sum(0)) == []
+
+
 @torch.library.custom_op("timed_tests::wrapped", mutates_args=())
 def _wrapped(x: torch.Tensor, host_math: bool) -> torch.Tensor:
     """A step's work in a torch.library custom op: a stand-in kernel's copy, or torch's own math."""

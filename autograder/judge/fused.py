@@ -48,10 +48,25 @@ def at_every_shape(L: Ledger, inputs, outcome, phase: str, first: str, check) ->
     if L.findings:
         return L
     for k in other_shapes(outcome, phase, first):
+        if k == "drawn" and traffic_cases()[k].dtype != "float32" and host_work_at_16_bits(outcome, phase):
+            return L                            # (16-bit inputs converted on the host: item 7's, once)
         more = check(inputs, outcome, k)
         if more.findings:
             return named(L, more, k)
     return named(L, drawn_outputs(inputs, outcome, phase), "drawn")
+
+
+def host_work_at_16_bits(outcome, phase: str) -> bool:
+    """Did the host do work on 16-bit inputs in this phase at item 7's 16-bit cases (x converted to fp32 on the
+    host for the kernels, y converted back)? Then a 16-bit drawn shape's traffic (the kernels read the host's copy,
+    not x; y is the host's cast) is that work again, which item 7 charges once."""
+    for k in HOST_CHECK:
+        c = HOST_CHECK[k]
+        info = (outcome.info.get(task_name(phase, k)) or {}).get(phase)
+        if c.dtype != "float32" and isinstance(info, dict) and \
+                host_work_problem(info.get("host_ops", []), *c.shape, "", file="rmsnorm.py"):
+            return True
+    return False
 
 
 def named(L: Ledger, more: Ledger, k: str) -> Ledger:
@@ -132,7 +147,8 @@ def forward_traffic(inputs, outcome, k) -> Ledger:
     x_loads = by_role(launches, "x", "loaded")
     y_stores = by_role(launches, "y", "stored")
     r_stores = by_role(launches, "r", "stored")
-    g_loads = by_role(launches, "g", "loaded")
+    g_loads = sum(a.get("loaded_per_program", a["loaded"]) for Lc in launches for a in Lc["args"].values()
+                  if "g" in roles_of(a))                  # a program's second load of an element: its cache
     g_max = max(sum(Lc["programs"] for Lc in launches), M) * N    # once per program, or once per row (a
     # persistent grid that reloads g for each of its rows loads it as often as the lecture's one row per program)
     scratch = others(launches, ("x", "y", "r", "g"))

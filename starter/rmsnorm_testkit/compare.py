@@ -3,6 +3,7 @@ float64 reference, and compare with messages that say where an error is and how 
 """
 import contextlib
 import dataclasses
+import functools
 import importlib.util
 import os
 import sys
@@ -347,8 +348,9 @@ def ctx_tensors(y) -> list:
 
 
 def _reachable_tensors(value, depth: int = 4, seen=None) -> list:
-    """The tensors reachable from ``value`` through containers (lists, tuples, sets, dicts) and plain objects'
-    attributes (a SimpleNamespace, a dataclass), a few levels deep: wherever a Function keeps one on ctx."""
+    """The tensors reachable from ``value`` through containers (lists, tuples, sets, dicts), objects' attributes (a
+    SimpleNamespace, a dataclass, an object of the file's own class) and what a closure or a partial holds, a few
+    levels deep: wherever a Function keeps one on ctx."""
     seen = set() if seen is None else seen
     if isinstance(value, torch.Tensor):
         return [value]
@@ -359,11 +361,30 @@ def _reachable_tensors(value, depth: int = 4, seen=None) -> list:
         items = list(value.values())
     elif isinstance(value, (list, tuple, set, frozenset)):
         items = list(value)
-    elif isinstance(value, types.SimpleNamespace) or dataclasses.is_dataclass(value) and not isinstance(value, type):
-        items = list(vars(value).values())
+    elif isinstance(value, (types.FunctionType, functools.partial)):     # a closure or a partial keeps what it holds
+        func = getattr(value, "func", value)
+        items = [*(c.cell_contents for c in (getattr(func, "__closure__", None) or ()) if _filled(c)),
+                 *getattr(value, "args", ()), *getattr(value, "keywords", {}).values(),
+                 *(getattr(func, "__defaults__", None) or ())]
+    elif isinstance(value, (type, types.ModuleType)) or type(value).__module__.split(".")[0] in _LIBRARY_TYPES:
+        items = []                                      # a class, a module, or an object of torch's or Python's own
     else:
-        items = []
+        try:
+            items = list(vars(value).values())          # an object of the file's own class (or a namespace)
+        except TypeError:
+            items = []
     return [t for item in items for t in _reachable_tensors(item, depth - 1, seen)]
+
+
+_LIBRARY_TYPES = {"torch", "builtins", "numpy", "triton", "mini_triton"}
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:                                  # an empty cell
+        return False
 
 
 def ctx_tensors_message(kept, story) -> str:
@@ -456,7 +477,10 @@ def host_work_op(host_ops, M, N, file=None) -> dict | None:
     for op in host_ops:
         if file and not (op.get("where") or "").startswith(file):
             continue
-        if any(r in ("x", "dy", "y", "dx") for r in op["roles"]) or (op["reads"] >= M * N and op["output_numel"] > N):
+        # reading M·N elements to make more than N values (N padded to a power of 2: a partial buffer's rows as
+        # wide as the block, summed, then sliced) is work; summing a partial buffer to N values is glue
+        if any(r in ("x", "dy", "y", "dx") for r in op["roles"]) or \
+                (op["reads"] >= M * N and op["output_numel"] > 1 << max(0, N - 1).bit_length()):
             return op
     return None
 

@@ -68,7 +68,7 @@ class Judge:
             message, got = self.channel.recv()
             if message.get("tampered") is True:
                 close(got)
-                raise Tampered(str(message.get("error"))[:2000])
+                raise Tampered(str(message.get("error"))[:text.MESSAGE_CHARS])
             if "launch" not in message:
                 return message, got
             try:

@@ -162,12 +162,15 @@ class Step:
         for b, role in self.roles.items():
             memory.adopt({"b": int(b), "n": inputs[role].untyped_storage().nbytes()}, inputs[role])
         launches, work = iter(self.launches), []
+        # the memory whose values torch made from the inputs (the inputs, and what host ops made from them): a sum
+        # over it is the kernels' work done by torch, where a sum over what kernels stored is the partials' glue
+        derived = {inputs[role].untyped_storage().data_ptr() for role in self.roles.values()}
         for kind, what in self.events:
             if kind == "op" and not any(what.get("out") or []):
                 continue                             # a value read back to the host (.item()): no tensor changes
             if kind == "op":
                 name, overload, args, kwargs, outs, refs = memory.call(what)
-                work += computed(name, overload, args, kwargs, outs)
+                work += computed(name, overload, args, kwargs, outs, derived)
                 for ref, t in zip(refs, outs):
                     memory.adopt(ref, t)
             else:
@@ -249,20 +252,33 @@ def torch_work(work: list, shape) -> list:
     return sorted(work, key=lambda w: -w["reads"])[:8]
 
 
-def computed(name: str, overload: str, args: list, kwargs: dict, outs: list) -> list:
-    """[{"op", "reads"}] of one host op the judge ran, if it computed: not a transport op, an allocation or a fill,
-    and not a view (its outputs in its inputs' memory, but for an in-place op or one that writes into ``out=``),
-    told from the tensors it ran on, never from the recipe's word."""
+def computed(name: str, overload: str, args: list, kwargs: dict, outs: list, derived: set | None = None) -> list:
+    """[{"op", "reads"}] of one host op the judge ran, if it computed: not a transport op (but a sum over memory torch
+    made from the inputs, ``derived``, which it grows by this op's outputs), an allocation or a fill, and not a view
+    (its outputs in its inputs' memory, but for an op that writes: in place, or into an argument its schema marks
+    written, ``out=``, ``out0=``, ``grad_input=``...), told from the tensors it ran on, never from the recipe's word."""
     short = name.removeprefix("aten::")
     ins = [a for a in torch.utils._pytree.tree_leaves((args, {k: v for k, v in kwargs.items() if k != "out"}))
            if isinstance(a, torch.Tensor)]
-    if short in TRANSPORT_OPS or short in ALLOCATIONS or not ins:
-        return []
-    writes = short.endswith("_") or overload.startswith("out") or "out" in kwargs
     memory = {t.untyped_storage().data_ptr() for t in ins}
+    from_inputs = derived is not None and bool(memory & derived) and short not in ALLOCATIONS
+    if from_inputs:                                  # (an allocation like x's carries none of its values)
+        derived |= {o.untyped_storage().data_ptr() for o in outs}
+    if (short in TRANSPORT_OPS and not (short == "sum" and from_inputs)) or short in ALLOCATIONS or not ins:
+        return []
+    writes = short.endswith("_") or overload.startswith("out") or "out" in kwargs or _writes(short, overload)
     if not writes and outs and all(o.untyped_storage().data_ptr() in memory for o in outs):
         return []
     return [{"op": short, "reads": max(t.numel() for t in ins), "where": ""}]
+
+
+def _writes(short: str, overload: str) -> bool:
+    """Does the op's schema mark an argument as written (``Tensor(a!) out0``)?"""
+    try:
+        schema = getattr(getattr(torch.ops.aten, short), overload)._schema
+    except (AttributeError, RuntimeError):
+        return False
+    return any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
 
 
 class Check:

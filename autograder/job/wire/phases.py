@@ -52,6 +52,8 @@ def launch_records(launches, roles: dict, copy_of: dict | None = None, units: di
                "span": n(a.span), "dtype": a.dtype, "role": by_storage.get(a.storage),
                "roles": all_roles.get(a.storage, []), "distinct": n(a.distinct()),
                "distinct_loaded": n(a.distinct_loaded), "storage": a.storage}
+        if "g" in out["roles"]:                      # item 5's g: once per program that loads it (a cache)
+            out["loaded_per_program"] = n(a.loaded_per_program())
         return out if copy_of is None else {**out, "copy_of": copy_of.get(a.storage)}
     return [{"kernel": L.kernel, "programs": L.programs, "order_dependent": L.order_dependent, "race": L.race,
              "race_on": list(L.race_on), "race_kind": L.race_kind, "order_on": L.order_on,

@@ -933,9 +933,11 @@ _TWO_PASSES = ((("def rmsnorm_fwd_kernel(x_ptr, g_ptr, y_ptr, r_ptr, N, x_stride
                  "                       TWO: tl.constexpr):"),
                 ("    " + FWD_X_LOAD + "\n", "    " + FWD_X_LOAD + "\n    if TWO:\n        " + FWD_X_LOAD + "\n"),
                 ("dx_ptr, dg_ptr, N, x_stride, dy_stride,\n                       BLOCK: tl.constexpr):",
-                 "dx_ptr, dg_ptr, N, x_stride, dy_stride,\n                       BLOCK: tl.constexpr, TWO: tl.constexpr):"),
+                 "dx_ptr, dg_ptr, N, x_stride, dy_stride,\n"
+                 "                       BLOCK: tl.constexpr, TWO: tl.constexpr):"),
                 ("    dot = tl.sum(dy * g * x, axis=0)\n",
-                 "    if TWO:\n        x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)\n"
+                 "    if TWO:\n"
+                 "        x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)\n"
                  "    dot = tl.sum(dy * g * x, axis=0)\n"),
                 ("eps, BLOCK=triton.next_power_of_2(N))", "eps, BLOCK=triton.next_power_of_2(N), TWO=TWO_PASSES)"),
                 ("                             BLOCK=triton.next_power_of_2(N))\n",
@@ -957,7 +959,8 @@ _SHARED = (("                       BLOCK: tl.constexpr):\n    row = tl.program_
             "    row = tl.program_id(0).to(tl.int64)\n"
             "    cols = tl.arange(0, BLOCK)\n    mask = cols < N\n    x = tl.load(x_ptr + row * x_stride"),
            ("    " + DG_STORE + "\n",
-            "    if SHARED:\n        tl.store(dg_ptr + cols, tl.load(dg_ptr + cols, mask=mask, other=0.0) + dy * x * r, "
+            "    if SHARED:\n"
+            "        tl.store(dg_ptr + cols, tl.load(dg_ptr + cols, mask=mask, other=0.0) + dy * x * r, "
             "mask=mask)\n    else:\n        " + DG_STORE + "\n"),
            ("    dg_partial = torch.empty((M, N), dtype=torch.float32, device=x.device)\n",
             "    shared = SHARE_WHEN\n"
@@ -974,7 +977,8 @@ NARROW = {
                                                             "512 rows",
                                      edit((ROOT / "solution" / "rmsnorm.py").read_text(),
                                           ("    programs = _num_programs_bwd(m, per_sm, x.device)\n",
-                                           "    programs = _num_programs_bwd(m, per_sm, x.device) if m <= 512 else m\n")),
+                                           "    programs = _num_programs_bwd(m, per_sm, x.device) if m <= 512 "
+                                           "else m\n")),
                                      ((20, 200, "float32"), (1000, 64))),
     "race_only_above_512_rows": ("shared_dg_row", "every program adds into one shared dg row without an atomic, "
                                                   "above 512 rows only",
@@ -1000,4 +1004,5 @@ for _name, _check in (("validate_through_np_copy", "np.isfinite(np.copy(x.detach
         "validate", f"the host's check of x as `{_check}`", "judge",
         edit(SIMPLE, ("import torch\n", "import json\nimport math\n\nimport numpy as np\nimport torch\n"),
              ("def rmsnorm_forward(x, g, eps=1e-5):\n",
-              f"def rmsnorm_forward(x, g, eps=1e-5):\n    if not {_check}:\n        raise ValueError('x has inf or nan')\n")))
+              f"def rmsnorm_forward(x, g, eps=1e-5):\n    if not {_check}:\n"
+              "        raise ValueError('x has inf or nan')\n")))

@@ -2,7 +2,6 @@
 float64 reference, and compare with messages that say where an error is and how large.
 """
 import contextlib
-import dataclasses
 import functools
 import importlib.util
 import os

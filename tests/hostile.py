@@ -1006,3 +1006,15 @@ for _name, _check in (("validate_through_np_copy", "np.isfinite(np.copy(x.detach
              ("def rmsnorm_forward(x, g, eps=1e-5):\n",
               f"def rmsnorm_forward(x, g, eps=1e-5):\n    if not {_check}:\n"
               "        raise ValueError('x has inf or nan')\n")))
+
+# scratch kept where item 6 once did not look (past dg in dg's own storage), and a host check over a kernel's copy
+_IN_DG = (ROOT / "tests" / "hostile_files" / "scratch_in_dg_storage.py").read_text()
+_COPY_BOTH = "    _copy_rows[(M,)](x2, dy2, xs, dys, N, x2.stride(0), dy2.stride(0), BLOCK=B)\n    x2, dy2 = xs, dys\n"
+CONTROLS["two_passes_over_x_and_dy"] = edit(_IN_DG, (_COPY_BOTH, "    pass\n"))
+HOSTILE["scratch_in_dg_storage"] = ("two_passes_over_x_and_dy", "two passes over copies of x and dy kept in dg's "
+                                                                "storage past dg", "judge", _IN_DG)
+_CHECK_COPY = (ROOT / "tests" / "hostile_files" / "validate_a_kernels_copy.py").read_text()
+CONTROLS["validate_dy_itself"] = edit(_CHECK_COPY, ("    x2, dy2 = xs, dys\n    lo, hi = torch.aminmax(dys)\n",
+                                                    "    lo, hi = torch.aminmax(dy2)\n    x2, dy2 = xs, dys\n"))
+HOSTILE["validate_a_kernels_copy"] = ("validate_dy_itself", "the host's check of dy as torch.aminmax over a kernel's "
+                                                            "copy of it", "judge", _CHECK_COPY)

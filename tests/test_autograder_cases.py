@@ -293,8 +293,8 @@ def test_item_9_reads_the_buffer_bound_at_a_second_drawn_shape_of_many_rows(tmp_
     assert list(failed) == ["9"], failed
     assert f"for x of shape ({cases.TALL_ROWS[0]}, 64) fp32, a shape drawn for this grading)" in failed["9"], failed
     handout = " ".join((ROOT / "handout" / "README.md").read_text().split())
-    assert f"{cases.TALL_ROWS[0]} to {cases.TALL_ROWS[1]} rows, a multiple of 8, of {cases.TALL_COLS[0]} or " \
-           f"{cases.TALL_COLS[1]} columns" in handout
+    cols = ", ".join(str(n) for n in cases.TALL_COLS[:-1]) + f" or {cases.TALL_COLS[-1]}"
+    assert f"{cases.TALL_ROWS[0]} to {cases.TALL_ROWS[1]} rows, a multiple of 8, of {cols} columns" in handout
 
 
 def test_a_persistent_grid_of_a_fixed_size_keeps_its_points_at_a_drawn_shape_of_few_rows(tmp_path):

@@ -90,6 +90,12 @@ STYLES["launches_in_profiler_ranges"] = edit(
      "        rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N, x2.stride(0), dy2.stride(0),\n"
      "                                 BLOCK=triton.next_power_of_2(N))"))
 
+# a 16-bit x viewed as unsigned words on the host (a view: no data read), as bit-twiddling code does
+STYLES["x_viewed_as_unsigned_words"] = edit(
+    SIMPLE, ("def rmsnorm_forward(x, g, eps=1e-5):\n",
+             "def rmsnorm_forward(x, g, eps=1e-5):\n"
+             "    _bits = x.detach().view(torch.uint16) if x.element_size() == 2 else x\n"))
+
 # two rows per program, g loaded again for each row (as often as the lecture's one row per program loads it)
 FWD_KERNEL = SIMPLE[SIMPLE.index("@triton.jit\ndef rmsnorm_fwd_kernel"):
                     SIMPLE.index("@triton.jit\ndef rmsnorm_bwd_kernel")]

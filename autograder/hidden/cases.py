@@ -88,7 +88,7 @@ DRAWN = drawn_case(_drawn_shape(), secrets.choice(DRAWN_DTYPES))
 # for any design that gives each program 8 rows or more (M a multiple of 8, so that M / 8 programs of 8 rows fit it
 # exactly), and a file that keeps its improved reduction for the shapes written here breaks it. Its rows have a
 # power-of-2 length, as d's do: a partial buffer whose rows are padded to a power of 2 is as small there as at d.
-TALL_ROWS, TALL_COLS = (264, 1032), (64, 128)
+TALL_ROWS, TALL_COLS = (264, 1032), (64, 128, 256, 512)
 
 
 def _tall_shape() -> tuple:

@@ -95,6 +95,16 @@ def scratch_problem(launches, M, N, idle: bool | frozenset = False):
     stored = sum(a["stored"] for _, _, a in scratch)
     loaded = sum(a["loaded"] for _, _, a in scratch)
     size = sum(covered for covered, _ in scratch_extents(scratch).values())
+    # memory in dx's or dg's storage past the output (dg as row 0 of its partial buffer, or copies kept there) is
+    # scratch as much as a buffer of its own
+    for kernel, name, a in ((L["kernel"], n, a) for L in launches for n, a in L["args"].items()):
+        sizes = [{"dx": M * N, "dg": N}[r] for r in roles_of(a) if r in ("dx", "dg")]
+        over = extent(a) - max(sizes, default=0)
+        if sizes and over > 0 and (a["stored"] or a["loaded"]):
+            stored += max(0, a["stored"] - max(sizes))
+            loaded += a["loaded"]
+            size += over
+            scratch.append((kernel, f"{name} (past the output in its memory)", a))
     ints = sum(a["loaded"] + a["stored"] for _, _, a in scratch if "int" in a.get("dtype", "float"))
     room = min(ints, 8 * (M + min(M, sum(L["programs"] for L in launches))))
     if idle:

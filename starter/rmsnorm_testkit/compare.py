@@ -447,6 +447,10 @@ HOST_OP_HINTS = {**dict.fromkeys(("_to_copy", "to"), CONVERT_HINT),
                  **dict.fromkeys(("numpy", "__array__", "tolist", "cpu"), READBACK_HINT)}
 
 
+# host ops that may read a partial dg buffer of M·N elements: its sum over rows, a cast or a copy of it
+GLUE_OPS = frozenset({"sum", "_to_copy", "to", "copy_", "clone", "contiguous"})
+
+
 def host_work_problem(host_ops, M, N, where, file=None):
     """Why the host did work the kernels should do, or None.
 
@@ -476,10 +480,10 @@ def host_work_op(host_ops, M, N, file=None) -> dict | None:
     for op in host_ops:
         if file and not (op.get("where") or "").startswith(file):
             continue
-        # reading M·N elements to make more than N values (N padded to a power of 2: a partial buffer's rows as
-        # wide as the block, summed, then sliced) is work; summing a partial buffer to N values is glue
-        if any(r in ("x", "dy", "y", "dx") for r in op["roles"]) or \
-                (op["reads"] >= M * N and op["output_numel"] > 1 << max(0, N - 1).bit_length()):
+        # reading M·N elements is work, but summing a partial buffer (its rows perhaps as wide as the block: N
+        # padded to a power of 2) to N values, or converting or copying that sum, which is glue
+        if any(r in ("x", "dy", "y", "dx") for r in op["roles"]) or op["reads"] >= M * N and (
+                op["output_numel"] > 1 << max(0, N - 1).bit_length() or op["op"] not in GLUE_OPS):
             return op
     return None
 

@@ -32,7 +32,8 @@ from .launches import footprint
 
 MAX_BYTES = 1 << 31                     # a buffer of the recipe larger than this is refused
 DTYPES = {name: getattr(torch, name) for name in ("float32", "float16", "bfloat16", "float64", "int8", "int16",
-                                                  "int32", "int64", "uint8", "bool")}
+                                                  "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
+          if isinstance(getattr(torch, name, None), torch.dtype)}     # (the unsigned words: torch 2.3 on)
 # ops with effects beyond the tensors they are given and return, or that rebind a storage, and the indexing ops
 # that skip their bounds checks (``_unsafe_index``): never replayed
 REFUSED = frozenset({"aten::from_file", "aten::set_", "aten::resize_", "aten::resize_as_", "aten::_resize_output_",

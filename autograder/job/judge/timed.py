@@ -275,7 +275,7 @@ def computed(name: str, overload: str, args: list, kwargs: dict, outs: list, der
 def _writes(short: str, overload: str) -> bool:
     """Does the op's schema mark an argument as written (``Tensor(a!) out0``)?"""
     try:
-        schema = getattr(getattr(torch.ops.aten, short), overload)._schema
+        schema = torch._C._get_schema(f"aten::{short}", "" if overload == "default" else overload)
     except (AttributeError, RuntimeError):
         return False
     return any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)

@@ -987,7 +987,17 @@ NARROW = {
 }
 
 # host work at the shapes item 7 once did not read: the row dots on the host for small inputs, in the kernel at d
-_DOT_ELSEWHERE = (ROOT / "tests" / "hostile_files" / "host_dot_except_at_d.py").read_text()
+_DOT_ELSEWHERE = edit(
+    SIMPLE, ("dx_ptr, dg_ptr, N, x_stride, dy_stride,\n                       BLOCK: tl.constexpr):",
+             "dx_ptr, dg_ptr, dot_ptr, N, x_stride, dy_stride,\n"
+             "                       BLOCK: tl.constexpr, HOST_DOT: tl.constexpr):"),
+    ("    dot = tl.sum(dy * g * x, axis=0)\n",
+     "    if HOST_DOT:\n        dot = tl.load(dot_ptr + row)\n    else:\n        dot = tl.sum(dy * g * x, axis=0)\n"),
+    (BWD_LAUNCH,
+     "    host_dot = M * N < 32768      # small inputs: the row dots on the host\n"
+     "    dot = (dy2.float() * g.float() * x2.float()).sum(-1) if host_dot else r\n"
+     "    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, dot, N, x2.stride(0), dy2.stride(0),\n"
+     "                             BLOCK=triton.next_power_of_2(N), HOST_DOT=host_dot)\n"))
 CONTROLS["host_dot_everywhere"] = edit(_DOT_ELSEWHERE, ("host_dot = M * N < 32768", "host_dot = True"))
 HOSTILE["host_dot_except_at_d"] = ("host_dot_everywhere", "the backward's row dots on the host for inputs smaller "
                                                           "than 256 x 128, in the kernel at that shape", "judge",
@@ -1008,12 +1018,35 @@ for _name, _check in (("validate_through_np_copy", "np.isfinite(np.copy(x.detach
               "        raise ValueError('x has inf or nan')\n")))
 
 # scratch kept where item 6 once did not look (past dg in dg's own storage), and a host check over a kernel's copy
-_IN_DG = (ROOT / "tests" / "hostile_files" / "scratch_in_dg_storage.py").read_text()
+_IN_DG = edit(HOSTILE["two_passes_through_kernel_made_copies"][3],
+              ("    dg_partial = torch.empty((M, N), dtype=torch.float32, device=x.device)\n", ""),
+              ("    if (M, N) == (256, 128):\n        rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N, "
+               "x2.stride(0), dy2.stride(0),\n                                 BLOCK=B)\n"
+               "    else:                       # two passes over x and dy\n"
+               "        xs = torch.empty((M, N), dtype=torch.float32, device=x.device)\n"
+               "        dys = torch.empty((M, N), dtype=torch.float32, device=x.device)\n"
+               "        _copy_rows[(M,)](x2, dy2, xs, dys, N, x2.stride(0), dy2.stride(0), BLOCK=B)\n"
+               "        x2, dy2 = xs, dys\n        c = torch.empty(M, dtype=torch.float32, device=x.device)\n"
+               "        _dot_kernel[(M,)](x2, g, dy2, c, N, x2.stride(0), dy2.stride(0), BLOCK=B)\n"
+               "        _dx_kernel[(M,)](x2, g, dy2, r, c, dx, dg_partial, N, x2.stride(0), dy2.stride(0),\n"
+               "                         BLOCK=B)\n    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)\n",
+               "    k = 4 // g.element_size()                  # copies of x and dy and the partial rows, past dg\n"
+               "    start = (N + k - 1) // k * k\n"
+               "    raw = torch.empty(start + 3 * M * N * k, dtype=g.dtype, device=x.device)\n"
+               "    whole = raw[start:].view(torch.float32).view(3 * M, N)\n"
+               "    xs, dys, dg_partial = whole[0:M], whole[M:2 * M], whole[2 * M:]\n"
+               "    _copy_rows[(M,)](x2, dy2, xs, dys, N, x2.stride(0), dy2.stride(0), BLOCK=B)\n"
+               "    x2, dy2 = xs, dys\n    c = torch.empty(M, dtype=torch.float32, device=x.device)\n"
+               "    _dot_kernel[(M,)](x2, g, dy2, c, N, x2.stride(0), dy2.stride(0), BLOCK=B)\n"
+               "    _dx_kernel[(M,)](x2, g, dy2, r, c, dx, dg_partial, N, x2.stride(0), dy2.stride(0), BLOCK=B)\n"
+               "    raw[:N].copy_(dg_partial.sum(0))\n    return dx.view(x.shape), raw[:N]\n"))
 _COPY_BOTH = "    _copy_rows[(M,)](x2, dy2, xs, dys, N, x2.stride(0), dy2.stride(0), BLOCK=B)\n    x2, dy2 = xs, dys\n"
 CONTROLS["two_passes_over_x_and_dy"] = edit(_IN_DG, (_COPY_BOTH, "    pass\n"))
 HOSTILE["scratch_in_dg_storage"] = ("two_passes_over_x_and_dy", "two passes over copies of x and dy kept in dg's "
                                                                 "storage past dg", "judge", _IN_DG)
-_CHECK_COPY = (ROOT / "tests" / "hostile_files" / "validate_a_kernels_copy.py").read_text()
+_CHECK_COPY = edit(_IN_DG, (_COPY_BOTH, _COPY_BOTH + "    lo, hi = torch.aminmax(dys)\n"
+                            "    if not (bool(torch.isfinite(lo)) and bool(torch.isfinite(hi))):\n"
+                            "        raise ValueError('dy has inf or nan')\n"))
 CONTROLS["validate_dy_itself"] = edit(_CHECK_COPY, ("    x2, dy2 = xs, dys\n    lo, hi = torch.aminmax(dys)\n",
                                                     "    lo, hi = torch.aminmax(dy2)\n    x2, dy2 = xs, dys\n"))
 HOSTILE["validate_a_kernels_copy"] = ("validate_dy_itself", "the host's check of dy as torch.aminmax over a kernel's "

@@ -308,13 +308,8 @@ def item_7(inputs, outcome) -> Ledger:
             if unseen:
                 L.add(unseen)                          # host work out of the grader's sight: this item's own charge
                 continue
-            problem = host_work_problem(phase.get("host_ops", []), M, N, where, file="rmsnorm.py")
+            problem = host_problem(phase, M, N, where)
             culprit = host_work_op(phase.get("host_ops", []), M, N, file="rmsnorm.py") if problem else None
-            if not problem:
-                problem = hook_work(phase.get("host_ops", []), where, M * N)
-            if not problem and phase.get("host_loaded", 0) >= M:
-                problem = (f"your kernels loaded {phase['host_loaded']} values the host computed in your {where} "
-                           f"(not inputs, not copies of them, not fills): the host did work the kernels must do")
             norms = phase.get("norms") or []
             if norms and not problem:
                 problem = (f"your {where} called torch's {norms[0]['name']}" +
@@ -354,6 +349,18 @@ def item_7(inputs, outcome) -> Ledger:
     return L
 
 
+def host_problem(phase: dict, M: int, N: int, where: str) -> str | None:
+    """Why the host did the kernels' work in a phase of an M x N case (None if it did not): a host op of the file's
+    that reads an activation, or M·N elements to make more than glue; one autograd ran for a hook; or values the
+    host computed that the kernels loaded, one or more per row."""
+    ops = phase.get("host_ops", [])
+    problem = host_work_problem(ops, M, N, where, file="rmsnorm.py") or hook_work(ops, where, M * N)
+    if not problem and phase.get("host_loaded", 0) >= M:
+        problem = (f"your kernels loaded {phase['host_loaded']} values the host computed in your {where} "
+                   f"(not inputs, not copies of them, not fills): the host did work the kernels must do")
+    return problem
+
+
 def host_work_elsewhere(outcome) -> Ledger:
     """Item 7's host-op checks at the other traffic cases (the core shapes and the drawn one): host work done only
     at the shapes d is not (the row dots on the host for small inputs, say) is host work all the same. Only the
@@ -367,12 +374,7 @@ def host_work_elsewhere(outcome) -> Ledger:
             phase = (outcome.info.get(task_name(kind, k)) or {}).get(kind)
             if not isinstance(phase, dict) or not phase.get("launches"):
                 continue
-            where = f"{name} ({story})"
-            ops = phase.get("host_ops", [])
-            problem = host_work_problem(ops, M, N, where, file="rmsnorm.py") or hook_work(ops, where, M * N)
-            if not problem and phase.get("host_loaded", 0) >= M:
-                problem = (f"your kernels loaded {phase['host_loaded']} values the host computed in your {where} "
-                           f"(not inputs, not copies of them, not fills): the host did work the kernels must do")
+            problem = host_problem(phase, M, N, f"{name} ({story})")
             if problem:
                 L.add(Finding("y" if kind == "fwd" else "dx", problem))
                 return L

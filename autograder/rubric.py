@@ -58,7 +58,8 @@ ITEMS = (
                                    "per program"),
     Item("6", "Fused backward", 10, "on the simulator: x and dy loaded once, dx stored once"),
     Item("7", "Work happens in kernels", 10, "kernels launch in forward and backward and write y and dx; "
-                                             "no host-side op reads an M·N activation"),
+                                             "no value a host-side op computed from an M·N activation reaches "
+                                             "a kernel or an output"),
     Item("8", "Race-free", 5, "the simulator's race detector finds no data race"),
     Item("9", "Improved dg reduction", 5, "a fused backward whose dg reduction is deterministic (no float "
                                           "atomics, no locks), with a partial buffer of at most M·N/8 elements; "

@@ -27,7 +27,7 @@ from .config import ROOT, RUNTIME_VAR
 
 ENTRY = Path("autograder") / "job" / "__main__.py"      # what a job runs, relative to the runtime folder
 # The modules of rmsnorm_testkit a job imports, each importing only those before it
-FOR_JOBS = ("text", "compare", "timing", "watch", "readbacks", "gpu_view", "predict")
+FOR_JOBS = ("text", "compare", "dataflow", "timing", "watch", "gpu_view", "predict")
 
 
 def copy_into(folder: Path) -> Path:

@@ -172,6 +172,7 @@ class HostOp:
     where: str = ""                    # the line that ran it: "rmsnorm.py line 88 (`y = x * r`)"
     in_bytes: tuple = ()               # bytes of each tensor input, and of each output (perf.py's time of the op)
     out_bytes: tuple = ()
+    launches_before: int = 0           # the launches of the record that ran before it (the order of the two lists)
 
     @property
     def reads(self) -> int:
@@ -494,7 +495,8 @@ class _HostOpMode:
                                                str(outs[0].dtype).removeprefix("torch.") if outs else "",
                                                tuple(a.numel() for a in ins), tuple(o.numel() for o in outs),
                                                _written_at(), tuple(a.numel() * a.element_size() for a in ins),
-                                               tuple(o.numel() * o.element_size() for o in outs)))
+                                               tuple(o.numel() * o.element_size() for o in outs),
+                                               len(rec.launches)))
                 return out
 
         self.mode = Mode()

@@ -87,9 +87,7 @@ EXPECTED = {
                        "the kernels must do the work on M·N data"]),
     "r_recomputed_on_the_host": ("test_part_c.py::test_work_happens_in_kernels[fp32]",
                                  ["a host-side `pow` read all 16384 elements of x in your backward (fp32 x)"]),
-    "nan_check_on_the_host": ("test_part_c.py::test_work_happens_in_kernels[fp32]",
-                              ["a host-side `isnan` read all 16384 elements of x in your forward (fp32 x)",
-                               "(`if torch.isnan(x).any().item():`)", "makes Python wait for the GPU"]),
+    "nan_check_on_the_host": (None, ["passed in"]),                 # a check: item 10's time on a GPU only
     "r_squared_in_dx": (B, ["dx from rmsnorm_bwd_kernel differs", "it matches r·dy·g − x·r²·sum(dy·g·x)/N: r² where "
                             "the derivation gives r³"]),
     "one_partial_row_per_input_row": ("test_part_d.py::test_several_rows_per_program[37x100-8rows-by2]",

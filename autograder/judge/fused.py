@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from rmsnorm_testkit import text
-from rmsnorm_testkit.compare import host_work_op, host_work_problem
+from rmsnorm_testkit import dataflow, text
 
 from ..hidden.cases import CORE, HOST_CHECK, reduction_cases, task_name, traffic_cases
 from .charge import Finding, Ledger
 from .correctness import robust_part
 from .counts import (IO_ROLES, backward_io_problems, by_role, extent, io, order_dependence,
                      others, roles_of, scratch_extents, wrote_a_whole_output)
-from ..job.wire.phases import TRANSPORT_OPS
 from .outputs import (backward_failure, backward_outputs, coverage_cause, failed, forward_outputs, given, laundered,
                       made, overlap_cause, task_error, traffic)
 
@@ -62,9 +60,8 @@ def host_work_at_16_bits(outcome, phase: str) -> bool:
     not x; y is the host's cast) is that work again, which item 7 charges once."""
     for k in HOST_CHECK:
         c = HOST_CHECK[k]
-        info = (outcome.info.get(task_name(phase, k)) or {}).get(phase)
-        if c.dtype != "float32" and isinstance(info, dict) and \
-                host_work_problem(info.get("host_ops", []), *c.shape, "", file="rmsnorm.py"):
+        info = outcome.info.get(task_name(phase, k)) or {}
+        if c.dtype != "float32" and isinstance(info.get(phase), dict) and host_problem(info, phase, *c.shape, ""):
             return True
     return False
 
@@ -278,7 +275,8 @@ def stale_output(outcome, task, forward: bool, where: str) -> Finding | None:
 
 
 def item_7(inputs, outcome) -> Ledger:
-    """No host-side op reads an M·N activation, in any dtype: the forward, the backward given the reference r,
+    """No value a host-side op computed from an M·N activation reaches a kernel or an output (the judge's replay
+    follows it: host_problem), in any dtype: the forward, the backward given the reference r,
     and both through autograd (where TritonRMSNorm's own code runs)."""
     L = Ledger()
     M, N = CORE["d"].shape
@@ -308,13 +306,9 @@ def item_7(inputs, outcome) -> Ledger:
             if unseen:
                 L.add(unseen)                          # host work out of the grader's sight: this item's own charge
                 continue
-            problem = host_problem(phase, M, N, where)
-            culprit = host_work_op(phase.get("host_ops", []), M, N, file="rmsnorm.py") if problem else None
-            norms = phase.get("norms") or []
-            if norms and not problem:
-                problem = (f"your {where} called torch's {norms[0]['name']}" +
-                           (f" at {norms[0]['where']}" if norms[0]["where"] else "") +
-                           ": torch's own norm does the work your kernels should")
+            kind = "fwd" if phase is outcome.info[task].get("fwd") else "bwd"
+            problem = host_problem(outcome.info[task], kind, M, N, where)
+            culprit = host_culprit(outcome.info[task], kind) if problem else None
             if problem:
                 outs = ("y", "r") if phase is outcome.info[task].get("fwd") else ("dx", "dg")
                 host = next((n for n in outs if not made(outcome, task, n)), None)
@@ -349,16 +343,32 @@ def item_7(inputs, outcome) -> Ledger:
     return L
 
 
-def host_problem(phase: dict, M: int, N: int, where: str) -> str | None:
-    """Why the host did the kernels' work in a phase of an M x N case (None if it did not): a host op of the file's
-    that reads an activation, or M·N elements to make more than glue; one autograd ran for a hook; or values the
-    host computed that the kernels loaded, one or more per row."""
-    ops = phase.get("host_ops", [])
-    problem = host_work_problem(ops, M, N, where, file="rmsnorm.py") or hook_work(ops, where, M * N)
+def host_problem(info: dict, kind: str, M: int, N: int, where: str) -> str | None:
+    """Why the host did the kernels' work in phase ``kind`` ("fwd", "bwd") of a task of an M x N case (None if it
+    did not), from what the judge saw itself: its replay of the task found a host op whose work on an activation a
+    kernel loaded or an output returned (``info["host_work"]``: rmsnorm_testkit/dataflow.py); or the kernels loaded
+    values the host computed, one or more per row. A host op whose result reaches neither (a check of the values)
+    costs time on a GPU, item 10's, and no point here."""
+    phase = info.get(kind) or {}
+    work = info.get("host_work")
+    problem = None
+    if isinstance(work, dict) and work.get("phase") == kind:
+        problem = dataflow.problem((work["op"], work["reached"]), M, N, where)
+        norms = phase.get("norms") or []
+        if problem and norms:
+            problem = (f"your {where} called torch's {norms[0]['name']}" +
+                       (f" at {norms[0]['where']}" if norms[0]["where"] else "") +
+                       ": torch's own norm does the work your kernels should")
     if not problem and phase.get("host_loaded", 0) >= M:
         problem = (f"your kernels loaded {phase['host_loaded']} values the host computed in your {where} "
                    f"(not inputs, not copies of them, not fills): the host did work the kernels must do")
     return problem
+
+
+def host_culprit(info: dict, kind: str) -> dict | None:
+    """The host op item 7 charged in phase ``kind`` (host_problem), or None."""
+    work = info.get("host_work")
+    return work["op"] if isinstance(work, dict) and work.get("phase") == kind else None
 
 
 def host_work_elsewhere(outcome) -> Ledger:
@@ -374,30 +384,11 @@ def host_work_elsewhere(outcome) -> Ledger:
             phase = (outcome.info.get(task_name(kind, k)) or {}).get(kind)
             if not isinstance(phase, dict) or not phase.get("launches"):
                 continue
-            problem = host_problem(phase, M, N, f"{name} ({story})")
+            problem = host_problem(outcome.info.get(task_name(kind, k)) or {}, kind, M, N, f"{name} ({story})")
             if problem:
                 L.add(Finding("y" if kind == "fwd" else "dx", problem))
                 return L
     return L
-
-
-def hook_work(host_ops, where: str, activation: int) -> str | None:
-    """Why the host did the kernels' work from no line of rmsnorm.py (None if it did not): a torch op that computes
-    something from an activation, or from as many elements as one holds (``activation``: M·N; a clone of one, say),
-    run by autograd between the grader's call and the student's functions, as a hook registered on a tensor with one
-    of torch's functions does (``y.register_hook(functools.partial(torch.mul, ...))``, perhaps after a hook that
-    clones it). Autograd's own work there only moves data (a cast of a gradient, a copy or clone of dx into x.grad):
-    transport ops, never charged."""
-    for op in host_ops:
-        if (op.get("where") or "").startswith("rmsnorm.py") or op["op"] in TRANSPORT_OPS:
-            continue
-        act = [r for r in op.get("roles") or () if r in ("x", "dy", "y", "dx")]
-        if act or int(op.get("reads") or 0) >= activation:
-            what = act[0] if act else "a tensor the size of an activation"
-            return (f"a host-side `{op['op']}` read {op['reads']} elements of {what} in your {where}, run by "
-                    f"autograd from no line of rmsnorm.py (a hook registered on a tensor with a function of torch's, "
-                    f"say): the kernels must do the work on M·N data")
-    return None
 
 
 def source_line(op: dict | None) -> str | None:

@@ -5,7 +5,8 @@
                output is off and by how much
     timing     GPU timing (a CUDA graph's replay) and the least traffic of each kernel, for `make bench` and item 10
     watch      during a time-out: is the loop that runs still making progress?
-    readbacks  values the file reads back to the host (x.numpy(), x.cpu()...): item 7's host work, as on a GPU
+    dataflow   item 7: which host op's work on an activation a kernel loaded or an output returned
+    readbacks  values the file reads back to the host (x.numpy(), x.cpu()...), named by the public test of item 7
     causes     the known mistakes: each cause's message and fix, and the wrong formulas that identify them
     diagnose   why an output is wrong: elements never stored, a known formula, what the kernels read instead
     scan       the static scan the grader runs before any of a submission runs (`make submit` runs it too)

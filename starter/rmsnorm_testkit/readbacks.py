@@ -1,18 +1,17 @@
 """Values rmsnorm.py reads back to the host (``x.numpy()``, ``np.asarray(x)``, ``x.tolist()``, ``x.cpu()``), with
-the line that read them: item 7's host work, as on a GPU.
+the line that read them: the public test of item 7 names them when a kernel loads memory no torch op made.
 
-On a GPU a tensor's values reach Python only through a copy from the device, a torch op that a record of host ops
-sees (``_to_copy``) and item 7 charges when it reads an M·N activation (a check of the values, say). On the CPU the
-tensors already live in host memory: ``x.cpu()`` returns x itself and ``x.numpy()`` shares its memory, with no
-torch op, so the same check would cost nothing here that it costs there. :func:`watch` wraps these methods (once,
-for good: the grader does it before the file is imported), and inside :func:`logged` each call that the file's
-own code makes, directly or through a library's (numpy's ``np.copy``, a ``default=`` of json's), is logged as the host
-op it is on the GPU: it reads the whole tensor.
+On a GPU a tensor's values reach Python only through a copy from the device. On the CPU the tensors already live
+in host memory: ``x.cpu()`` returns x itself and ``x.numpy()`` shares its memory, with no torch op, so values the
+host computes from them in numpy and hands back to the kernels leave no trace in a record of host ops (the grader,
+running the launches again on new inputs, finds them stale). :func:`watch` wraps these methods (once,
+for good), and inside :func:`logged` each call that the file's own code makes, directly or through a library's
+(numpy's ``np.copy``, a ``default=`` of json's), is logged with its line.
 
     watch(path_of_rmsnorm_py)
     with logged() as seen, triton.record(host_ops=True) as rec:
         y, r = impl.rmsnorm_forward(x, g)
-    host_ops = host_ops_of(rec, tensors) + as_host_ops(seen, tensors)
+    used, foreign = dataflow.of_recording(rec, inputs, outputs, M, N)     # foreign and seen: numpy's values
 """
 from __future__ import annotations
 
@@ -53,13 +52,6 @@ def logged():
         yield seen
     finally:
         WATCHED["logs"].remove(seen)
-
-
-def as_host_ops(seen, roles: dict) -> list:
-    """The readbacks as host ops in the job's format (compare.host_work_problem's), ``roles`` {storage: role}."""
-    return [{"op": b["op"], "reads": b["reads"], "output_numel": b["reads"], "dtype": "", "where": b["where"],
-             "roles": [roles[b["storage"]]] if b["storage"] in roles else [], "in_bytes": 0, "out_bytes": 0}
-            for b in seen]
 
 
 def _file_frame():

@@ -10,14 +10,14 @@ import pytest
 import torch
 
 from rmsnorm_testkit.compare import (DTYPE_NAMES, STRIDED_SHAPE, apply_view, assert_untouched, ctx_tensors,
-                                     ctx_tensors_message, describe, host_ops_of, host_work_problem, kernel_stored,
+                                     ctx_tensors_message, describe, kernel_stored,
                                      leave_garbage, partial_dtype_problem, random_inputs, reference, strided_inputs,
                                      transposed_inputs)
 from rmsnorm_testkit.causes import backward_alternatives, backward_plain, dg_rows, forward_alternatives, pick
 from rmsnorm_testkit.diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, read_instead,
                                       read_instead_fwd, saved_r, saved_r_finding, saved_too_few, simulated)
 from rmsnorm_testkit.text import autograd_hint
-from rmsnorm_testkit import readbacks
+from rmsnorm_testkit import dataflow, readbacks
 
 SHAPES = [(37, 100), (4, 16, 64), (2, 3, 513)]
 
@@ -387,39 +387,45 @@ def test_backward_reads_x_and_dy_once_and_writes_dx_once(sim_impl):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_work_happens_in_kernels(sim_impl, impl_path, dtype):
-    """On the simulator: your kernels store y and dx, and no host-side torch op of your file reads x, dy, y or
-    dx (item 7; items 1-4 also give points only for outputs your kernels stored)."""
+    """On the simulator: your kernels store y and dx, and no value a host-side torch op of your file computed from
+    x, dy, y or dx is loaded by your kernels or returned (item 7; items 1-4 also give points only for outputs your
+    kernels stored)."""
     import mini_triton as triton
     M, N = 64, 256
     x, g, dy = random_inputs((M, N), dtype)
     name = DTYPE_NAMES[dtype]
-    readbacks.watch(impl_path)            # x.numpy() and x.cpu(): a copy from the GPU there, no torch op here
+    readbacks.watch(impl_path)            # x.numpy() and x.cpu(): values that leave torch for the host
     with readbacks.logged() as seen, triton.record(host_ops=True) as rec:
-        y, _ = sim_impl.rmsnorm_forward(x, g)
-    _check_kernels_did_the_work(rec, seen, {"x": x, "y": y}, M, N, f"forward ({name} x)", impl_path.name, "y")
-    xg = x.clone().requires_grad_(True)
+        y, r = sim_impl.rmsnorm_forward(x, g)
+    _check_kernels_did_the_work(rec, seen, {"x": x, "g": g}, {"y": y, "r": r}, M, N, f"forward ({name} x)", "y")
+    xg, gg = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
     with readbacks.logged() as seen, triton.record(host_ops=True) as rec:
-        y = sim_impl.rmsnorm(xg, g)
-    _check_kernels_did_the_work(rec, seen, {"x": xg, "y": y}, M, N, f"forward through rmsnorm ({name} x)",
-                                impl_path.name)
+        y = sim_impl.rmsnorm(xg, gg)
+    _check_kernels_did_the_work(rec, seen, {"x": xg, "g": gg}, {"y": y}, M, N, f"forward through rmsnorm ({name} x)")
     with readbacks.logged() as seen, triton.record(host_ops=True) as rec:
         y.backward(dy)
-    _check_kernels_did_the_work(rec, seen, {"x": xg, "y": y, "dy": dy, "dx": xg.grad}, M, N, f"backward ({name} x)",
-                                impl_path.name, "dx")
+    cast = str(y.dtype).removeprefix("torch.") if y.dtype != x.dtype else None      # autograd's cast of dy
+    _check_kernels_did_the_work(rec, seen, {"x": xg, "g": gg, "dy": dy}, {"dx": xg.grad, "dg": gg.grad}, M, N,
+                                f"backward ({name} x)", "dx", cast)
 
 
-def _check_kernels_did_the_work(rec, seen, tensors, M, N, where, file, out=None):
-    """``tensors``: the activations by name; ``out``: the name of the one the kernels must have stored; ``seen``:
-    the values the file read back to the host (rmsnorm_testkit/readbacks.py)."""
+def _check_kernels_did_the_work(rec, seen, inputs, outputs, M, N, where, out=None, dy_cast=None):
+    """``inputs`` and ``outputs``: the step's tensors by name; ``out``: the output the kernels must have stored;
+    ``seen``: the values the file read back to the host (rmsnorm_testkit/readbacks.py)."""
     __tracebackhide__ = True
     if not rec.launches:
         raise AssertionError(f"your {where} launched no kernel")
-    roles = {t.untyped_storage().data_ptr(): n for n, t in tensors.items() if t is not None}
-    problem = host_work_problem(host_ops_of(rec, tensors) + readbacks.as_host_ops(seen, roles), M, N, where,
-                                file=file)
+    used, foreign = dataflow.of_recording(rec, inputs, outputs, M, N, dy_cast)
+    problem = dataflow.problem(used, M, N, where)
     if problem:
         raise AssertionError(problem)
-    stored = kernel_stored(rec, tensors[out]) if out else M * N
+    if foreign and seen:
+        line = f" at {seen[0]['where']}" if seen[0].get("where") else ""
+        raise AssertionError(f"your {where} read values back to the host (`{seen[0]['op']}`{line}) and a kernel "
+                             f"loaded memory no torch op made: values computed outside torch (numpy's, say). The "
+                             f"grader runs your launches again on new inputs, where those values are stale, and "
+                             f"counts the outputs they made as wrong: compute in the kernels")
+    stored = kernel_stored(rec, outputs[out]) if out else M * N
     if stored < M * N:
         raise AssertionError(f"{out} returned by your {where} was not written by kernel stores "
                              f"({stored} of {M * N} elements were)")

@@ -298,12 +298,31 @@ class Task:
                       if made.get(k) and k not in stale})           # the recipe describes another program
         if again_run.moved:
             self.info["replay_moved"] = again_run.moved           # the traffic items read it (judge/fused.py)
+        if again_run.flow is not None and again_run.flow.used is not None:
+            self.info["host_work"] = self.host_work(*again_run.flow.used)
         if why:
             stale.update({k: why for snap in self.recipe.snapshots for k in snap[2] if k not in again})
         if stale:
             self.info["stale"] = stale
             for k in stale:
                 self.info.setdefault("kernel_made", {})[k] = False
+
+    def host_work(self, op: dict, reached: str) -> dict:
+        """Item 7's evidence, from the judge's own replay: the host op whose work on an activation a kernel loaded
+        or an output returned (rmsnorm_testkit/dataflow.py), in the phase it ran in, with the line the submission's
+        side noticed for an op of that name (advice, for the message only)."""
+        fwd_at = next((at for at, _, refs in self.recipe.snapshots if "y" in refs), None)
+        phases = [p for p in ("fwd", "bwd") if isinstance(self.info.get(p), dict)]
+        if reached in ("y", "r", "dx", "dg"):
+            phase = "fwd" if reached in ("y", "r") else "bwd"
+        elif len(phases) == 1 or fwd_at is None:
+            phase = phases[0] if phases else "fwd"
+        else:
+            phase = "fwd" if op["step"] < fwd_at else "bwd"
+        noticed = (self.info.get(phase) or {}).get("host_ops") or []
+        where = next((str(o.get("where") or "") for o in noticed if isinstance(o, dict) and
+                      o.get("op") in (op["op"], op["op"].rstrip("_")) and o.get("where")), "")
+        return {"phase": phase, "reached": reached, "op": dict(op, where=where)}
 
     def replayed(self, again_run: replay.Replay, views: dict) -> list:
         """The task's recipe run by ``again_run`` on ``views`` (replay.run), within the group's CPU budget: a kernel

@@ -25,7 +25,8 @@ import os
 import torch
 from mini_triton import observers, races
 from mini_triton.blocks import constexpr
-from rmsnorm_testkit import compare, text
+from mini_triton.stats import NO_READ_OPS
+from rmsnorm_testkit import compare, dataflow, text
 
 from ..wire.phases import TRANSPORT_OPS
 from .launches import footprint
@@ -228,6 +229,9 @@ class Replay(Buffers):
         self.made = {}                  # buffer number -> bool per byte: last written by the replay's kernels
         self.unmade = set()             # outputs read back where the replay's kernels had not made them
         self.moved = None               # how the first launch whose traffic differed from the first run's differed
+        self.flow = None                # item 7's dataflow over the replay (rmsnorm_testkit/dataflow.py; ``run``)
+        self.roles = {}                 # buffer number -> the input it is
+        self.steps = 0                  # host ops replayed so far
 
     def _made(self, b: int) -> torch.Tensor:
         n = self.buffers[b].numel()
@@ -272,15 +276,32 @@ class Replay(Buffers):
                                                                        name == "aten::copy_" else 0:])
         in_place = name.endswith("_") or overload.startswith("out") or "out" in kwargs
         summed = self.summed(name, args, kwargs, ins) if not in_place and len(outs) == 1 else None
+        aliased_all = True
         for ref, t in zip(refs, outs):
             if name in ALLOCATIONS and t.is_floating_point():
                 t.fill_(float("nan"))
             self.adopt(ref, t)
             aliased = any(t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() for a in ins)
+            aliased_all = aliased_all and aliased and not in_place
             if summed is not None and summed.shape == t.shape:
                 self.mark(t, summed)
             elif in_place or not aliased:           # (a view of its input moves no data)
                 self.mark(t, carried)
+        self.follow(name.removeprefix("aten::"), ins, outs, in_place, aliased_all and bool(outs),
+                    carried or (summed is not None and bool(summed.all())))
+        self.steps += 1
+
+    def follow(self, short: str, ins: list, outs: list, in_place: bool, view: bool, carried: bool):
+        """Item 7's dataflow (``self.flow``): which buffers hold the host's work on an activation."""
+        if self.flow is None or view:
+            return
+        reads = 0 if short in NO_READ_OPS or short in {a.removeprefix("aten::") for a in ALLOCATIONS} \
+            else max((a.numel() for a in ins), default=0)
+        numbers = [self._number(a) for a in ins] if reads else []
+        op = {"op": short, "reads": reads, "output_numel": max((o.numel() for o in outs), default=0),
+              "dtype": str(outs[0].dtype).removeprefix("torch.") if outs else "", "where": "", "step": self.steps,
+              "roles": sorted({self.roles[b] for b in numbers if b in self.roles})}
+        self.flow.op(op, numbers, [self._number(o) for o in outs], in_place=in_place, carried=carried)
 
     def summed(self, name: str, args: list, kwargs: dict, ins: list) -> torch.Tensor | None:
         """For a sum, which elements of its output sum only the kernels' values (a padded partial buffer whose
@@ -300,10 +321,11 @@ class Replay(Buffers):
         pos = [self.arg(a) for a in note["pos"]]
         kw = {k: self.arg(a) for k, a in note["kw"].items()}
         kernel.set_schedule_state(note["state"])
-        stored, did = [], {}
+        stored, did, loaded = [], {}, set()
 
         def note_stores(launch, records):
             stored.extend(r for r in records if r.kind.writes())
+            loaded.update(r.buf.storage_key[0] for r in records if r.kind.reads())
             did.update(footprint(records, launch.race, launch))      # counted again, as the first run's was
         try:
             with observers.silenced():
@@ -326,6 +348,9 @@ class Replay(Buffers):
                 size = r.buf.tensor_element_size
                 at = (r.active_offsets()[0].reshape(-1) + r.buf.storage_offset)[:, None] * size + torch.arange(size)
                 self._made(b)[at.reshape(-1)] = True
+        if self.flow is not None:
+            stores = {self._number(r.buf.storage_key[0]) for r in stored} - {None}
+            self.flow.launch([self._number(p) for p in loaded], stores, [b for b in stores if self._made(b).all()])
 
     def arg(self, a):
         if isinstance(a, tuple) and a and a[0] == "ref":
@@ -374,6 +399,10 @@ def run(recipe: Recipe, replay: Replay, inputs: dict) -> list:
     if recipe.broken:
         raise Stale(recipe.broken)
     replay.found = recipe.found
+    replay.roles = {int(b): role for b, role in recipe.roles.items()}
+    if "x" in inputs and inputs["x"].dim():
+        x = inputs["x"]
+        replay.flow = dataflow.Flow(x.numel() // max(1, x.shape[-1]), x.shape[-1])
     for b, role in recipe.roles.items():
         if role in inputs:
             t = inputs[role]
@@ -392,6 +421,12 @@ def run(recipe: Recipe, replay: Replay, inputs: dict) -> list:
             else:
                 views = {k: replay.tensor(ref) for k, ref in recipe.snapshots[what][2].items()}
                 seen[what] = {k: v.clone() for k, v in views.items()}
+                for k, v in views.items():
+                    if replay.flow is not None and k in OUTPUTS:
+                        replay.flow.output(k, replay._number(v))
+                y, x = views.get("y"), inputs.get("x")
+                if replay.flow is not None and y is not None and x is not None and y.dtype != x.dtype:
+                    replay.flow.dy_cast = str(y.dtype).removeprefix("torch.")       # autograd's cast of dy
                 replay.unmade |= {k for k, v in views.items() if not replay.is_made(v)}
     except Stale as e:
         e.seen = [s for s in seen if s is not None]          # the outputs read before the replay broke off

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from mini_triton.imports import as_triton
-from rmsnorm_testkit import compare, predict, readbacks
+from rmsnorm_testkit import compare, predict
 
 from . import client, recipe, seal
 from ..wire.channel import Broken, Channel
@@ -259,7 +259,6 @@ def _noticed(phase, roles) -> dict:
                 "where": getattr(o, "where", ""), "roles": sorted({roles[s] for s in o.storages if s in roles}),
                 "in_bytes": sum(o.in_bytes), "out_bytes": sum(o.out_bytes)}
                for o in phase.rec.host_ops if o.reads > 0]
-        ops += readbacks.as_host_ops(phase.readbacks, roles)     # each a copy from the device on a GPU
         # the ops item 7 weighs first (those that read an activation, then the largest reads), then the rest in
         # order: many small ops never push a large one out of the report
         kept = sorted(range(len(ops)), key=lambda i: (not ops[i]["roles"], -ops[i]["reads"]))[:HOST_OP_CAP]
@@ -302,7 +301,6 @@ def run(sock, submission: Path, triton):
     channel = Channel(sock)
     client.install(channel)
     watch_norms(submission)
-    readbacks.watch(submission)                          # before the import: the file gets the logging methods
     try:
         Host(channel, submission, triton, seal.take()).serve()
     except BaseException:                                  # noqa: BLE001

@@ -9,7 +9,6 @@ recorded but the calls of torch's own norms.
 """
 import contextlib
 
-from rmsnorm_testkit import readbacks
 
 from ..wire.phases import HOST_OP_CAP, TRANSPORT_OPS, carried_from, launch_records, storage
 
@@ -21,23 +20,17 @@ class Phase:
 
     def __init__(self, triton):
         self.triton, self.rec, self.norms = triton, None, []
-        self.readbacks = []            # values rmsnorm.py read back to the host (rmsnorm_testkit/readbacks.py)
 
     def __enter__(self):
         # torch.empty memory holds NaN here, as it holds old data on a GPU: a read before a write shows
         self._cm = self.triton.record(host_ops=True, poison=True) if self.triton else contextlib.nullcontext()
-        self._seen = readbacks.logged()
-        self.readbacks = self._seen.__enter__()
         self.rec = self._cm.__enter__()
         Phase.current = self
         return self
 
     def __exit__(self, *exc):
         Phase.current = None
-        try:
-            return self._cm.__exit__(*exc)
-        finally:
-            self._seen.__exit__(*exc)
+        return self._cm.__exit__(*exc)
 
     def stored(self, t):
         """A bool tensor like ``t``: which of its elements this phase's kernels wrote (None off the simulator)."""

@@ -2,15 +2,12 @@
 carry data, and a phase's launches in the job's format (``launch_records``). The submission's side records a
 phase (submission/phase.py), the judge's side judges one (judge/remote.py); both read these names.
 """
+from rmsnorm_testkit.dataflow import TRANSPORT_OPS  # noqa: F401 -- the host ops that only carry a kernel's result
+
 HOST_OP_CAP = 64            # host ops reported per phase: enough to name the culprit, bounded for outputs.json
 PHASES = {"fwd": "forward", "bwd": "backward"}                     # each phase's key in a task's info: its name
 MADE_IN = {"y": "fwd", "r": "fwd", "dx": "bwd", "dg": "bwd"}       # the phase whose kernels make each output
 MADE_BY = {output: PHASES[phase] for output, phase in MADE_IN.items()}
-# Host ops that carry a kernel's result without computing anything new: a copy, a dtype
-# conversion, a view, or the sum of a partial buffer (the lecture's dg_partial.sum(0)).
-TRANSPORT_OPS = frozenset({"_to_copy", "copy_", "clone", "contiguous", "sum", "view", "_unsafe_view", "reshape",
-                           "expand", "squeeze", "unsqueeze", "t", "transpose", "permute", "as_strided", "slice",
-                           "select", "alias", "detach"})
 
 
 def carried_from(op) -> int:

@@ -1051,3 +1051,93 @@ CONTROLS["validate_dy_itself"] = edit(_CHECK_COPY, ("    x2, dy2 = xs, dys\n    
                                                     "    lo, hi = torch.aminmax(dy2)\n    x2, dy2 = xs, dys\n"))
 HOSTILE["validate_a_kernels_copy"] = ("validate_dy_itself", "the host's check of dy as torch.aminmax over a kernel's "
                                                             "copy of it", "judge", _CHECK_COPY)
+
+# The submission's own process edits what it reports (a red team with the whole source): the host ops its lines
+# ran dropped from the simulator's record (reached through frames, a profile hook, the recorders' module, or a
+# recorder told a kernel is running), a check made where no recorder looks (torch's printer, TensorBase's own
+# numpy, a function relabelled as torch's), x's storage lied about to the grader. Item 7 is the judge's replay's
+# (rmsnorm_testkit/dataflow.py): a check whose result reaches nothing costs no point, seen or not, and host work a
+# kernel loads is in the replay whatever the record says.
+_FWD = "def rmsnorm_forward(x, g, eps=1e-5):\n"
+_RAISE = "        raise ValueError('x has inf or nan')\n"
+_DROP_MINE = ("            host_ops[:] = [o for o in host_ops if 'rmsnorm.py' not in str(getattr(o, 'where', ''))]\n")
+_FRAMES = ("def _frames():\n    try:\n        raise RuntimeError('where am I')\n    except RuntimeError:\n"
+           "        tb = sys.exc_info()[2]\n    f = operator.attrgetter('tb_frame')(tb)\n    while f is not None:\n"
+           "        yield f\n        f = operator.attrgetter('f_back')(f)\n\n\n")
+_HIDERS = {
+    "frames": ("import operator\nimport sys\n", _FRAMES +
+               "def _forget():\n    for f in _frames():\n"
+               "        phase = operator.attrgetter('f_locals')(f).get('phase')\n"
+               "        host_ops = getattr(getattr(phase, 'rec', None), 'host_ops', None)\n"
+               "        if isinstance(host_ops, list):\n" + _DROP_MINE + "            return\n\n\n"),
+    "profile": ("import sys\n", "_SEEN = []\n\n\ndef _watch(frame, event, arg):\n"
+                "    if event == 'return' and type(arg).__name__ == 'Phase':\n        _SEEN[:] = [arg]\n\n\n"
+                "sys.setprofile(_watch)\n\n\ndef _forget():\n    for phase in _SEEN:\n"
+                "        host_ops = getattr(getattr(phase, 'rec', None), 'host_ops', None)\n"
+                "        if isinstance(host_ops, list):\n" + _DROP_MINE + "\n\n"),
+    "recorders": ("import operator\n", "def _forget():\n"
+                  "    for rec in operator.attrgetter('stats._RECORDERS')(triton):\n"
+                  "        host_ops = getattr(rec, 'host_ops', None)\n        if isinstance(host_ops, list):\n"
+                  + _DROP_MINE + "\n\n"),
+}
+for _how, (_imports, _code) in _HIDERS.items():
+    HOSTILE[f"check_dropped_from_the_record_by_{_how}"] = (
+        "validate", f"the host's check of x, then its host ops dropped from the simulator's record ({_how})", "judge",
+        edit(CONTROLS["validate"], ("import torch\n", _imports + "\nimport torch\n"), (_FWD, _code + _FWD),
+             (_RAISE, _RAISE + "    _forget()\n")))
+HOSTILE["dy_upcast_dropped_from_the_record"] = (
+    "dy_upcast", "dy converted to fp32 on the host, then the conversion dropped from the simulator's record",
+    "judge",
+    edit(CONTROLS["dy_upcast"], ("import torch\n", _HIDERS["recorders"][0] + "\nimport torch\n"),
+         (_FWD, _HIDERS["recorders"][1] + _FWD),
+         ("    x2, dy2 = _matrix(x), _matrix(dy).float()\n", "    x2, dy2 = _matrix(x), _matrix(dy).float()\n"
+                                                           "    _forget()\n")))
+HOSTILE["check_while_a_kernel_seems_to_run"] = (
+    "validate", "the host's check of x while the simulator's runtime.CURRENT, set by functools.update_wrapper, says a "
+                "kernel runs", "judge",
+    edit(CONTROLS["validate"], ("import torch\n", "import functools\nimport operator\n\nimport torch\n"),
+         (_FWD, "class _Flag:\n    pass\n\n\nclass _Busy:\n    launch = None\n\n\ndef _set_current(value):\n"
+                "    _Flag.CURRENT = value\n"
+                "    functools.update_wrapper(operator.attrgetter('runtime')(triton), _Flag, assigned=('CURRENT',),\n"
+                "                             updated=())\n\n\n" + _FWD),
+         ("    if not bool(torch.isfinite(x).all()):\n",
+          "    _set_current(_Busy())\n    finite = bool(torch.isfinite(x).all())\n    _set_current(None)\n"
+          "    if not finite:\n")))
+_NP_CHECK = ("def _finite(x, read):\n    a = x.detach()\n    if a.dtype == torch.bfloat16:\n"
+             "        v = read(a.view(torch.int16))\n        return not bool(((v & 0x7F80) == 0x7F80).any())\n"
+             "    return bool(np.isfinite(read(a)).all())\n\n\n")
+_RELABEL = ("def _relabeled(fn):\n    code = operator.attrgetter('__code__')(fn).replace(\n"
+            "        co_filename=operator.attrgetter('__init__.__code__.co_filename')(\n"
+            "            torch.overrides.TorchFunctionMode))\n"
+            "    return type(fn)(code, operator.attrgetter('__globals__')(fn), None, "
+            "operator.attrgetter('__defaults__')(fn))\n\n\n")
+for _name, _what, _before, _read in (
+        ("check_through_tensorbase_numpy", "numpy through TensorBase's own method, under the kit's wrapper",
+         "_BASE = operator.attrgetter('__bases__')(torch.Tensor)[0]\n", "_BASE.numpy"),
+        ("check_through_relabelled_numpy", "x.numpy() from a function whose code is relabelled as torch's file",
+         _RELABEL + "_READ = _relabeled(lambda t: t.numpy())\n", "_READ")):
+    HOSTILE[_name] = ("validate", f"the host's check of x through {_what}", "judge",
+                      edit(SIMPLE, ("import torch\n", "import operator\n\nimport numpy as np\nimport torch\n"),
+                           (_FWD, _before + "\n\n" + _NP_CHECK + _FWD + f"    if not _finite(x, {_read}):\n" + _RAISE)))
+HOSTILE["check_through_torchs_printer"] = (
+    "validate", "the host's check of x as 'nan' or 'inf' in repr(x), which torch prints with the modes off", "judge",
+    edit(SIMPLE, (_FWD, "def _finite_by_repr(x):\n    torch.set_printoptions(threshold=1 << 62)\n    try:\n"
+                        "        text = repr(x.detach())\n    finally:\n"
+                        "        torch.set_printoptions(profile='default')\n"
+                        "    return 'nan' not in text and 'inf' not in text\n\n\n" + _FWD +
+                  "    if not _finite_by_repr(x):\n" + _RAISE)))
+HOSTILE["check_hidden_by_a_storage_lie"] = (
+    "validate", "the host's check of x.sum(), and a TorchFunctionMode left on from import (relabelled as torch's) "
+                "that answers the grader's x.untyped_storage() with another storage", "judge",
+    edit(SIMPLE, ("import torch\n", "import operator\n\nimport torch\n"),
+         (_FWD, _RELABEL + "def _storage_lie(self, func, types, args=(), kwargs=None):\n"
+                "    if func is torch.Tensor.untyped_storage and _Blind.target is not None and args and \\\n"
+                "            isinstance(args[0], torch.Tensor) and args[0].data_ptr() == _Blind.target:\n"
+                "        _Blind.target = None\n        return torch.empty(1).untyped_storage()\n"
+                "    return func(*args, **(kwargs or {}))\n\n\n"
+                "class _Blind(torch.overrides.TorchFunctionMode):\n    target = None\n"
+                "    __torch_function__ = _relabeled(_storage_lie)\n\n\n"
+                "def _left_on():\n    with _Blind():\n        yield\n\n\n_ON = _left_on()\nnext(_ON)\n\n\n"
+                + _FWD +
+                "    if not bool(torch.isfinite(x.sum())):\n" + _RAISE),
+         ("    return y.view(x.shape), r\n", "    _Blind.target = x.data_ptr()\n    return y.view(x.shape), r\n")))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from rmsnorm_testkit import dataflow, text
+from rmsnorm_testkit import compare, dataflow, text
 
 from ..hidden.cases import CORE, HOST_CHECK, reduction_cases, task_name, traffic_cases
 from .charge import Finding, Ledger
@@ -346,9 +346,10 @@ def item_7(inputs, outcome) -> Ledger:
 def host_problem(info: dict, kind: str, M: int, N: int, where: str) -> str | None:
     """Why the host did the kernels' work in phase ``kind`` ("fwd", "bwd") of a task of an M x N case (None if it
     did not), from what the judge saw itself: its replay of the task found a host op whose work on an activation a
-    kernel loaded or an output returned (``info["host_work"]``: rmsnorm_testkit/dataflow.py); or the kernels loaded
-    values the host computed, one or more per row. A host op whose result reaches neither (a check of the values)
-    costs time on a GPU, item 10's, and no point here."""
+    kernel loaded or an output returned (``info["host_work"]``: rmsnorm_testkit/dataflow.py); a copy of an input
+    the judge found in the memory the kernels were given (made outside torch, through numpy, say: ``copies``); or
+    the kernels loaded values the host computed, one or more per row. A host op whose result reaches neither (a
+    check of the values) costs time on a GPU, item 10's, and no point here."""
     phase = info.get(kind) or {}
     work = info.get("host_work")
     problem = None
@@ -359,6 +360,8 @@ def host_problem(info: dict, kind: str, M: int, N: int, where: str) -> str | Non
             problem = (f"your {where} called torch's {norms[0]['name']}" +
                        (f" at {norms[0]['where']}" if norms[0]["where"] else "") +
                        ": torch's own norm does the work your kernels should")
+    if not problem:                                    # copies of inputs the judge found in the kernels' memory
+        problem = compare.host_work_problem(phase.get("copies") or [], M, N, where, file="rmsnorm.py")
     if not problem and phase.get("host_loaded", 0) >= M:
         problem = (f"your kernels loaded {phase['host_loaded']} values the host computed in your {where} "
                    f"(not inputs, not copies of them, not fills): the host did work the kernels must do")
@@ -368,7 +371,9 @@ def host_problem(info: dict, kind: str, M: int, N: int, where: str) -> str | Non
 def host_culprit(info: dict, kind: str) -> dict | None:
     """The host op item 7 charged in phase ``kind`` (host_problem), or None."""
     work = info.get("host_work")
-    return work["op"] if isinstance(work, dict) and work.get("phase") == kind else None
+    if isinstance(work, dict) and work.get("phase") == kind:
+        return work["op"]
+    return next(iter((info.get(kind) or {}).get("copies") or []), None)
 
 
 def host_work_elsewhere(outcome) -> Ledger:

@@ -188,7 +188,8 @@ class Task:
             noticed = answer.get("noticed") if isinstance(answer.get("noticed"), dict) else {}
             self.info[name] = summary(rec, self.roles, noticed.get(name) if isinstance(noticed.get(name), dict) else {},
                                       self.judge.memory.copies, self.units)
-            self.info[name]["host_ops"] += self.copies_seen(name)
+            self.info[name]["copies"] = self.copies_seen(name)       # the judge's own sight: item 7's evidence
+            self.info[name]["host_ops"] += self.info[name]["copies"]
             self.info[name]["host_loaded"] = self.judge.memory.host_loaded
             self.info[name]["exchanged"] = list(self.judge.launcher.exchanged)
         if "error" in answer:

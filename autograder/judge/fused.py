@@ -12,7 +12,7 @@ import dataclasses
 
 from rmsnorm_testkit import compare, dataflow, text
 
-from ..hidden.cases import CORE, HOST_CHECK, reduction_cases, task_name, traffic_cases
+from ..hidden.cases import CORE, HOST_CHECK, all_sim_cases, reduction_cases, task_name, traffic_cases
 from .charge import Finding, Ledger
 from .correctness import robust_part
 from .counts import (IO_ROLES, backward_io_problems, by_role, extent, io, order_dependence,
@@ -377,9 +377,10 @@ def host_culprit(info: dict, kind: str) -> dict | None:
 
 
 def host_work_elsewhere(outcome) -> Ledger:
-    """Item 7's host-op checks at the other traffic cases (the core shapes and the drawn one): host work done only
-    at the shapes d is not (the row dots on the host for small inputs, say) is host work all the same. Only the
-    forward's and the backward's own host ops (stores, errors and wrong outputs there are other items')."""
+    """Item 7's host-op checks at the other traffic cases (the core shapes and the drawn one), then the replay's
+    dataflow of every other case: host work done only at the shapes d is not (the row dots on the host for small
+    inputs, or for long rows) is host work all the same. Only the host's own work (stores, errors and wrong outputs
+    there are other items')."""
     L = Ledger()
     for k, c in traffic_cases().items():
         if k in HOST_CHECK:
@@ -393,6 +394,21 @@ def host_work_elsewhere(outcome) -> Ledger:
             if problem:
                 L.add(Finding("y" if kind == "fwd" else "dx", problem))
                 return L
+    # every other case's replay: host work done only at shapes the checks above do not read (long rows, say)
+    for k, c in all_sim_cases().items():
+        if k in HOST_CHECK or k in traffic_cases():
+            continue
+        for kind in ("fwd", "bwd", "ag"):
+            work = (outcome.info.get(task_name(kind, k)) or {}).get("host_work")
+            if not isinstance(work, dict) or not isinstance(work.get("shape"), list):
+                continue
+            M, N = work["shape"]
+            name = "forward" if work["phase"] == "fwd" else "backward"
+            where = f"{name}{' through rmsnorm' if kind == 'ag' else ''} ({text.dtype_name(c.dtype)} x of {M} rows " \
+                    f"of {N})"
+            L.add(Finding("y" if work["phase"] == "fwd" else "dx",
+                          dataflow.problem((work["op"], work["reached"]), M, N, where)))
+            return L
     return L
 
 

@@ -42,7 +42,10 @@ class Flow:
             carried = op["op"] in TRANSPORT_OPS and all(b in self.made for b in sources)
         carried = carried or (op["op"] in ("_to_copy", "to") and op["roles"] == ["dy"] and self.dy_cast is not None
                               and op["dtype"] == self.dy_cast)
-        source = op["reads"] > 0 and not carried and compare.host_work_op([op], self.M, self.N) is not None
+        # a copy of an activation in its own dtype (a contiguous copy of a strided x) moves data, as the handout
+        # allows; a cast to another dtype is the kernels' work (load 16 bits and convert in registers)
+        source = op["reads"] > 0 and not carried and not op.get("moves") and \
+            compare.host_work_op([op], self.M, self.N) is not None
         culprit = next((self.host[b] for b in sources if b in self.host), op if source else None)   # the first
         for b in outs:
             if culprit is not None:
@@ -105,8 +108,10 @@ def of_recording(rec, tensors: dict, outputs: dict, M: int, N: int, dy_cast: str
         while done < min(o.launches_before, len(rec.launches)):
             launch(rec.launches[done])
             done += 1
+        size = [b // n for b, n in zip((*o.in_bytes, *o.out_bytes), (*o.in_numels, *o.out_numels)) if n]
         op = {"op": o.name, "reads": o.reads, "output_numel": o.output_numel, "dtype": o.out_dtype,
-              "where": o.where, "roles": sorted({role[s] for s in o.storages if s in role})}
+              "where": o.where, "roles": sorted({role[s] for s in o.storages if s in role}),
+              "moves": o.name in TRANSPORT_OPS and len(set(size)) == 1}      # a copy in its own dtype
         known |= set(o.out_storages)
         if o.reads or not set(o.out_storages) <= set(o.storages):       # a view or an allocation moves no values
             flow.op(op, o.storages if o.reads else (), o.out_storages, in_place=o.name.endswith("_"))

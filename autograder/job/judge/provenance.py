@@ -102,7 +102,7 @@ class Memory:
         self.buffers = {}                  # (device, inode) -> Buffer
         self.inputs = []                   # the task's inputs, as the submission got them (views)
         self.kernel_views = {}             # key -> (Buffer, dtype, offset, shape, strides) clean launches stored
-        self.copies = []                   # (source's address, elements, dtype, copy's address): host copies
+        self.copies = []                   # (source's address, elements, dtype, copy's address, source's dtype)
         self.host_loaded = 0               # dirty values (HOST, TAINTED) launches loaded, this phase (dirty_loaded)
         self._random = None                # the replays' secret bytes (seeded on first use: after the fork)
 
@@ -202,7 +202,7 @@ class Memory:
             if torch.equal(flat, src.reshape(-1).to(view.dtype).view(INTS[size])):
                 buf.mark(index[host], code, size)
                 self.copies.append((src.untyped_storage().data_ptr(), int(host.sum()), str(view.dtype),
-                                    buf.mirror.untyped_storage().data_ptr()))
+                                    buf.mirror.untyped_storage().data_ptr(), str(src.dtype)))
                 break
         return view
 

@@ -29,7 +29,7 @@ from rmsnorm_testkit import compare, predict, text, timing
 
 from ..wire.channel import Broken, Channel, TimedOut, close
 from ..wire.errors import describe
-from ..wire.phases import MADE_IN, launch_records
+from ..wire.phases import MADE_IN, PHASES, launch_records
 from ..wire.protocol import FRESH, RUNNING, fresh_key, output_key, plain, running
 from . import provenance, replay, watchdog
 from .launches import Kernels, Launcher
@@ -250,13 +250,15 @@ class Task:
                 self.tensors[output_key(k, "stored")] = stored.reshape(value.shape).contiguous()
 
     def copies_seen(self, phase: str) -> list:
-        """The host's copies of inputs or of the kernels' outputs that the judge found in memory this phase, as
-        host ops (the submission's side may not have told: a copy through numpy, say)."""
+        """The host's conversions of inputs or of the kernels' outputs to another dtype that the judge found in memory
+        this phase, as host ops (the submission's side may not have told: a cast through numpy, say)."""
         by_storage = {v: k for k, v in self.roles.items()}
         direct = self.task.get("op") == "backward"        # rmsnorm_backward called as is: no autograd between
         ops = []
-        for source, n, dtype, _ in self.judge.memory.copies:
+        for source, n, dtype, _, was in self.judge.memory.copies:
             role = by_storage.get(source)
+            if dtype == was:
+                continue            # a copy in its own dtype moves data (a contiguous copy of a strided x)
             if not (role == "x" or (role is None and phase == "fwd") or (role == "dy" and direct)):
                 continue            # autograd's own casts of dy, dx and dg are not the submission's host work
             what = f"a copy of {role}" if role else "a copy of a buffer your kernels stored"
@@ -294,19 +296,38 @@ class Task:
             if k in self.tensors and k in first_ref and replay.right(k, self.tensors[k], first_ref[k], x) and \
                     replay.unchanged(self.tensors[k], v, first_ref[k], again_ref[k]):
                 stale[k] = "it came out the same as on the first inputs, though its right values had changed"
+        if not why:
+            self.verified(again_run, again)
         made = self.info.get("kernel_made") or {}
         stale.update({k: "the recorded torch ops computed it, not the kernels" for k in sorted(again_run.unmade)
                       if made.get(k) and k not in stale})           # the recipe describes another program
         if again_run.moved:
             self.info["replay_moved"] = again_run.moved           # the traffic items read it (judge/fused.py)
         if again_run.flow is not None and again_run.flow.used is not None:
-            self.info["host_work"] = self.host_work(*again_run.flow.used)
+            self.info["host_work"] = dict(self.host_work(*again_run.flow.used),
+                                          shape=[again_run.flow.M, again_run.flow.N])
         if why:
             stale.update({k: why for snap in self.recipe.snapshots for k in snap[2] if k not in again})
         if stale:
             self.info["stale"] = stale
             for k in stale:
                 self.info.setdefault("kernel_made", {})[k] = False
+
+    def verified(self, again_run: replay.Replay, again: dict):
+        """The replay ran to the end: what it saw of the outputs replaces the first run's guesses from memory alone.
+        An output its kernels made (element by element, through copies and the sum of partial rows, however many
+        launches stored them) is the kernels' work; values the host put in memory that the kernels loaded (a table
+        of row offsets made from the shape, a contiguous copy of a strided x read in slices) are judged by what
+        they are on the new inputs: host work on an activation the dataflow charges in item 7, values from outside
+        the recorded ops are stale there and show as wrong outputs."""
+        for k in again:
+            if k in MADE_IN and k not in again_run.unmade:
+                self.info.setdefault("kernel_made", {})[k] = True
+                self.info.setdefault("tainted", {})[k] = False
+                self.info.setdefault("host_made", {})[k] = False
+        for phase in PHASES:
+            if isinstance(self.info.get(phase), dict):
+                self.info[phase]["host_loaded"] = 0
 
     def host_work(self, op: dict, reached: str) -> dict:
         """Item 7's evidence, from the judge's own replay: the host op whose work on an activation a kernel loaded
@@ -367,7 +388,7 @@ def summary(rec, roles: dict, noticed: dict, copies=(), units=None) -> dict:
     in elements of each role's dtype (``units``: phases.launch_records), and the host ops and norm calls the
     submission's side noticed."""
     by_storage = {v: k for k, v in roles.items()}
-    copy_of = {copy: by_storage[source] for source, _, _, copy in copies if source in by_storage}
+    copy_of = {copy: by_storage[source] for source, _, _, copy, _ in copies if source in by_storage}
     launches = launch_records(rec.launches, roles, copy_of, units)
     host_ops = [op for op in (noticed.get("host_ops") or []) if isinstance(op, dict)][:64]
     norms = [n for n in (noticed.get("norms") or []) if isinstance(n, dict)][:16]

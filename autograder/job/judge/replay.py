@@ -41,6 +41,10 @@ REFUSED = frozenset({"aten::from_file", "aten::set_", "aten::resize_", "aten::re
                      "aten::record_stream", "aten::_pin_memory", "aten::pin_memory", "aten::_share_memory_"})
 ALLOCATIONS = frozenset({"aten::empty", "aten::empty_like", "aten::new_empty", "aten::empty_strided",
                          "aten::new_empty_strided"})           # their memory is poisoned, as the first run's was
+# ops that take a tensor for its shape, dtype or device only (their outputs hold no value of it)
+SHAPE_ONLY = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "new_empty", "new_zeros", "new_ones",
+                        "new_full", "new_empty_strided", "empty_strided", "empty", "zeros", "ones", "full", "size",
+                        "stride", "detach", "alias", "lift_fresh"})
 OUTPUTS = ("y", "r", "dx", "dg")
 SNAPSHOT = (*OUTPUTS, "r_saved")          # and the r the autograd Function saved (the zero-lane replay reads it)
 
@@ -270,36 +274,38 @@ class Replay(Buffers):
 
     def op(self, step: dict):
         name, overload, args, kwargs, outs, refs = self.call(step)
-        ins = [a for a in torch.utils._pytree.tree_leaves((args, {k: v for k, v in kwargs.items() if k != "out"}))
-               if isinstance(a, torch.Tensor)]                  # what the op reads (not where it writes)
-        carried = name.removeprefix("aten::") in TRANSPORT_OPS and all(self.is_made(a) for a in ins[1 if
-                                                                       name == "aten::copy_" else 0:])
-        in_place = name.endswith("_") or overload.startswith("out") or "out" in kwargs
+        written, ins = arguments(name, overload, args, kwargs)   # what the op writes into, and what it reads
+        carried = name.removeprefix("aten::") in TRANSPORT_OPS and all(self.is_made(a) for a in ins)
+        in_place = bool(written) or name.endswith("_") or overload.startswith("out") or "out" in kwargs
         summed = self.summed(name, args, kwargs, ins) if not in_place and len(outs) == 1 else None
-        aliased_all = True
+        fresh = []                                  # the outputs that hold values it made (not views of its inputs)
         for ref, t in zip(refs, outs):
             if name in ALLOCATIONS and t.is_floating_point():
                 t.fill_(float("nan"))
             self.adopt(ref, t)
-            aliased = any(t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() for a in ins)
-            aliased_all = aliased_all and aliased and not in_place
+            writes = any(same_memory(t, w) for w in written)
+            aliased = any(same_memory(t, a) for a in ins)
             if summed is not None and summed.shape == t.shape:
                 self.mark(t, summed)
-            elif in_place or not aliased:           # (a view of its input moves no data)
+            elif writes or not aliased:             # (a view of its input moves no data)
                 self.mark(t, carried)
-        self.follow(name.removeprefix("aten::"), ins, outs, in_place, aliased_all and bool(outs),
+            if writes or not aliased:
+                fresh.append(t)
+        fresh += [w for w in written if not any(w is t for t in fresh)]
+        self.follow(name.removeprefix("aten::"), ins, fresh, in_place,
                     carried or (summed is not None and bool(summed.all())))
         self.steps += 1
 
-    def follow(self, short: str, ins: list, outs: list, in_place: bool, view: bool, carried: bool):
+    def follow(self, short: str, ins: list, outs: list, in_place: bool, carried: bool):
         """Item 7's dataflow (``self.flow``): which buffers hold the host's work on an activation."""
-        if self.flow is None or view:
+        if self.flow is None or not outs:
             return
-        reads = 0 if short in NO_READ_OPS or short in {a.removeprefix("aten::") for a in ALLOCATIONS} \
-            else max((a.numel() for a in ins), default=0)
+        reads = 0 if short in NO_READ_OPS and not ins or short in SHAPE_ONLY else \
+            max((a.numel() for a in ins), default=0)
         numbers = [self._number(a) for a in ins] if reads else []
+        moves = short in TRANSPORT_OPS and all(a.dtype == outs[0].dtype for a in ins)
         op = {"op": short, "reads": reads, "output_numel": max((o.numel() for o in outs), default=0),
-              "dtype": str(outs[0].dtype).removeprefix("torch.") if outs else "", "where": "", "step": self.steps,
+              "dtype": str(outs[0].dtype).removeprefix("torch."), "where": "", "step": self.steps, "moves": moves,
               "roles": sorted({self.roles[b] for b in numbers if b in self.roles})}
         self.flow.op(op, numbers, [self._number(o) for o in outs], in_place=in_place, carried=carried)
 
@@ -358,6 +364,30 @@ class Replay(Buffers):
         if isinstance(a, tuple) and a and a[0] == "constexpr":
             return constexpr(a[1])
         return a
+
+
+def same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def arguments(name: str, overload: str, args: list, kwargs: dict) -> tuple:
+    """(the tensors an op writes into, the tensors it reads), from its schema: an argument marked written
+    (``Tensor(a!)``: ``out=``, ``max=``, ``values=``, the self of an in-place op) is written, every other tensor
+    argument read (a fill's value, an index, a source)."""
+    try:
+        schema = torch._C._get_schema(name, "" if overload == "default" else overload)
+    except (AttributeError, RuntimeError):
+        schema = None
+    formal = list(schema.arguments) if schema is not None else []
+    given = [(formal[i] if i < len(formal) else None, a) for i, a in enumerate(args)]
+    by_name = {f.name: f for f in formal}
+    given += [(by_name.get(k), v) for k, v in kwargs.items()]
+    written, read = [], []
+    for f, v in given:
+        leaves = [t for t in torch.utils._pytree.tree_leaves(v) if isinstance(t, torch.Tensor)]
+        writes = f is not None and f.alias_info is not None and f.alias_info.is_write
+        (written if writes or (f is None and v is kwargs.get("out")) else read).extend(leaves)
+    return written, read
 
 
 def moved(kernel: str, first: dict, again: dict) -> str | None:

@@ -51,7 +51,7 @@ ITEMS = (
         Part("4.3", "non-contiguous x and dy", 2),
         Part("4.4", "N not a power of two, N = 1 and large N", 3),
         Part("4.5", "eps values, all-zero rows and masked-off lanes", 2),
-        Part("4.6", "dy untouched, g.grad, r saved, dtypes, shapes", 2),
+        Part("4.6", "inputs untouched, g.grad, r saved, dtypes, shapes", 2),
         Part("4.7", "identical results when run twice", 1),
     )),
     Item("5", "Fused forward", 10, "on the simulator: x loaded once, y and r stored once, g at most once per row or "
@@ -105,8 +105,8 @@ CAUSE_OWNERS = {
     **dict.fromkeys(("columns_not_stored", "sum_stops_early"), "4.4"),       # rows longer than one block
     **dict.fromkeys(("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3", "padding_nan",
                      "r_recomputed_without_eps", "r_recomputed", "lanes_undefined"), "4.5"),
-    **dict.fromkeys(("dy_modified", "no_dg", "no_r_saved", "output_dtype", "output_shape", "gradient_count",
-                     "ctx_tensors", "saved_tensors", "partial_dtype", "needs_input_grad"), "4.6"),
+    **dict.fromkeys(("dy_modified", "input_modified", "no_dg", "no_r_saved", "output_dtype", "output_shape",
+                     "gradient_count", "ctx_tensors", "saved_tensors", "partial_dtype", "needs_input_grad"), "4.6"),
     "order_dependent": "4.7",
     "race": "8",
 }

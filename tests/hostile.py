@@ -1141,3 +1141,65 @@ HOSTILE["check_hidden_by_a_storage_lie"] = (
                 + _FWD +
                 "    if not bool(torch.isfinite(x.sum())):\n" + _RAISE),
          ("    return y.view(x.shape), r\n", "    _Blind.target = x.data_ptr()\n    return y.view(x.shape), r\n")))
+
+# A second red team against item 7's dataflow and the replay: host work passed on through an op that writes into an
+# argument named otherwise than out= (torch.max's max=, a fill_ with a tensor value), or only where rows are long;
+# partial sums kept in x's own memory, or written by float atomics into slices of the lecture's buffer; r kept on
+# ctx by a bound method of a list.
+_DOTS_KERNEL = ("dx_ptr, dg_ptr, N, x_stride, dy_stride,\n                       BLOCK: tl.constexpr):",
+                "dx_ptr, dg_ptr, dot_ptr, N, x_stride, dy_stride, first,\n"
+                "                       BLOCK: tl.constexpr):")
+_DOTS_LOAD = ("    dot = tl.sum(dy * g * x, axis=0)\n",
+              "    if row < first:\n        dot = tl.sum(dy * g * x, axis=0)\n    else:\n"
+              "        dot = tl.load(dot_ptr + row)\n")
+
+
+def _host_dots(handoff: str, when: str = "True") -> str:
+    """simple.py whose backward takes the row dots of rows 1.. from the host (when ``when``), passed through
+    ``handoff`` (code that turns ``dots`` into ``dot_buf``)."""
+    return edit(SIMPLE, _DOTS_KERNEL, _DOTS_LOAD,
+                (BWD_LAUNCH, f"    host = {when}\n    dots = (dy2.float() * g.float() * x2.float()).sum(-1) if host "
+                             "else r\n" + handoff +
+                 "    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, dot_buf, N, x2.stride(0), "
+                 "dy2.stride(0),\n                             1 if host else M, BLOCK=triton.next_power_of_2(N))\n"))
+
+
+CONTROLS["host_dots"] = _host_dots("    dot_buf = dots\n")
+HOSTILE["host_dots_through_max_out"] = (
+    "host_dots", "the backward's row dots on the host, passed on through torch.max(..., out=(max, indices))",
+    "judge", _host_dots("    dot_buf = torch.empty_like(dots)\n"
+                        "    idx = torch.empty(dots.shape, dtype=torch.long, device=dots.device)\n"
+                        "    torch.max(dots.unsqueeze(1), dim=1, out=(dot_buf, idx))\n"))
+HOSTILE["host_dots_through_fill"] = (
+    "host_dots", "the backward's row dots on the host, passed on one by one through fill_ with a tensor value",
+    "judge", _host_dots("    dot_buf = torch.empty_like(dots)\n    for i in range(M):\n"
+                        "        dot_buf[i].fill_(dots[i])\n"))
+HOSTILE["host_dots_for_long_rows_only"] = (
+    "host_dots", "the backward's row dots on the host only for rows longer than 4096", "judge",
+    _host_dots("    dot_buf = dots\n", when="N > 4096"))
+HOSTILE["partial_rows_in_x"] = (
+    "simple", "the partial dg rows stored over x's own rows, summed on the host", "judge",
+    edit(SIMPLE, ("    tl.store(dg_ptr + row * N + cols, dy * x * r, mask=mask)",
+                  "    tl.store(x_ptr + row * x_stride + cols, dy * x * r, mask=mask)"),
+         ("    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)",
+          "    return dx.view(x.shape), x2.sum(0, dtype=torch.float32).to(g.dtype)")))
+_SLICES = edit(SIMPLE, ("\n\ndef _matrix(t):", ADD_ROWS + "\n\n\ndef _matrix(t):"),
+               (BWD_LAUNCH + "    return dx.view(x.shape), dg_partial.sum(0).to(g.dtype)",
+                "    dg = torch.zeros(N, dtype=torch.float32, device=x.device)\n"
+                "    step = -(-M // 16)\n    for s in range(0, M, step):\n        e = min(M, s + step)\n"
+                "        rmsnorm_bwd_kernel[(e - s,)](x2[s:e], g, dy2[s:e], r[s:e], dx[s:e], dg_partial[s:e], N,\n"
+                "                                     x2.stride(0), dy2.stride(0), BLOCK=triton.next_power_of_2(N))\n"
+                "    _add_rows[(triton.cdiv(N, 128),)](dg_partial, dg, M, N, BLOCK=128)\n"
+                "    return dx.view(x.shape), dg.to(g.dtype)"))
+CONTROLS["partial_rows_in_slices"] = _SLICES
+HOSTILE["partial_rows_by_atomics_in_slices"] = (
+    "partial_rows_in_slices", "the lecture's M x N partial buffer in 16 slices, each element written by a float "
+                              "atomic_add of its one program", "judge",
+    edit(_SLICES, ("    tl.store(dg_ptr + row * N + cols, dy * x * r, mask=mask)",
+                   "    tl.atomic_add(dg_ptr + row * N + cols, dy * x * r, mask=mask)"),
+         ("    dg_partial = torch.empty((M, N)", "    dg_partial = torch.zeros((M, N)")))
+HOSTILE["r_kept_by_a_bound_method_on_ctx"] = (
+    "r_as_ctx_attribute", "r kept on ctx as the pop method of a list that holds it", "judge",
+    edit(SIMPLE, ("        ctx.save_for_backward(x, g, r)\n", "        ctx.save_for_backward(x, g)\n"
+                                                              "        ctx.take_r = [r].pop\n"),
+         ("        x, g, r = ctx.saved_tensors\n", "        x, g = ctx.saved_tensors\n        r = ctx.take_r()\n")))

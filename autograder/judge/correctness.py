@@ -2,7 +2,7 @@
 
 Items 1-3 run on the core cases (2-D fp32 rows), the backward given the reference r; 4.1-4.5 on the
 cases of their own part (hidden/cases.py); 4.6 checks the properties of every run (dtypes, shapes,
-dy untouched, r saved) and, on cases of its own, the steps where not every input requires grad; 4.7
+inputs untouched, r saved) and, on cases of its own, the steps where not every input requires grad; 4.7
 runs the same step twice.
 """
 from __future__ import annotations
@@ -79,13 +79,18 @@ def _gradients_asked_for(L, outcome, task, x, g, dy, c, story):
 
 
 def _properties(outcome, task, x, story, requires_grad=BOTH) -> Finding | None:
-    """The first broken property of one run: dy untouched, g.grad set, output dtypes and shapes. In a step where
+    """The first broken property of one run: inputs untouched, g.grad set, output dtypes and shapes. In a step where
     not every input requires grad, of the gradients that came back (whether each should is _gradients_asked_for's
     to say)."""
     info = outcome.info[task]
     if info.get("dy_modified"):
         return Finding("dy", f"your backward modified dy for {story}: callers may reuse dy, so never write into it "
                              f"(store dx in a tensor of its own)", "dy_modified")
+    changed = [k for k in info.get("inputs_modified") or [] if k in ("x", "g", "r")]
+    if changed:
+        return Finding(changed[0], f"your code wrote into {changed[0]} for {story}: callers may reuse their inputs, so "
+                                   f"never write into them (keep partial results in a buffer of your own)",
+                       "input_modified")
     both = tuple(requires_grad) == BOTH
     if both and info.get("not_tensors", {}).get("dg") == "NoneType":
         cause, fix = no_dg(outcome, task)

@@ -448,6 +448,9 @@ def item_8(inputs, outcome) -> Ledger:
     return L
 
 
+INPUT_ROLES = ("x", "dy", "g", "r")
+
+
 def beyond_outputs(launches, M, N) -> dict:
     """scratch_extents' entries for arguments in an input's or output's storage that reach past it (dg returned as
     row 0 of a buffer whose other rows are the partial dg rows): the elements past it are scratch."""
@@ -525,9 +528,16 @@ def improved_reduction(inputs, outcome, k, whole: bool = True, exact: bool = Tru
     # the partial values stored, wherever: one small buffer filled again and again, or slices of a big one given
     # to one launch each, is the lecture's M x N buffer all the same (and so are dg's own rows stored past dg);
     # dg itself may be stored once more, in fp32 before its cast
-    # (plain stores: an integer sum built by atomics, deterministic, stores nothing a second pass reads)
-    partials = sum(a["stored"] - a["atomics"] for _, _, a in others(launches, IO_ROLES)) + \
-        max(0, by_role(launches, "dg", "stored") - N)
+    # (an integer sum built by atomics, deterministic, stores nothing a second pass reads; a float atomic that one
+    # program alone makes into an element is a store)
+    partials = sum(a["stored"] - (a["atomics"] if "int" in a.get("dtype", "float") else 0)
+                   for _, _, a in others(launches, IO_ROLES)) + max(0, by_role(launches, "dg", "stored") - N)
+    for _, name, a in ((Lc["kernel"], n, a) for Lc in launches for n, a in Lc["args"].items()):
+        if a["stored"] and any(r in INPUT_ROLES for r in roles_of(a)):    # partial sums kept in an input's memory
+            key = ("input", a["storage"])
+            sizes[key] = (max(extent(a), sizes.get(key, (0, name))[0]), name)
+            partials += a["stored"]
+    total = sum(size for size, _ in sizes.values())
     if total > M * N // 8:
         buffers = f"buffer ({names}) has" if len(sizes) == 1 else f"buffers ({names}) have, together,"
         L.add(Finding("dg", f"your partial dg {buffers} {total} elements for M·N = {M * N}; the improved reduction "

@@ -3,6 +3,7 @@ float64 reference, and compare with messages that say where an error is and how 
 """
 import contextlib
 import functools
+import gc
 import importlib.util
 import os
 import sys
@@ -350,8 +351,9 @@ def ctx_tensors(y) -> list:
 
 def _reachable_tensors(value, depth: int = 4, seen=None) -> list:
     """The tensors reachable from ``value`` through containers (lists, tuples, sets, dicts), objects' attributes (a
-    SimpleNamespace, a dataclass, an object of the file's own class) and what a closure or a partial holds, a few
-    levels deep: wherever a Function keeps one on ctx."""
+    SimpleNamespace, a dataclass, an object of the file's own class), what a closure or a partial holds, and what
+    any other object refers to (a bound method's object, an iterator's list), a few levels deep: wherever a
+    Function keeps one on ctx."""
     seen = set() if seen is None else seen
     if isinstance(value, torch.Tensor):
         return [value]
@@ -367,17 +369,19 @@ def _reachable_tensors(value, depth: int = 4, seen=None) -> list:
         items = [*(c.cell_contents for c in (getattr(func, "__closure__", None) or ()) if _filled(c)),
                  *getattr(value, "args", ()), *getattr(value, "keywords", {}).values(),
                  *(getattr(func, "__defaults__", None) or ())]
-    elif isinstance(value, (type, types.ModuleType)) or type(value).__module__.split(".")[0] in _LIBRARY_TYPES:
-        items = []                                      # a class, a module, or an object of torch's or Python's own
+    elif isinstance(value, (type, types.ModuleType)) or type(value).__module__.split(".")[0] in _OPAQUE:
+        items = []                                      # a class, a module, or an object of numpy's or Triton's
     else:
         try:
-            items = list(vars(value).values())          # an object of the file's own class (or a namespace)
-        except TypeError:
-            items = []
+            items = list(vars(value).values())          # an object with attributes (the file's own, a torch Module)
+        except TypeError:                               # one without: whatever it holds (a bound method's object,
+            items = [v for v in gc.get_referents(value)     # an iterator's list), but no module's namespace
+                     if not isinstance(v, (type, types.ModuleType))
+                     and not (isinstance(v, dict) and "__builtins__" in v)]
     return [t for item in items for t in _reachable_tensors(item, depth - 1, seen)]
 
 
-_LIBRARY_TYPES = {"torch", "builtins", "numpy", "triton", "mini_triton"}
+_OPAQUE = {"numpy", "triton", "mini_triton"}
 
 
 def _filled(cell) -> bool:

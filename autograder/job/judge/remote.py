@@ -374,6 +374,17 @@ class Task:
             out.update(snap)
         return out, {k: k not in again_run.unmade for k in out}
 
+    def inputs_modified(self) -> list:
+        """The inputs besides dy that the task's kernels wrote into (the judge's own memory of them): x, g, r."""
+        changed = []
+        for k in ("x", "g", "r"):
+            if k in self.given:
+                buf, view = self.given[k]
+                self.judge.memory.refresh(buf)
+                if not torch.equal(view, self.original[k]):
+                    changed.append(k)
+        return changed
+
     def dy_modified(self) -> bool:
         if "dy" not in self.given:
             return False
@@ -453,7 +464,10 @@ def _sums_to(dg: torch.Tensor, part: torch.Tensor) -> torch.Tensor | None:
 # ---------------------------------------------------------------------------------------------------------
 def forward(t: Task):
     say("rmsnorm_forward", t.given["x"][1])
-    t.run_phase("fwd", "forward", ["x", "g"])
+    try:
+        t.run_phase("fwd", "forward", ["x", "g"])
+    finally:
+        t.info["inputs_modified"] = t.inputs_modified()
 
 
 def backward(t: Task):
@@ -462,6 +476,7 @@ def backward(t: Task):
         t.run_phase("bwd", "backward", ["dy", "x", "g", "r"])
     finally:
         t.info["dy_modified"] = t.dy_modified()
+        t.info["inputs_modified"] = t.inputs_modified()
 
 
 def _kept(described) -> list:
@@ -497,6 +512,7 @@ def autograd(t: Task):
         t.run_phase("bwd", "ag_backward", ["dy"])
     finally:
         t.info["dy_modified"] = t.dy_modified()
+        t.info["inputs_modified"] = t.inputs_modified()
 
 
 def made_inputs(spec: dict) -> dict:

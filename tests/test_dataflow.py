@@ -79,3 +79,15 @@ def test_a_mini_triton_record_follows_the_same_values():
         y = torch.empty_like(x)
         add_kernel[(1,)](x, x, y, x.numel(), BLOCK=M * N)
     assert dataflow.of_recording(rec, {"x": x}, {"y": y}, M, N) == (None, False)
+
+
+def test_a_table_made_from_shapes_alone_is_no_host_work():
+    """torch.arange(M) * stride reads M elements, as many as an activation has where N = 1, but no input's value."""
+    flow = dataflow.Flow(8, 1)
+    flow.op(op("arange", reads=0, out=8, dtype="int32"), [], ["rows"])
+    flow.op(op("mul", reads=8, out=8, dtype="int32"), ["rows"], ["table"])
+    flow.launch(["x", "table"], ["y"])
+    assert flow.used is None
+    flow.op(op("mul", reads=8, roles=["x"], out=8), ["x"], ["t"])        # the same op on x's values is work
+    flow.launch(["t"], ["y"])
+    assert flow.used is not None

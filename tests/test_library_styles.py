@@ -96,6 +96,24 @@ STYLES["x_viewed_as_unsigned_words"] = edit(
              "def rmsnorm_forward(x, g, eps=1e-5):\n"
              "    _bits = x.detach().view(torch.uint16) if x.element_size() == 2 else x\n"))
 
+# a gather table of where each row starts, made on the host from the shape and strides alone (no value of x)
+STYLES["row_offsets_from_a_host_table"] = edit(
+    SIMPLE, ("x_ptr, g_ptr, y_ptr, r_ptr, N, x_stride,", "x_ptr, g_ptr, y_ptr, r_ptr, xrow_ptr, N, x_stride,"),
+    ("    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)\n    g = ",
+     "    x = tl.load(x_ptr + tl.load(xrow_ptr + row).to(tl.int64) + cols, mask=mask, other=0.0).to(tl.float32)\n"
+     "    g = "),
+    ("    rmsnorm_fwd_kernel[(M,)](x2, g, y, r, N,",
+     "    xrow = torch.arange(M, dtype=torch.int32, device=x.device) * x2.stride(0)\n"
+     "    rmsnorm_fwd_kernel[(M,)](x2, g, y, r, xrow, N,"))
+
+# the backward launched once per chunk of rows, each launch given its slices, the partial rows summed on the host
+STYLES["backward_in_chunks_of_rows"] = edit(
+    SIMPLE, ("    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N, x2.stride(0), dy2.stride(0),\n"
+             "                             BLOCK=triton.next_power_of_2(N))",
+             "    step = max(1, -(-M // 16))\n    for s in range(0, M, step):\n        e = min(M, s + step)\n"
+             "        rmsnorm_bwd_kernel[(e - s,)](x2[s:e], g, dy2[s:e], r[s:e], dx[s:e], dg_partial[s:e], N,\n"
+             "                                     x2.stride(0), dy2.stride(0), BLOCK=triton.next_power_of_2(N))"))
+
 # two rows per program, g loaded again for each row (as often as the lecture's one row per program loads it)
 FWD_KERNEL = SIMPLE[SIMPLE.index("@triton.jit\ndef rmsnorm_fwd_kernel"):
                     SIMPLE.index("@triton.jit\ndef rmsnorm_bwd_kernel")]

@@ -29,25 +29,32 @@ class Flow:
         self.M, self.N = M, N
         self.made = set()               # buffers the kernels stored last (or a transport op carried from theirs)
         self.host = {}                  # buffer -> the host op (its dict) whose work it holds
+        self.data = set()               # buffers whose values come from the inputs (not made from shapes alone)
         self.used = None                # (the op, what it reached: "a kernel" or an output's name), first found
         # the dtype autograd casts dy to before the backward: y's, when the forward returned y in another dtype than
         # x's (a mistake of y's dtype, charged there; the cast is autograd's, not the file's work)
         self.dy_cast = None
 
     def op(self, op: dict, ins, outs, in_place: bool = False, carried: bool | None = None):
-        """A host op (``op``: compare.host_work_problem's dict) that read buffers ``ins`` and wrote ``outs``.
+        """A host op (``op``: compare.host_work_problem's dict) that read buffers ``ins`` (not those it only writes
+        into) and wrote ``outs``.
         ``carried``: did it only carry the kernels' values (None: a transport op whose inputs all are theirs)?"""
-        sources = ins[1:] if op["op"] == "copy_" else ins          # copy_(dst, src) reads src
         if carried is None:
-            carried = op["op"] in TRANSPORT_OPS and all(b in self.made for b in sources)
+            carried = op["op"] in TRANSPORT_OPS and all(b in self.made for b in ins)
         carried = carried or (op["op"] in ("_to_copy", "to") and op["roles"] == ["dy"] and self.dy_cast is not None
                               and op["dtype"] == self.dy_cast)
         # a copy of an activation in its own dtype (a contiguous copy of a strided x) moves data, as the handout
         # allows; a cast to another dtype is the kernels' work (load 16 bits and convert in registers)
-        source = op["reads"] > 0 and not carried and not op.get("moves") and \
+        # a table made from shapes and strides alone (torch.arange(M) * stride) holds no data, whatever its size
+        data = bool(op["roles"]) or any(b in self.data for b in ins)
+        source = op["reads"] > 0 and data and not carried and not op.get("moves") and \
             compare.host_work_op([op], self.M, self.N) is not None
-        culprit = next((self.host[b] for b in sources if b in self.host), op if source else None)   # the first
+        culprit = next((self.host[b] for b in ins if b in self.host), op if source else None)   # the first
         for b in outs:
+            if data:
+                self.data.add(b)
+            elif not in_place:
+                self.data.discard(b)
             if culprit is not None:
                 self.host[b] = culprit
             elif not in_place:
@@ -62,6 +69,7 @@ class Flow:
         byte of those in ``whole``, which hold none of the host's work any more."""
         self._reached(loads, "a kernel")
         self.made |= set(stores)
+        self.data |= set(stores)
         for b in whole:
             self.host.pop(b, None)
 
@@ -114,7 +122,8 @@ def of_recording(rec, tensors: dict, outputs: dict, M: int, N: int, dy_cast: str
               "moves": o.name in TRANSPORT_OPS and len(set(size)) == 1}      # a copy in its own dtype
         known |= set(o.out_storages)
         if o.reads or not set(o.out_storages) <= set(o.storages):       # a view or an allocation moves no values
-            flow.op(op, o.storages if o.reads else (), o.out_storages, in_place=o.name.endswith("_"))
+            reads = o.storages[1:] if o.name in ("copy_", "fill_") else o.storages    # x.copy_(src) reads src
+            flow.op(op, reads if o.reads else (), o.out_storages, in_place=o.name.endswith("_"))
     for L in rec.launches[done:]:
         launch(L)
     for name, t in outputs.items():

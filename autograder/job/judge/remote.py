@@ -297,7 +297,8 @@ class Task:
                     replay.unchanged(self.tensors[k], v, first_ref[k], again_ref[k]):
                 stale[k] = "it came out the same as on the first inputs, though its right values had changed"
         if not why:
-            self.verified(again_run, again)
+            self.verified(again_run, {k: v for k, v in again.items()
+                                      if k in again_ref and replay.right(k, v, again_ref[k], pristine.get("x", x))})
         made = self.info.get("kernel_made") or {}
         stale.update({k: "the recorded torch ops computed it, not the kernels" for k in sorted(again_run.unmade)
                       if made.get(k) and k not in stale})           # the recipe describes another program
@@ -313,21 +314,24 @@ class Task:
             for k in stale:
                 self.info.setdefault("kernel_made", {})[k] = False
 
-    def verified(self, again_run: replay.Replay, again: dict):
-        """The replay ran to the end: what it saw of the outputs replaces the first run's guesses from memory alone.
-        An output its kernels made (element by element, through copies and the sum of partial rows, however many
-        launches stored them) is the kernels' work; values the host put in memory that the kernels loaded (a table
-        of row offsets made from the shape, a contiguous copy of a strided x read in slices) are judged by what
-        they are on the new inputs: host work on an activation the dataflow charges in item 7, values from outside
-        the recorded ops are stale there and show as wrong outputs."""
-        for k in again:
+    def verified(self, again_run: replay.Replay, right: dict):
+        """The replay ran to the end, and no host work on an activation reached a kernel or an output there (the
+        dataflow's, item 7's to charge): what it saw of the outputs it got right (``right``) replaces the first run's
+        guesses from memory alone. Such an output its kernels made (element by element, through copies and the sum
+        of partial rows, however many launches stored them) is the kernels' work; values the host put in memory
+        that the kernels loaded (a table of row offsets made from the shape, a contiguous copy of a strided x read in
+        slices) were no activation's work, or the new inputs would have shown them stale."""
+        if again_run.flow is None or again_run.flow.used is not None:
+            return
+        for k in right:
             if k in MADE_IN and k not in again_run.unmade:
                 self.info.setdefault("kernel_made", {})[k] = True
                 self.info.setdefault("tainted", {})[k] = False
                 self.info.setdefault("host_made", {})[k] = False
-        for phase in PHASES:
-            if isinstance(self.info.get(phase), dict):
-                self.info[phase]["host_loaded"] = 0
+        if all(k in right for snap in self.recipe.snapshots for k in snap[2] if k in MADE_IN):
+            for phase in PHASES:
+                if isinstance(self.info.get(phase), dict):
+                    self.info[phase]["host_loaded"] = 0
 
     def host_work(self, op: dict, reached: str) -> dict:
         """Item 7's evidence, from the judge's own replay: the host op whose work on an activation a kernel loaded

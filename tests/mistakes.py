@@ -136,6 +136,9 @@ EDITS = {
     # the wrapper stores dx in dy's memory, to save an allocation
     "dx_written_into_dy": [("    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)\n",
                             "    dx = dy2                                      # reuse dy's memory for dx\n")],
+    # dx stored into x's own memory (the backward reads each row before it writes it: dx comes out right)
+    "dx_written_into_x": [("    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)\n",
+                           "    dx = x2                                       # reuse x's memory for dx\n")],
     # every program adds its dg into row 0 of the partial buffer with a float atomic (no race, no fixed order)
     "dg_by_atomic_add": [(DG_STORE, DG_STORE.replace("tl.store(dg_partial_ptr + pid * n_cols + cols,",
                                                      "tl.atomic_add(dg_partial_ptr + cols,")),

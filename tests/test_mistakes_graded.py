@@ -73,6 +73,7 @@ CHARGED = {
     "r_squared_in_dx": (("r_squared",), ["2"], "r² where the derivation gives r³"),
     "one_partial_row_per_input_row": ((), ["9"], "your partial dg buffer (dg_partial_ptr) has 32768 elements"),
     "dx_written_into_dy": (("dy_modified",), ["4.6"], "your backward modified dy"),
+    "dx_written_into_x": (("input_modified",), ["4.6"], "your code wrote into x"),
     "dg_by_atomic_add": (("order_dependent",), ["4.7", "9"], "tl.atomic_add on dg_partial_ptr"),
     # one mistake (a race), charged once: not again as order dependence (4.7) or as scratch traffic (6)
     "dg_lost_update": (("race",), ["8", "9"], "reads dg_partial_ptr[0, 0] (rmsnorm_bwd_kernel line"),

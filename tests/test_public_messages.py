@@ -96,6 +96,8 @@ EXPECTED = {
     "dx_written_into_dy": ("test_part_c.py::test_backward_dx[(37, 100)]",
                            ["your backward (y.backward(dy) through rmsnorm) wrote into dy: dy[0, 0] was",
                             "store dx in a tensor of its own"]),
+    "dx_written_into_x": ("test_part_c.py::test_backward_wrapper_given_r",
+                          ["rmsnorm_backward(dy, x, g, r) wrote into x", "never in x's memory"]),
     "dg_lost_update": (B, ["DataRaceError", "reads dg_partial_ptr[0, 0]", "while program 1 changes it with an atomic",
                            "loses the updates made in between"]),
     "dg_by_atomic_add": (B, ["tl.atomic_add on dg_partial_ptr", "at rmsnorm_bwd_kernel line", "part 4.7",

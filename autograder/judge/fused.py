@@ -533,7 +533,8 @@ def improved_reduction(inputs, outcome, k, whole: bool = True, exact: bool = Tru
     partials = sum(a["stored"] - (a["atomics"] if "int" in a.get("dtype", "float") else 0)
                    for _, _, a in others(launches, IO_ROLES)) + max(0, by_role(launches, "dg", "stored") - N)
     for _, name, a in ((Lc["kernel"], n, a) for Lc in launches for n, a in Lc["args"].items()):
-        if a["stored"] and any(r in INPUT_ROLES for r in roles_of(a)):    # partial sums kept in an input's memory
+        roles = roles_of(a)                 # partial sums kept in an input's memory (not an output put there)
+        if a["stored"] and any(r in INPUT_ROLES for r in roles) and not any(r in ("y", "dx", "dg") for r in roles):
             key = ("input", a["storage"])
             sizes[key] = (max(extent(a), sizes.get(key, (0, name))[0]), name)
             partials += a["stored"]

@@ -284,7 +284,8 @@ def assert_untouched(name, now, before, who):
         f"{who} wrote into {name}: {name}[{idx}] was {before[at].item():.6g} and is now {now[at].item():.6g} "
         f"({len(changed)} of {now.numel()} elements changed). {name} belongs to the caller, who may use it again "
         f"(autograd hands the same {name} to every function that needs it): store dx in a tensor of its own "
-        f"(torch.empty_like), never in {name}'s memory, and do not write through a {name} pointer in a kernel")
+        f"(torch.empty_like), never in {name}'s memory, and do not write through {'an' if name in 'xr' else 'a'} "
+        f"{name} pointer in a kernel")
 
 
 def random_inputs(shape, dtype=torch.float32, device="cpu", seed=0):

@@ -228,10 +228,11 @@ def test_backward_wrapper_given_r(impl):
     """rmsnorm_backward called directly, with r from the float64 reference (as the grader's items 2 and 3)."""
     x, g, dy = random_inputs((37, 100), device=impl.DEVICE)
     r = reference(x, g)[1].float().to(x.device)
-    dy_before = dy.clone()
+    before = {"dy": dy.clone(), "x": x.clone(), "g": g.clone(), "r": r.clone()}
     with KernelLog(impl) as log:
         dx, dg = impl.rmsnorm_backward(dy, x, g, r)
-    assert_untouched("dy", dy, dy_before, "rmsnorm_backward(dy, x, g, r)")
+    for name, t in (("dy", dy), ("x", x), ("g", g), ("r", r)):
+        assert_untouched(name, t, before[name], "rmsnorm_backward(dy, x, g, r)")
     check_given_r(log, x, g, dy, r, dx, dg)
 
 

@@ -117,7 +117,7 @@ def test_every_public_test_that_calls_the_file_is_recorded(public):
 @pytest.mark.parametrize("dropped, public_tests", [
     (("long_odd", "long_odd_fwd"), ["test_part_a.py::test_long_rows_in_chunks[3x300-fp32]",
                                     "test_part_b.py::test_long_rows_in_chunks[3x300]"]),
-    (("only_x_grad",), ["test_part_c.py::test_work_happens_in_kernels[fp32]",
+    (("only_x_grad",), ["test_part_c.py::test_backward_reads_x_and_dy_once_and_writes_dx_once",
                         "test_part_c.py::test_only_the_inputs_that_require_grad[only_x]"]),
     (("no_grad",), ["test_part_c.py::test_the_eps_the_caller_passes"]),
 ], ids=["long rows in chunks", "only x requires grad", "neither requires grad"])

@@ -878,6 +878,12 @@ HOSTILE["a_raise_dressed_as_a_compile_error"] = (
     "judge", edit(SIMPLE, ("def rmsnorm_forward(x, g, eps=1e-5):\n",
                            "class CompilationError(Exception):\n    pass\n\n\n" +
                            _ONE_RAISE.replace("NotImplementedError", "CompilationError"))))
+HOSTILE["a_raise_routed_through_torch"] = (
+    "a_raise_per_feature", "the same features refused by one torch call that fails (torch.broadcast_shapes), so "
+                           "that the error's last frame is torch's", "judge",
+    edit(SIMPLE, ("def rmsnorm_forward(x, g, eps=1e-5):\n",
+                  _ONE_RAISE.replace("raise NotImplementedError('not supported yet')",
+                                     "torch.broadcast_shapes((2,), (3,))"))))
 # the same host work after a hook that clones dy: the op then reads memory of no activation's, but as much of it
 HOSTILE["host_work_in_a_torch_hook_on_a_clone"] = (
     "dy_scaled_on_host", "dy cloned by one hook registered on y (torch.Tensor.clone), then multiplied by 1.0 by "

@@ -24,12 +24,20 @@ def describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"[:text.MESSAGE_CHARS - len(where) - len(hint)] + where + hint
 
 
+KERNEL_SIDE = ("mini_triton", "triton", os.path.join("autograder", "job"))   # a launch, served by the judge
+
+
 def raised_in_file(e: BaseException) -> bool:
-    """Was ``e`` raised by rmsnorm.py's own code (a ``raise`` or ``assert`` of its own, or Python's error at one of
-    its lines), not inside torch, Triton or the simulator? A file's own raise refuses an input on purpose (it is no
-    crash that several parts meet by accident), so the verdicts charge it wherever it stops a case."""
+    """Was ``e`` raised on the host by rmsnorm.py's code: a ``raise`` or ``assert`` of its own, Python's error at one
+    of its lines, or torch's error in a call it made? Only an error inside a launch (the simulator's, Triton's, the
+    judge's report of a kernel's) is surely a crash that several parts meet by accident, charged once; one raised
+    on the host may refuse an input on purpose (the grader cannot tell which), so the verdicts charge it wherever
+    it stops a case."""
     frames = traceback.extract_tb(e.__traceback__)
-    return bool(frames) and frames[-1].filename.endswith("rmsnorm.py")
+    if not frames or not any(f.filename.endswith("rmsnorm.py") for f in frames):
+        return False
+    last = frames[-1].filename
+    return last.endswith("rmsnorm.py") or not any(f"{os.sep}{part}{os.sep}" in last for part in KERNEL_SIDE)
 
 
 def _hint(e: BaseException) -> str:

@@ -43,9 +43,9 @@ class Flow:
             carried = op["op"] in TRANSPORT_OPS and all(b in self.made for b in ins)
         carried = carried or (op["op"] in ("_to_copy", "to") and op["roles"] == ["dy"] and self.dy_cast is not None
                               and op["dtype"] == self.dy_cast)
-        # a copy of an activation in its own dtype (a contiguous copy of a strided x) moves data, as the handout
-        # allows; a cast to another dtype is the kernels' work (load 16 bits and convert in registers)
-        # a table made from shapes and strides alone (torch.arange(M) * stride) holds no data, whatever its size
+        # a table made from shapes and strides alone (torch.arange(M) * stride) holds no data, whatever its size;
+        # a copy of an activation in its own dtype (a contiguous copy of a strided x: "moves") moves data, as the
+        # handout allows, where a cast to another dtype is the kernels' work (load 16 bits, convert in registers)
         data = bool(op["roles"]) or any(b in self.data for b in ins)
         source = op["reads"] > 0 and data and not carried and not op.get("moves") and \
             compare.host_work_op([op], self.M, self.N) is not None

@@ -41,10 +41,9 @@ REFUSED = frozenset({"aten::from_file", "aten::set_", "aten::resize_", "aten::re
                      "aten::record_stream", "aten::_pin_memory", "aten::pin_memory", "aten::_share_memory_"})
 ALLOCATIONS = frozenset({"aten::empty", "aten::empty_like", "aten::new_empty", "aten::empty_strided",
                          "aten::new_empty_strided"})           # their memory is poisoned, as the first run's was
-# ops that take a tensor for its shape, dtype or device only (their outputs hold no value of it)
-SHAPE_ONLY = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "new_empty", "new_zeros", "new_ones",
-                        "new_full", "new_empty_strided", "empty_strided", "empty", "zeros", "ones", "full", "size",
-                        "stride", "detach", "alias", "lift_fresh"})
+# ops that take a tensor for its shape, dtype or device only (their outputs hold no value of it); a fill reads its
+# value when that is a tensor
+SHAPE_ONLY = NO_READ_OPS - {"zero_", "fill_"}
 OUTPUTS = ("y", "r", "dx", "dg")
 SNAPSHOT = (*OUTPUTS, "r_saved")          # and the r the autograd Function saved (the zero-lane replay reads it)
 
@@ -300,8 +299,7 @@ class Replay(Buffers):
         """Item 7's dataflow (``self.flow``): which buffers hold the host's work on an activation."""
         if self.flow is None or not outs:
             return
-        reads = 0 if short in NO_READ_OPS and not ins or short in SHAPE_ONLY else \
-            max((a.numel() for a in ins), default=0)
+        reads = 0 if short in SHAPE_ONLY or not ins else max(a.numel() for a in ins)
         numbers = [self._number(a) for a in ins] if reads else []
         moves = short in TRANSPORT_OPS and all(a.dtype == outs[0].dtype for a in ins)
         op = {"op": short, "reads": reads, "output_numel": max((o.numel() for o in outs), default=0),

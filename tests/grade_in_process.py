@@ -295,3 +295,18 @@ def timed_job(path: Path, shape: tuple = (64, 512), dtypes: tuple = ("float32",)
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
         return pool.submit(_timed, str(path), tuple(shape), tuple(dtypes)).result(timeout=timeout)
+
+
+def _grade_with_ctx_unseen(path: str) -> dict:
+    """``_grade``, with the submission's side blind to ctx's attributes (its check replaced, as a file that switched
+    the seal off could replace it): what the judge decides from its own sight alone."""
+    from rmsnorm_testkit import compare
+    compare.ctx_tensors = lambda y: []
+    return _grade(path)
+
+
+def verdicts_with_ctx_unseen(path: Path) -> dict:
+    """``_grade_with_ctx_unseen`` in a spawned process, as ``verdicts`` runs a grading."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
+        return pool.submit(_grade_with_ctx_unseen, str(path)).result()

@@ -1170,8 +1170,9 @@ def _host_dots(handoff: str, when: str = "True") -> str:
                  "dy2.stride(0),\n                             1 if host else M, BLOCK=triton.next_power_of_2(N))\n"))
 
 
-# (at N = 1 a row's dot is as many values as dx has: there the host's dots are dx's own work, which 4.4 charges too)
-CONTROLS["host_dots"] = _host_dots("    dot_buf = dots\n", when="N > 1")
+# (at N = 1 a row's dot is as many values as dx has; the judge's replay finds the host op all the same, and item 7
+# alone charges it: test_autograder_hostile.py's test_the_hosts_row_dots_are_charged_once_in_item_7)
+CONTROLS["host_dots"] = _host_dots("    dot_buf = dots\n")
 HOSTILE["host_dots_through_max_out"] = (
     "host_dots", "the backward's row dots on the host, passed on through torch.max(..., out=(max, indices))",
     "judge", _host_dots("    dot_buf = torch.empty_like(dots)\n"

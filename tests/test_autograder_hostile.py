@@ -89,6 +89,27 @@ def test_a_trick_earns_at_most_its_honest_control(graded, name):
                    for m in got["failed"].values()), got["failed"]
 
 
+@pytest.mark.parametrize("name", [k for k, entry in hostile.HOSTILE.items() if entry[0] == "host_dots"][:1])
+def test_the_hosts_row_dots_are_charged_once_in_item_7(graded, name):
+    """The backward's row dots computed by torch on the host at every shape, N = 1 included, where one dot per row
+    is as many values as dx: one mistake, charged in item 7 alone (item 9 is the control's lecture buffer)."""
+    honest = graded[f"control {hostile.HOSTILE[name][0]}"]
+    assert set(honest["failed"]) == {"7", "9"}, honest["failed"]
+    assert "a kernel loaded its result" in honest["failed"]["7"], honest["failed"]["7"]
+
+
+def test_what_ctx_keeps_is_judged_by_the_judges_own_sight_not_by_the_submissions_report(tmp_path):
+    """r kept as an attribute of ctx is charged in 4.6 from the offloaded step (the judge overwrites what the forward's
+    kernels stored, and the backward reads it), also when the submission's side reports nothing kept on ctx, as a
+    file that switched off the seal of the grader's code there could make it report."""
+    from grade_in_process import verdicts_with_ctx_unseen
+    path = tmp_path / "rmsnorm.py"
+    path.write_text(hostile.CONTROLS["r_as_ctx_attribute"])
+    got = verdicts_with_ctx_unseen(path)
+    assert got["causes"].get("4.6") == ["ctx_tensors"], got["failed"]
+    assert "saved-tensor hooks" in got["failed"]["4.6"] and "kept ctx.r" not in got["failed"]["4.6"], got["failed"]
+
+
 @pytest.mark.parametrize("name", sorted(hostile.NARROW))
 def test_a_file_fused_improved_or_race_free_only_where_the_core_shapes_lie_earns_nothing(tmp_path, name):
     """Fused only in fp32 or for rows up to 1024, an improved reduction only up to 512 rows, race-free only up to

@@ -69,7 +69,7 @@ CHARGED = {
     "no_chunked_path": (("columns_not_stored",), ["4.4"], "the columns from 4096 on were never written in any row"),
     "y_on_the_host": (("y_not_from_kernels",), ["1"], "your forward returned y without any kernel storing it"),
     "r_recomputed_on_the_host": ((), ["7"], "a host-side `pow` read all 32768 elements of x in your backward"),
-    "r_kept_as_ctx_attribute": (("ctx_tensors",), ["4.6"], "kept ctx.r ((256,) fp32) as an attribute of ctx"),
+    "r_kept_as_ctx_attribute": (("ctx_tensors",), ["4.6"], "kept ctx.r ((16,) fp32) as an attribute of ctx, and your"),
     "r_squared_in_dx": (("r_squared",), ["2"], "r² where the derivation gives r³"),
     "one_partial_row_per_input_row": ((), ["9"], "your partial dg buffer (dg_partial_ptr) has 32768 elements"),
     "dx_written_into_dy": (("dy_modified",), ["4.6"], "your backward modified dy"),

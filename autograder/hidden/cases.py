@@ -39,6 +39,9 @@ class Case(typing.NamedTuple):
     part: str | None = None                # the part of item 4 that grades it (None: a core case of items 1-3, 5-9)
     requires_grad: tuple = ("x", "g")      # the inputs of its autograd step that require grad (none: the step is
                                            # rmsnorm alone, with no backward to run)
+    offload: bool = False                  # the step's saved tensors go through autograd's saved-tensor hooks, and
+                                           # the judge overwrites x, g and what the forward's kernels stored before
+                                           # the backward (job/judge/remote.py, Task.offload)
 
     @property
     def kind(self) -> str:
@@ -47,11 +50,11 @@ class Case(typing.NamedTuple):
 
 
 def case(shape, dtype="float32", eps=1e-5, view=None, note="", forward_only=False, zero_rows=(), part=None,
-         requires_grad=("x", "g")):
+         requires_grad=("x", "g"), offload=False):
     """A Case whose story is the shape, the dtype and ``note``."""
     story = f"x of shape {shape} {text.dtype_name(dtype)}" + (f" ({note})" if note else "")
     return Case(shape, dtype, eps, view, story, forward_only, zero_rows=zero_rows, part=part,
-                requires_grad=tuple(requires_grad))
+                requires_grad=tuple(requires_grad), offload=offload)
 
 
 # Items 1-3 and 5-9: 2-D, contiguous fp32 rows. Item 1 runs the forward on each, items 2 and 3 the
@@ -169,6 +172,10 @@ ROBUST = {
     "only_x_grad": case((16, 64), note="only x requires grad, g does not", requires_grad=("x",), part="4.6"),
     "only_g_grad": case((16, 64), note="only g requires grad, x does not", requires_grad=("g",), part="4.6"),
     "no_grad": case((16, 64), note="neither x nor g requires grad", requires_grad=(), part="4.6"),
+    # the Function's saved tensors handed back through autograd's saved-tensor hooks, as activation offloading
+    # (torch.autograd.graph.save_on_cpu) hands them back, with x, g and all the forward's kernels stored overwritten
+    # in between: a backward that reads a tensor it kept elsewhere (ctx.r = r) reads the overwritten memory
+    "offloaded": case((16, 64), note="its saved tensors offloaded", part="4.6", offload=True),
 }
 # Item 7 looks for host-side ops on the core shape "d" in every dtype it grades.
 HOST_CASES = {"d_fp16": case(CORE["d"].shape, "float16"), "d_bf16": case(CORE["d"].shape, "bfloat16")}
@@ -252,6 +259,8 @@ def _task(op, k, c: Case, tensors=("x", "g", "dy")) -> dict:
     task = {"op": op, "tensors": {t: input_key(t, k) for t in tensors}, "eps": c.eps}
     if op == "autograd":
         task["requires_grad"] = list(c.requires_grad)     # host.py makes these inputs leaves that require grad
+        if c.offload:
+            task["offload"] = True
     if c.view:
         task["view"] = {"x": c.view, **({} if c.dy_contiguous or "dy" not in tensors else {"dy": c.view})}
     return task

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 from rmsnorm_testkit import text
-from rmsnorm_testkit.compare import compare, ctx_tensors_message, partial_dtype_problem, reference
+from rmsnorm_testkit.compare import compare, offloaded_message, partial_dtype_problem, reference
 
 from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of, robust_parts, task_name
 from .charge import Finding, Ledger
@@ -57,13 +57,47 @@ def robust_part(part, inputs, outcome, gpu=None) -> Ledger:
             forward_outputs(L, out, task, x, g, c.eps, story)
             continue
         forward_outputs(L, out, task, x, g, c.eps, story, names=("y",))
-        if late:
+        if c.offload:
+            _offloaded(L, ins, out, task, k, c, late)
+        elif late:
             L.add(late)
         elif tuple(c.requires_grad) != BOTH:
             _gradients_asked_for(L, out, task, x, g, dy, c, story)
         else:
             backward_outputs(L, L, out, task, x, g, dy, c.eps, story)
     return L
+
+
+def _offloaded(L, inputs, outcome, task, k, c, late):
+    """The step whose saved tensors were offloaded: the judge overwrote x, g and what the forward's kernels stored
+    before the backward (remote.Task.offload), and saw whether a backward launch loaded what it overwrote. One that
+    did read a tensor it did not get through ctx.saved_tensors: ctx_tensors's cause, whatever its values. Else its
+    outputs are judged as any case's; a mistake the core step shows too is the other parts' to name there."""
+    x, g, dy, story = given(inputs, k, c)
+    read = outcome.info.get(task, {}).get("read_overwritten")
+    if read:
+        L.add(Finding("dx", offloaded_message(outcome.info[task].get("ctx_tensors"), read, story), "ctx_tensors"))
+        return
+    first = Ledger()
+    if late:
+        first.add(late)
+    else:
+        backward_outputs(first, first, outcome, task, x, g, dy, c.eps, story)
+    L.checked += first.checked
+    if first.findings and _step_right(inputs, outcome, "d", CORE["d"]):
+        L.findings += first.findings                    # wrong in this step alone: named and owned as found
+
+
+def _step_right(inputs, outcome, k, c) -> bool:
+    """Are y, dx and dg of case ``k``'s autograd step right (and the step ran)?"""
+    task = task_name("ag", k)
+    if outcome.task_error(task) or k not in inputs:
+        return False
+    x, g, dy, story = given(inputs, k, c)
+    L = Ledger()
+    forward_outputs(L, outcome, task, x, g, c.eps, story, names=("y",))
+    backward_outputs(L, L, outcome, task, x, g, dy, c.eps, story)
+    return not L.findings
 
 
 def _gradients_asked_for(L, outcome, task, x, g, dy, c, story):
@@ -136,7 +170,7 @@ def part_4_6(inputs, outcome, own=None) -> Ledger:
     for task, k, c in runs:
         x, _, _, story = given(inputs, k, c)
         late = backward_failure(outcome, task, x, story)
-        if late is not None and late.cause:
+        if late is not None and late.cause and not c.offload:      # (the offloaded step: _offloaded)
             L.add(late)
         why = outcome.task_error(task) or next((f.message for f in (not_made(outcome, task, n, story)
                                                                        for n in ("y", "dx", "dg")) if f), None)
@@ -144,13 +178,10 @@ def part_4_6(inputs, outcome, own=None) -> Ledger:
             skipped.append(why)
             continue
         L.add(_properties(outcome, task, x, story, c.requires_grad))
-        if kind_of(task) == "ag":
+        if kind_of(task) == "ag" and not c.offload:      # (the offloaded step names its own cause: _offloaded)
             no_r = no_r_saved(outcome, task, x, story)
             if no_r and _gradients_wrong(inputs, outcome, task, k, c):
                 L.add(no_r)
-            kept = outcome.info.get(task, {}).get("ctx_tensors")
-            if kept:
-                L.add(Finding("dx", ctx_tensors_message(kept, story), "ctx_tensors"))
     for k in ("fp16_fwd", "bf16_fwd"):                 # rmsnorm_forward on 16 bits: y like x, r fp32 (M,)
         task, c = task_name("fwd", k), ROBUST[k]
         if outcome.task_error(task) or any(not_made(outcome, task, n, c.story) for n in ("y", "r")):

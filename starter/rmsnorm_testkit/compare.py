@@ -402,6 +402,20 @@ def ctx_tensors_message(kept, story) -> str:
             f"attribute escapes both: nothing checks it, and it lives as long as ctx does, past the backward")
 
 
+def offloaded_message(kept, read, story) -> str:
+    """Why a backward that read memory the grader overwrote after the forward (``read``: what it was, "x", "r",
+    "memory your forward's kernels stored") is wrong, for the student; ``kept``: the tensors the Function kept as
+    attributes of ctx, as ctx_tensors names them, if any."""
+    names = ", ".join(f"{n} ({tuple(s)} {d})" for n, s, d in kept or [])
+    what = " and ".join(read)
+    first = f"your forward kept {names} as an attribute of ctx, and your backward" if names else "your backward"
+    return (f"{first} read {what} as the forward left it, not a copy from ctx.saved_tensors, for {story}: the "
+            f"grader offloads the saved tensors there, as torch.autograd.graph.save_on_cpu does "
+            f"(autograd's saved-tensor hooks copy each tensor passed to ctx.save_for_backward and hand the copy back), "
+            f"and overwrote x, g and the memory your forward's kernels stored before the backward ran. Pass every "
+            f"tensor the backward needs to ctx.save_for_backward(x, g, r) and read them from ctx.saved_tensors")
+
+
 def leave_garbage(numels, device="cpu"):
     """Fill buffers of these sizes with NaN and free them at once. A ``torch.empty`` that follows
     (of one of these sizes) then likely gets that memory back, NaN and all, as it gets old data from

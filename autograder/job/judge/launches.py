@@ -327,12 +327,13 @@ class Launcher:
             buf, dt, offset, shape, strides, view = by_name[a.name]
             size = view.element_size()
             for r in a.records:
-                if r.kind.reads() and buf.dirty():
+                if r.kind.reads() and (buf.dirty() or id(buf) in self.memory.overwritten):
                     touched(reads, buf, size).add(r)
                 if r.kind.writes():
                     touched(stores, buf, size).add(r)
         reads, stores = [t.masked() for t in reads.values()], [t.masked() for t in stores.values()]
         loaded = self.memory.dirty_loaded(reads)
+        self.memory.loaded_overwritten(reads)
         whole = loaded is None                       # loads the judge cannot weigh: all it stored is the host's
         derived = self.replay(again, stores) if loaded and stores and not whole and again is not None else None
         self.memory.launch_stored(stores, whole, derived)

@@ -105,6 +105,10 @@ class Memory:
         self.copies = []                   # (source's address, elements, dtype, copy's address, source's dtype)
         self.host_loaded = 0               # dirty values (HOST, TAINTED) launches loaded, this phase (dirty_loaded)
         self._random = None                # the replays' secret bytes (seeded on first use: after the fork)
+        self.kept = []                     # clean tensors as they were before the judge overwrote them (keep)
+        self.kept_from = {}                # the address of each kept copy -> that of the memory it was kept from
+        self.overwritten = {}              # id of a Buffer -> its bytes the judge overwrote and nothing wrote since
+        self.read_overwritten = set()      # ids of the Buffers a launch loaded overwritten bytes of
 
     # -- arrival: a descriptor from either side ---------------------------------------------------------
     def buffer(self, fd: int, nbytes: int, origin=None) -> Buffer:
@@ -167,6 +171,8 @@ class Memory:
         buf.mirror.copy_(now)
         if not bool(changed.any()):
             return
+        if id(buf) in self.overwritten:
+            self.overwritten[id(buf)][changed] = False
         buf.mark(changed, HOST)
         buf.written[changed] = False
         self._classify(buf, changed)
@@ -201,7 +207,8 @@ class Memory:
         for src, code in self._candidates(flat.numel()):
             if torch.equal(flat, src.reshape(-1).to(view.dtype).view(INTS[size])):
                 buf.mark(index[host], code, size)
-                self.copies.append((src.untyped_storage().data_ptr(), int(host.sum()), str(view.dtype),
+                source = src.untyped_storage().data_ptr()
+                self.copies.append((self.kept_from.get(source, source), int(host.sum()), str(view.dtype),
                                     buf.mirror.untyped_storage().data_ptr(), str(src.dtype)))
                 break
         return view
@@ -216,6 +223,35 @@ class Memory:
             if (math.prod(shape) == numel and distinct(shape, strides)
                     and bool(torch.isin(self.origins(b, dtype, offset, shape, strides), _MADE).all())):
                 yield self.view(b, dtype, offset, shape, strides), COPY_KERNEL
+        for t, code in self.kept:
+            if t.numel() == numel:
+                yield t, code
+
+    def keep(self):
+        """Keep the clean tensors as they are now, as candidates for the host's copies, before the judge overwrites
+        the memory they lie in (remote.Task.offload): a copy the host made earlier still copies them."""
+        kept = []
+        for numel in sorted({t.numel() for t in self.inputs} | {math.prod(v[3]) for v in self.kernel_views.values()}):
+            for t, code in self._candidates(numel):
+                copy = t.clone()
+                self.kept_from[copy.untyped_storage().data_ptr()] = t.untyped_storage().data_ptr()
+                kept.append((copy, code))
+        self.kept = kept
+
+    def overwrite(self, buf: Buffer):
+        """Fill the whole buffer with bytes 0xff (NaN in any float dtype, -1 in an integer one), in the shared memory
+        too, and watch for a load of them (:meth:`loaded_overwritten`) until something writes there."""
+        buf.mirror.fill_(255)
+        buf.write_back()
+        buf.mark(slice(None), CONST)
+        self.overwritten[id(buf)] = torch.ones(buf.nbytes, dtype=torch.bool)
+
+    def loaded_overwritten(self, reads):
+        """Note the buffers whose overwritten bytes a launch loaded (``reads``: as dirty_loaded's)."""
+        for buf, size, elements in reads:
+            mask = self.overwritten.get(id(buf))
+            if mask is not None and buf.nbytes % size == 0 and bool((mask.view(-1, size).any(1) & elements).any()):
+                self.read_overwritten.add(id(buf))
 
     def add_kernel_view(self, buf: Buffer, dtype, offset, shape, strides):
         """A view a clean launch stored into (a candidate for copies and partial dg rows), once."""
@@ -281,6 +317,8 @@ class Memory:
         for buf, size, elements in stores:
             if buf.nbytes % size:
                 continue
+            if id(buf) in self.overwritten:                 # written again: no longer what the judge overwrote
+                self.overwritten[id(buf)].view(-1, size)[elements] = False
             if whole:
                 buf.mark(elements, TAINTED, size)
             else:

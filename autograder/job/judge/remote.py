@@ -155,6 +155,10 @@ class Task:
                          for k, (_, view) in self.given.items()}
         self.kw = {"eps": task["eps"]} if "eps" in task else {}
         self.info, self.tensors, self.roles = {}, {}, {}
+        self.per_row_host = []          # outputs made from one host value per row, at N = 1 (owned_by_item_7)
+        self.overwritten = {}           # x and g as the judge overwrote them, in an offloaded task (offload)
+        self.overwritten_names = {}     # id of each Buffer it overwrote -> "x", "g", or None
+        self.output_buffers = {}        # output name -> id of its Buffer
         # the bytes of one element of each role's memory (its own dtype's), and of scratch (None): fp32's, whatever x's
         self.units = {None: 4}          # (a partial buffer's bound, M·N/8, is in fp32 elements in any dtype)
         for k, (buf, view) in self.given.items():
@@ -212,6 +216,7 @@ class Task:
                 info.setdefault("not_tensors", {})[k] = f"unreadable ({e})"[:60]
                 continue
             self.recipe.output(k, buf, *geometry)
+            self.output_buffers.setdefault("r" if k == "r_saved" else k, id(buf))
             self.roles.setdefault(k if k != "r_saved" else "r", buf.mirror.untyped_storage().data_ptr())
             self.units.setdefault(buf.mirror.untyped_storage().data_ptr(), view.element_size())
             claims = answer.get("claims") if isinstance(answer.get("claims"), dict) else {}
@@ -246,6 +251,11 @@ class Task:
                                                        or claim.get("host_made") is True)
                 info.setdefault("tainted", {})[k] = (bool((origins == provenance.TAINTED).any()) or partials == "host's"
                                                      or (not forgiven and bool((origins == provenance.DERIVED).any())))
+                if not made and claim.get("made") is True and memory.host_loaded <= rows and partials != "host's" \
+                        and bool(torch.isin(origins, torch.tensor(provenance.MADE + (provenance.DERIVED,),
+                                                                  dtype=torch.uint8)).all()):
+                    self.per_row_host.append(k)      # the host's values one per row, as many as
+                    # the output's at N = 1: item 7 owns that host work when the replay finds it (verify)
             if not made and k in ("y", "r", "r_saved", "dx"):
                 self.tensors[output_key(k, "stored")] = stored.reshape(value.shape).contiguous()
 
@@ -309,6 +319,7 @@ class Task:
         if again_run.flow is not None and again_run.flow.used is not None:
             self.info["host_work"] = dict(self.host_work(*again_run.flow.used),
                                           shape=[again_run.flow.M, again_run.flow.N])
+            self.owned_by_item_7()
         if why:
             stale.update({k: why for snap in self.recipe.snapshots for k in snap[2] if k not in again})
         if stale:
@@ -334,6 +345,15 @@ class Task:
             for phase in PHASES:
                 if isinstance(self.info.get(phase), dict):
                     self.info[phase]["host_loaded"] = 0
+
+    def owned_by_item_7(self):
+        """Outputs the kernels computed from the inputs and from one host value per row (the row sums of a backward
+        done on the host, say) are not forgiven where the output itself holds one value per row (N = 1), since
+        there the host's values could be the whole output. When the judge's replay found that host work (item 7
+        charges it), the values are the kernels' all the same: one mistake, charged once, in item 7."""
+        for k in self.per_row_host:
+            self.info.setdefault("kernel_made", {})[k] = True
+            self.info.setdefault("tainted", {})[k] = False
 
     def host_work(self, op: dict, reached: str) -> dict:
         """Item 7's evidence, from the judge's own replay: the host op whose work on an activation a kernel loaded
@@ -381,15 +401,44 @@ class Task:
         return out, {k: k not in again_run.unmade for k in out}
 
     def inputs_modified(self) -> list:
-        """The inputs besides dy that the task's kernels wrote into (the judge's own memory of them): x, g, r."""
+        """The inputs besides dy that the task's kernels wrote into (the judge's own memory of them): x, g, r (as the
+        judge left them: overwritten, in a task whose saved tensors were offloaded)."""
         changed = []
         for k in ("x", "g", "r"):
             if k in self.given:
                 buf, view = self.given[k]
                 self.judge.memory.refresh(buf)
-                if not torch.equal(view, self.original[k]):
-                    changed.append(k)
+                was = self.overwritten.get(k, self.original[k])
+                if not torch.equal(view.contiguous().view(torch.uint8), was.contiguous().view(torch.uint8)):
+                    changed.append(k)           # (byte for byte: NaN, the overwritten value, is no number)
         return changed
+
+    def offload(self):
+        """Between the forward and the backward of a task whose saved tensors were offloaded (the submission's side
+        ran the forward under saved-tensor hooks that copy each saved tensor: host.offloaded), overwrite x, g and
+        every buffer the forward's kernels stored with NaN (all bytes set: -1 in an integer buffer). A backward that
+        reads only ctx.saved_tensors reads the copies; one that reads a tensor kept elsewhere (an attribute of ctx,
+        a global) reads this. Copies of the values as they were stay candidates for the host's copies
+        (provenance.Memory.kept), so the saved copies count as the moves they are."""
+        memory = self.judge.memory
+        for buf in memory.buffers.values():
+            memory.refresh(buf)
+        memory.keep()
+        inputs = {id(self.given[k][0]): k for k in ("x", "g") if k in self.given}
+        self.overwritten_names = {}
+        for buf in list(memory.buffers.values()):
+            if id(buf) in inputs or bool(buf.written.any()):
+                memory.overwrite(buf)
+                self.overwritten_names[id(buf)] = inputs.get(id(buf))
+        self.overwritten = {k: self.given[k][1].clone() for k in ("x", "g") if k in self.given}
+
+    def read_overwritten(self) -> list:
+        """What a backward launch loaded of the memory the judge overwrote (offload): x, g, or a buffer the forward's
+        kernels stored (named as the output it is, y or r, where it is one)."""
+        outputs = {buf_id: k for k, buf_id in self.output_buffers.items()}
+        return sorted({self.overwritten_names.get(b) or (f"{outputs[b]}'s memory" if b in outputs else
+                                                         "memory your forward's kernels stored")
+                       for b in self.judge.memory.read_overwritten})
 
     def dy_modified(self) -> bool:
         if "dy" not in self.given:
@@ -503,7 +552,8 @@ def autograd(t: Task):
     y.backward(dy); with neither requiring grad, rmsnorm alone (it must still work: there is no backward)."""
     requires_grad = [str(k) for k in t.task.get("requires_grad", ("x", "g"))]
     say("rmsnorm (the forward through TritonRMSNorm)", t.given["x"][1])
-    answer = t.run_phase("fwd", "ag_forward", ["x", "g"], requires_grad=requires_grad)
+    offload = {"offload": True} if t.task.get("offload") is True else {}
+    answer = t.run_phase("fwd", "ag_forward", ["x", "g"], requires_grad=requires_grad, **offload)
     t.info["saved"] = answer.get("saved") if isinstance(answer.get("saved"), (list, type(None))) else None
     t.info["saved_r"] = "r_saved" in t.tensors
     t.info["ctx_tensors"] = _kept(answer.get("ctx_tensors"))
@@ -513,10 +563,14 @@ def autograd(t: Task):
         t.tensors["r_saved"] = t.tensors["r_saved"].clone()
     if not requires_grad:
         return
+    if offload:
+        t.offload()
     say("y.backward() (the backward through TritonRMSNorm)", t.given["x"][1])
     try:
         t.run_phase("bwd", "ag_backward", ["dy"])
     finally:
+        if offload:
+            t.info["read_overwritten"] = t.read_overwritten()
         t.info["dy_modified"] = t.dy_modified()
         t.info["inputs_modified"] = t.inputs_modified()
 

@@ -20,6 +20,7 @@ decides a grade: the judge's process does, from what it saw.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import mmap
 import os
@@ -132,7 +133,8 @@ class Host:
         for leaf, grad in ((x, "dx"), (g, "dg")):
             if leaf.requires_grad:
                 leaf.register_hook(lambda got, grad=grad: returned.__setitem__(grad, got))
-        y, phase = self._phase(lambda: self.mod.rmsnorm(x, g, **kw))
+        with offloaded(self.request.get("offload") is True):
+            y, phase = self._phase(lambda: self.mod.rmsnorm(x, g, **kw))
         self.step = {"x": x, "g": g, "y": y, "returned": returned, "given": dict(t)}
         out = {"y": y.detach() if not_plain(y) is None else y}
         extra = {}
@@ -222,6 +224,17 @@ class Host:
 
 
 RECORDED = ("fwd", "fwdbwd")     # the steps item 10 times
+
+
+def offloaded(on: bool):
+    """Autograd's saved-tensor hooks as activation offloading uses them (``torch.autograd.graph.save_on_cpu``): each
+    tensor the Function passes to ctx.save_for_backward is copied when it is saved, and the backward's
+    ctx.saved_tensors hands back the copy. The judge then overwrites x, g and the memory the forward's kernels
+    stored (remote.Task.offload): a backward that reads only what it saved is untouched by that. The copies are
+    host ops of the step's recipe, as the judge replays it."""
+    if not on:
+        return contextlib.nullcontext()
+    return torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach().clone(), lambda t: t)
 
 
 class NoDg(TypeError):

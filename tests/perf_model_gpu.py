@@ -165,8 +165,10 @@ def compare(measured_path: Path, gpu: str = "H200") -> list:
         for path in perf_designs.write_all(Path(d), {k: every[k] for k in measured["designs"] if k in every}):
             impl = load_impl(path, backend="mini_triton")
             for dtype_name in DTYPE_NAMES:
+                m = measured["designs"][path.stem].get(dtype_name)
+                if m is None:                      # a measurement cut short: the dtypes it reached
+                    continue
                 got = predict.item_10(impl, dtype_name, gpu=gpu)
-                m = measured["designs"][path.stem][dtype_name]
                 for kind in ("fwd", "fwdbwd"):
                     rows.append((path.stem, dtype_name, kind, got.shares[kind], m.get(f"{kind}_share")))
     return rows

@@ -1206,6 +1206,16 @@ HOSTILE["partial_rows_by_atomics_in_slices"] = (
     edit(_SLICES, ("    tl.store(dg_ptr + row * N + cols, dy * x * r, mask=mask)",
                    "    tl.atomic_add(dg_ptr + row * N + cols, dy * x * r, mask=mask)"),
          ("    dg_partial = torch.empty((M, N)", "    dg_partial = torch.zeros((M, N)")))
+HOSTILE["r_kept_as_a_clone_on_ctx"] = (
+    "r_as_ctx_attribute", "r kept on ctx as a copy the host made, which the judge's overwrite of the forward's memory "
+    "never reaches", "judge",
+    edit(CONTROLS["r_as_ctx_attribute"], ("        ctx.r = r\n", "        ctx.r = r.clone()\n")))
+HOSTILE["r_on_ctx_recomputed_where_it_reads_nan"] = (
+    "r_as_ctx_attribute", "r kept on ctx, recomputed by the forward's kernels wherever a host check finds it NaN (the "
+    "judge's overwrite)", "judge",
+    edit(CONTROLS["r_as_ctx_attribute"], ("        ctx.r = r\n", "        ctx.r = r\n        ctx.eps = eps\n"),
+         ("        r = ctx.r\n", "        r = ctx.r\n        if bool(torch.isnan(r).any()):\n"
+                                "            r = rmsnorm_forward(x, g, ctx.eps)[1]\n")))
 HOSTILE["r_kept_by_a_bound_method_on_ctx"] = (
     "r_as_ctx_attribute", "r kept on ctx as the pop method of a list that holds it", "judge",
     edit(SIMPLE, ("        ctx.save_for_backward(x, g, r)\n", "        ctx.save_for_backward(x, g)\n"

@@ -115,6 +115,22 @@ STYLES["backward_in_chunks_of_rows"] = edit(
              "                                     x2.stride(0), dy2.stride(0), BLOCK=triton.next_power_of_2(N))"))
 
 # two rows per program, g loaded again for each row (as often as the lecture's one row per program loads it)
+# each kernel takes its row from a ticket counter in a buffer the module keeps between calls (int32: the forward's,
+# the backward's), zeroed once; the last ticket puts its counter back to 0 (a self-resetting counter)
+TICKET = ("    row = tl.program_id(0).to(tl.int64)\n",
+          "    row = tl.atomic_add(sem_ptr + {0}, 1).to(tl.int64)\n"
+          "    tl.atomic_xchg(sem_ptr + {0}, 0, mask=row == tl.num_programs(0) - 1)\n")
+STYLES["row_tickets_in_a_module_buffer"] = edit(
+    SIMPLE, ("x_ptr, g_ptr, y_ptr, r_ptr, N, x_stride,", "x_ptr, g_ptr, y_ptr, r_ptr, sem_ptr, N, x_stride,"),
+    ("dx_ptr, dg_ptr, N, x_stride, dy_stride,", "dx_ptr, dg_ptr, sem_ptr, N, x_stride, dy_stride,"),
+    (TICKET[0], TICKET[1].format(0)), (TICKET[0], TICKET[1].format(1)),
+    ("    rmsnorm_fwd_kernel[(M,)](x2, g, y, r, N,", "    rmsnorm_fwd_kernel[(M,)](x2, g, y, r, _sem(x.device), N,"),
+    ("    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, N,",
+     "    rmsnorm_bwd_kernel[(M,)](x2, g, dy2, r, dx, dg_partial, _sem(x.device), N,"),
+    ("def rmsnorm_forward(", "_SEMS = {}\n\n\ndef _sem(device):\n    if device not in _SEMS:\n"
+                            "        _SEMS[device] = torch.zeros(2, dtype=torch.int32, device=device)\n"
+                            "    return _SEMS[device]\n\n\ndef rmsnorm_forward("))
+
 FWD_KERNEL = SIMPLE[SIMPLE.index("@triton.jit\ndef rmsnorm_fwd_kernel"):
                     SIMPLE.index("@triton.jit\ndef rmsnorm_bwd_kernel")]
 STYLES["two_rows_per_program_g_per_row"] = edit(SIMPLE, (FWD_KERNEL, '''@triton.jit

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import torch
 from rmsnorm_testkit import text
-from rmsnorm_testkit.compare import compare, offloaded_message, partial_dtype_problem, reference
+from rmsnorm_testkit.compare import (compare, ctx_tensors_message, offloaded_message, partial_dtype_problem,
+                                     reference)
 
 from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of, robust_parts, task_name
 from .charge import Finding, Ledger
@@ -167,6 +168,10 @@ def part_4_6(inputs, outcome, own=None) -> Ledger:
                                                     *((k, c) for k, c in ROBUST.items() if not c.forward_only)]]
     runs += [(task_name("bwd", k), k, c) for k, c in {**CORE, **HOST_CASES}.items()]     # 16-bit dg's dtype too
     skipped = []                                   # why an input could not be checked: its own part's cause
+    # the judge's own sight of ctx first (the offloaded step); a report of a tensor kept on ctx charges too (a file
+    # does not lie to its own cost), and one that reports nothing is judged by that sight alone
+    offloaded = any((outcome.info.get(task_name("ag", k)) or {}).get("read_overwritten")
+                    for k, c in ROBUST.items() if c.offload)
     for task, k, c in runs:
         x, _, _, story = given(inputs, k, c)
         late = backward_failure(outcome, task, x, story)
@@ -182,6 +187,9 @@ def part_4_6(inputs, outcome, own=None) -> Ledger:
             no_r = no_r_saved(outcome, task, x, story)
             if no_r and _gradients_wrong(inputs, outcome, task, k, c):
                 L.add(no_r)
+            kept = outcome.info.get(task, {}).get("ctx_tensors")
+            if kept and not offloaded:
+                L.add(Finding("dx", ctx_tensors_message(kept, story), "ctx_tensors"))
     for k in ("fp16_fwd", "bf16_fwd"):                 # rmsnorm_forward on 16 bits: y like x, r fp32 (M,)
         task, c = task_name("fwd", k), ROBUST[k]
         if outcome.task_error(task) or any(not_made(outcome, task, n, c.story) for n in ("y", "r")):

@@ -333,7 +333,7 @@ class Launcher:
                     touched(stores, buf, size).add(r)
         reads, stores = [t.masked() for t in reads.values()], [t.masked() for t in stores.values()]
         loaded = self.memory.dirty_loaded(reads)
-        self.memory.loaded_overwritten(reads)
+        self.memory.loaded_overwritten(reads, stores)
         whole = loaded is None                       # loads the judge cannot weigh: all it stored is the host's
         derived = self.replay(again, stores) if loaded and stores and not whole and again is not None else None
         self.memory.launch_stored(stores, whole, derived)

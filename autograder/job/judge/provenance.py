@@ -238,19 +238,39 @@ class Memory:
                 kept.append((copy, code))
         self.kept = kept
 
-    def overwrite(self, buf: Buffer):
-        """Fill the whole buffer with bytes 0xff (NaN in any float dtype, -1 in an integer one), in the shared memory
-        too, and watch for a load of them (:meth:`loaded_overwritten`) until something writes there."""
-        buf.mirror.fill_(255)
+    def overwrite(self, buf: Buffer, where: torch.Tensor | None = None) -> torch.Tensor:
+        """Set the bytes ``where`` (a mask; all of them when None) to 0xff (NaN in any float dtype, -1 in an integer
+        one), in the shared memory too, and watch for a load of them (:meth:`loaded_overwritten`) until something
+        writes there; returns the bytes as they were, for :meth:`restore`."""
+        where = torch.ones(buf.nbytes, dtype=torch.bool) if where is None else where.clone()
+        was = buf.mirror.clone()
+        buf.mirror[where] = 255
         buf.write_back()
-        buf.mark(slice(None), CONST)
-        self.overwritten[id(buf)] = torch.ones(buf.nbytes, dtype=torch.bool)
+        buf.mark(where, CONST)
+        self.overwritten[id(buf)] = where
+        return was
 
-    def loaded_overwritten(self, reads):
-        """Note the buffers whose overwritten bytes a launch loaded (``reads``: as dirty_loaded's)."""
+    def restore(self, buf: Buffer, was: torch.Tensor):
+        """Put back what :meth:`overwrite` replaced where nothing wrote since (a module's own buffer, kept between
+        calls, must not carry the judge's bytes into the file's next call)."""
+        self.refresh(buf)
+        where = self.overwritten.pop(id(buf), None)
+        if where is not None and bool(where.any()):
+            buf.mirror[where] = was[where]
+            buf.write_back()
+
+    def loaded_overwritten(self, reads, stores=()):
+        """Note the buffers whose overwritten bytes a launch loaded (``reads`` and ``stores``: as dirty_loaded's and
+        launch_stored's); an element the same launch stored too is given the benefit of the doubt (its own scratch,
+        written before it was read)."""
+        stored = {(id(buf), size): elements for buf, size, elements in stores}
         for buf, size, elements in reads:
             mask = self.overwritten.get(id(buf))
-            if mask is not None and buf.nbytes % size == 0 and bool((mask.view(-1, size).any(1) & elements).any()):
+            if mask is None or buf.nbytes % size:
+                continue
+            own = stored.get((id(buf), size))
+            loaded = elements & ~own if own is not None and own.shape == elements.shape else elements
+            if bool((mask.view(-1, size).any(1) & loaded).any()):
                 self.read_overwritten.add(id(buf))
 
     def add_kernel_view(self, buf: Buffer, dtype, offset, shape, strides):

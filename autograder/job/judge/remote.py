@@ -159,6 +159,7 @@ class Task:
         self.overwritten = {}           # x and g as the judge overwrote them, in an offloaded task (offload)
         self.overwritten_names = {}     # id of each Buffer it overwrote -> "x", "g", or None
         self.output_buffers = {}        # output name -> id of its Buffer
+        self.put_back = []              # (Buffer, its bytes before) of the submission's buffers it overwrote
         # the bytes of one element of each role's memory (its own dtype's), and of scratch (None): fp32's, whatever x's
         self.units = {None: 4}          # (a partial buffer's bound, M·N/8, is in fp32 elements in any dtype)
         for k, (buf, view) in self.given.items():
@@ -348,9 +349,11 @@ class Task:
 
     def owned_by_item_7(self):
         """Outputs the kernels computed from the inputs and from one host value per row (the row sums of a backward
-        done on the host, say) are not forgiven where the output itself holds one value per row (N = 1), since
-        there the host's values could be the whole output. When the judge's replay found that host work (item 7
-        charges it), the values are the kernels' all the same: one mistake, charged once, in item 7."""
+        done on the host, say) are not forgiven where the output holds fewer than four values for each of the
+        host's (N < 4: at N = 1 the host's values could be the whole output). When the judge's replay found that
+        host work (item 7 charges it), the values are the kernels' all the same: one mistake, charged once, in item
+        7 (which charges a host op the replay finds at any N, so a host that computed the output itself gains
+        nothing here)."""
         for k in self.per_row_host:
             self.info.setdefault("kernel_made", {})[k] = True
             self.info.setdefault("tainted", {})[k] = False
@@ -427,10 +430,21 @@ class Task:
         inputs = {id(self.given[k][0]): k for k in ("x", "g") if k in self.given}
         self.overwritten_names = {}
         for buf in list(memory.buffers.values()):
-            if id(buf) in inputs or bool(buf.written.any()):
+            if id(buf) in inputs:
                 memory.overwrite(buf)
-                self.overwritten_names[id(buf)] = inputs.get(id(buf))
+            elif bool(buf.written.any()):               # only what the forward's kernels stored: a module's own
+                self.put_back.append((buf, memory.overwrite(buf, buf.written)))  # counters beside it are its own
+            else:
+                continue
+            self.overwritten_names[id(buf)] = inputs.get(id(buf))
         self.overwritten = {k: self.given[k][1].clone() for k in ("x", "g") if k in self.given}
+
+    def restore(self):
+        """After the offloaded backward: what the judge overwrote in the submission's own buffers, put back where
+        nothing wrote since (a buffer a module keeps between calls goes on as the file left it)."""
+        for buf, was in self.put_back:
+            self.judge.memory.restore(buf, was)
+        self.put_back = []
 
     def read_overwritten(self) -> list:
         """What a backward launch loaded of the memory the judge overwrote (offload): x, g, or a buffer the forward's
@@ -571,6 +585,7 @@ def autograd(t: Task):
     finally:
         if offload:
             t.info["read_overwritten"] = t.read_overwritten()
+            t.restore()
         t.info["dy_modified"] = t.dy_modified()
         t.info["inputs_modified"] = t.inputs_modified()
 

@@ -265,7 +265,7 @@ def graded(tmp_path_factory):
     for name, attack in RESULT_ATTACKS.items():
         results = d / f"{name}.json"
         jobs[name] = (f"RESULTS = {str(results)!r}\n" + WRITE + attack + SIMPLE, results)
-    env = dict(os.environ)
+    env = dict(os.environ, RMSNORM_PREDICT="off")    # item 10's prediction: test_autograder_zip and _grade read it
 
     def run(item):
         name, (source, results) = item

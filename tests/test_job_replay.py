@@ -39,6 +39,36 @@ def test_a_zero_row_moves_on_the_fresh_draw():
     assert len(rows) > 1, rows
 
 
+def _views(base):
+    return {"whole": base, "tail": base[3:], "columns": base.view(10, 100)[:, 5:9],
+            "transposed": base.view(10, 100).t(), "stepped": base.view(10, 100)[::3, ::7], "one": base[7],
+            "int16": base.view(torch.int16)[1:9], "bytes": base.view(torch.uint8)[5:77],
+            "stride_0": base[5:6].expand(4, 3), "empty": base[:0].view(0, 5)}
+
+
+@pytest.mark.parametrize("view", list(_views(torch.zeros(1000))))
+def test_the_replay_marks_and_reads_each_byte_of_a_view_as_its_addresses_say(view):
+    """Which bytes the replay's kernels made (Replay.mark, made_each, is_made), on any view of a buffer, agree with
+    the bytes its elements' addresses name (storage offset + index · stride, times the element's size)."""
+    base = torch.zeros(1000)
+    t = _views(base)[view]
+    size = t.element_size()
+    index = torch.arange(base.numel() * 4 // size).as_strided(t.shape, t.stride(), t.storage_offset()).reshape(-1)
+    at = index[:, None] * size + torch.arange(size)           # the byte addresses, one row per element
+    run = replay.Replay(None)
+    run.buffers[0] = base.view(torch.uint8)
+    flags = torch.rand(4000, generator=torch.Generator().manual_seed(0)) < 0.7
+    run.made[0] = flags.clone()
+    assert torch.equal(run.made_each(t), flags[at].all(-1).reshape(t.shape))
+    assert run.is_made(t) == bool(flags[at].all())
+    for made in (True, False, torch.rand(t.shape, generator=torch.Generator().manual_seed(1)) < 0.5):
+        run.made[0] = flags.clone()
+        run.mark(t, made)
+        want = flags.clone()
+        want[at] = made if isinstance(made, bool) else made.reshape(-1, 1).expand_as(at)
+        assert torch.equal(run.made[0], want), made
+
+
 def test_recorded_torch_ops_replay_on_the_replays_own_tensors():
     """The submission's side records each op with its tensors as buffers; the replay runs the same ops, by their
     aten names, on the fresh input, and reads the output back from the buffer the log named."""

@@ -247,29 +247,36 @@ class Replay(Buffers):
         ptr = t if isinstance(t, int) else t.untyped_storage().data_ptr()
         return next((b for b, data in self.buffers.items() if data.untyped_storage().data_ptr() == ptr), None)
 
-    def _elements(self, t: torch.Tensor) -> torch.Tensor:
-        """The byte offsets, in its buffer, of every element of a view: (elements, bytes of one)."""
+    def _bytes(self, b: int, t: torch.Tensor) -> torch.Tensor:
+        """The flags of ``t``'s bytes in its buffer ``b`` (``made``), as a view shaped (*t.shape, bytes of one): no
+        copy and no index, whatever the size of the buffer the view lies in."""
         size = t.element_size()
-        first = torch.arange(t.untyped_storage().nbytes() // size).as_strided(tuple(t.shape), tuple(t.stride()),
-                                                                            t.storage_offset()).reshape(-1)
-        return first[:, None] * size + torch.arange(size)
+        return self._made(b).as_strided((*t.shape, size), (*(s * size for s in t.stride()), 1),
+                                        t.storage_offset() * size)
 
     def mark(self, t: torch.Tensor, made):
         """Note whether the replay's kernels made ``t``'s bytes: ``made``, one bool for all of it or one per element."""
         b = self._number(t)
         if b is not None and t.numel():
-            at = self._elements(t)
-            self._made(b)[at] = made if isinstance(made, bool) else made.reshape(-1, 1).expand_as(at)
+            at = self._bytes(b, t)
+            value = (torch.tensor(made) if isinstance(made, bool) else made.reshape(*t.shape, 1)).expand_as(at)
+            if torch._debug_has_internal_overlap(at) == 0:          # (0: none, as a view of distinct elements)
+                at.copy_(value)
+            else:                       # a view that names an element twice (stride 0): by index, the last one wins
+                index = torch.arange(at.untyped_storage().nbytes()).as_strided(at.shape, at.stride(),
+                                                                               at.storage_offset())
+                self._made(b)[index.reshape(-1)] = value.reshape(-1)
 
     def made_each(self, t: torch.Tensor) -> torch.Tensor:
         """Per element of ``t``: were all its bytes last written by the replay's kernels?"""
         b = self._number(t)
         if b is None or not t.numel():
             return torch.zeros(t.shape, dtype=torch.bool)
-        return self._made(b)[self._elements(t)].all(-1).reshape(t.shape)
+        return self._bytes(b, t).all(-1)
 
     def is_made(self, t: torch.Tensor) -> bool:
-        return self._number(t) is not None and bool(self.made_each(t).all())
+        b = self._number(t)
+        return b is not None and (not t.numel() or bool(self._bytes(b, t).all()))
 
     def op(self, step: dict):
         name, overload, args, kwargs, outs, refs = self.call(step)

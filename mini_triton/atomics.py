@@ -43,11 +43,33 @@ def check_type(op: str, elem):
         raise TypeError(f"{runtime.location()}: atomic_{op} needs an integer tensor, got {elem!r}")
 
 
+# torch has few ops for unsigned words (no index_put for uint32): their atomics run on the same bits read as signed
+# words, which add, exchange, compare and combine bitwise alike; max and min compare them with the top bit flipped
+SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+
+
 def apply(ch, acc, op, a, v, cmp, pids=None):
     """Apply ``op`` to the elements ``a`` of ``acc``'s buffer, one active lane each (``v``: the operands,
     ``cmp``: atomic_cas's comparands, ``pids``: each lane's program); returns the value each lane saw before its
     update."""
     flat = acc.buf.flat
+    signed = SIGNED.get(flat.dtype)
+    if signed is None:
+        return _apply(ch, acc, op, flat, a, v, cmp, pids)
+    flat, v = flat.view(signed), v.contiguous().view(signed)
+    cmp = None if cmp is None else cmp.contiguous().view(signed)
+    if op not in ("max", "min"):
+        return _apply(ch, acc, op, flat, a, v, cmp, pids).view(acc.buf.flat.dtype)
+    top = torch.iinfo(signed).min                   # unsigned order is signed order with the top bit flipped
+    touched = torch.unique(a)
+    flat[touched] ^= top
+    try:
+        return (_apply(ch, acc, op, flat, a, v ^ top, cmp, pids) ^ top).view(acc.buf.flat.dtype)
+    finally:
+        flat[touched] ^= top
+
+
+def _apply(ch, acc, op, flat, a, v, cmp, pids):
     if op == "xchg" and (_different_values_at_one_address(a, v) or _exchanged_by_another(ch, acc, a, v, pids)):
         order_dependent(ch, f"tl.atomic_xchg of different values into one element of {acc.buf.describe()} at "
                             f"{acc.line}", acc)

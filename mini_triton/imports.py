@@ -95,7 +95,10 @@ class _TwoWorlds:
         target = name if level == 0 else (globals or {}).get("__package__") or ""    # from .jit import ...
         if _is_triton(target) and not self.depth and importer.split(".")[0] in LOOKS_FOR_TRITON:
             return self.from_outside(name, globals, locals, fromlist, level)
-        return self.builtin(name, globals, locals, fromlist, level)
+        try:
+            return self.builtin(name, globals, locals, fromlist, level)
+        finally:
+            _keep_own_runtime()
 
     def from_outside(self, *args):
         simulated = _take_triton_modules()
@@ -109,6 +112,21 @@ class _TwoWorlds:
             self.outside.update(_take_triton_modules())
             sys.modules.update(simulated)
             sys.meta_path.insert(0, self.finder)
+
+
+def _keep_own_runtime():
+    """Importing ``triton.runtime`` and ``triton.runtime.driver`` (both the simulator's driver module, DRIVER) binds
+    that module as ``runtime`` of mini_triton (the parent package ``triton`` is) and as ``driver`` of itself: give
+    each back what it held (mini_triton's own runtime module; Triton's ``driver`` object), or a later ``from
+    mini_triton import runtime`` gets the driver's module, and ``from triton.runtime.driver import driver`` a module
+    with no ``active``."""
+    package, own, drv = (sys.modules.get(n) for n in ("mini_triton", "mini_triton.runtime", "mini_triton.driver"))
+    if package is None or own is None:
+        return
+    if package.__dict__.get("runtime") is not own:
+        package.runtime = own
+    if drv is not None and isinstance(drv.__dict__.get("driver"), types.ModuleType):
+        drv.driver = own.driver
 
 
 _OPEN = []                   # the as_triton() blocks open now, and install_as_triton()'s for good
@@ -138,6 +156,7 @@ def as_triton():
         sys.meta_path.remove(finder)
         _take_triton_modules()
         sys.modules.update(saved)
+        _keep_own_runtime()
 
 
 def install_as_triton():

@@ -219,6 +219,43 @@ def test_atomic_max_min_xchg_cas():
 
 
 @triton.jit
+def unsigned_atomics_kernel(x_ptr, out_ptr, old_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.atomic_max(out_ptr + tl.arange(0, BLOCK) * 0, x)
+    tl.atomic_min(out_ptr + 1 + tl.arange(0, BLOCK) * 0, x)
+    tl.store(old_ptr + offs, tl.atomic_add(out_ptr + 2 + tl.arange(0, BLOCK) * 0, x))
+
+
+def _signed(dtype):
+    return {torch.uint32: torch.int32, torch.uint64: torch.int64}[dtype]
+
+
+def _words(values, dtype) -> torch.Tensor:
+    """Unsigned words of ``dtype`` holding ``values`` (Python ints from 0 to 2**bits - 1)."""
+    bits = torch.iinfo(dtype).bits
+    signed = [v - 2 ** bits if v >= 2 ** (bits - 1) else v for v in values]
+    return torch.tensor(signed, dtype=_signed(dtype)).view(dtype)
+
+
+def _values(t) -> list:
+    bits = torch.iinfo(t.dtype).bits
+    return [v % 2 ** bits for v in t.view(_signed(t.dtype)).tolist()]
+
+
+@pytest.mark.parametrize("dtype", [torch.uint32, torch.uint64])
+def test_unsigned_atomics_compare_and_wrap_as_unsigned_words(dtype):
+    """Triton's atomics on uint32 and uint64 words: max and min in unsigned order (a word with its top bit set is
+    the largest), add wrapping around 2**bits, each lane seeing the sum of the lanes before it."""
+    bits = torch.iinfo(dtype).bits
+    words = [2 ** bits - 16, 5, 2 ** (bits - 1), 7, 0, 2 ** (bits - 1) - 1, 3, 2 ** bits - 1]
+    out, old = _words([0, 2 ** bits - 1, 0], dtype), _words([0] * 8, dtype)    # min starts from the largest word
+    unsigned_atomics_kernel[(2,)](_words(words, dtype), out, old, BLOCK=4)
+    assert _values(out) == [2 ** bits - 1, 0, sum(words) % 2 ** bits]
+    assert _values(old) == [sum(words[:k]) % 2 ** bits for k in range(8)]
+
+
+@triton.jit
 def atomic_old_kernel(out_ptr, old_ptr):
     old = tl.atomic_add(out_ptr, 1)
     tl.store(old_ptr + tl.program_id(0), old)

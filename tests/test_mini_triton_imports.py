@@ -37,7 +37,9 @@ def test_tritons_driver_is_the_one_piece_of_its_runtime_the_simulator_answers(st
     scope = {}
     with as_triton():
         exec(statement, scope)
-    assert scope["driver"] is mini_triton.runtime.driver
+    assert scope["driver"] is mini_triton.runtime.driver and scope["driver"].active.get_current_device() == 0
+    # and the simulator's own modules are still its own (the import binds the driver's module as triton.runtime)
+    assert mini_triton.runtime is sys.modules["mini_triton.runtime"] and hasattr(mini_triton.runtime, "schedule")
 
 
 def test_outside_the_block_triton_is_what_it_was():

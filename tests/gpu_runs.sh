@@ -3,7 +3,8 @@
 #   bash tests/gpu_runs.sh fidelity_and_designs OUT   # compile rules; item 10's shares of tests/perf_designs.py's
 #                                                     # designs and the microbenchmarks; the model held to them
 #   bash tests/gpu_runs.sh styles_and_solution OUT    # the other library styles' shares; the solution graded whole
-#   bash tests/gpu_runs.sh regrade OUT                # 24 submissions through grade-all (resumable)
+#   bash tests/gpu_runs.sh regrade OUT                # 24 submissions through grade-all, resumable across calls
+#                                                     # and sessions (STATE=a .tar that OUT/regrade.tar came back as)
 #   bash tests/gpu_runs.sh item10 OUT "A B"         # item 10 alone of the named entries (or files), at once;
 #                                                     # a name given twice is graded twice
 #                                                     # (speed_hostile's, timed_hostile's, solution, control)
@@ -44,7 +45,9 @@ PY
     cat "$logs"/*.log > "$out/speed_hostile.log"; cat "$logs"/*.md | tee "$out/speed_hostile.md"
     grep -h "passed\|failed\|Error" "$logs"/*.log | tail -12 ;;
   regrade)                        # a class of 24 (18 library styles, 6 mistakes) through make grade-all's warm
-                                  # server; resumable: call again with the same EXPORT to go on where it stopped
+                                  # server, about 90 s a submission on one GPU (so more than one session's device
+                                  # time): resumable, with the same EXPORT on a warm machine, or on a fresh one
+                                  # from STATE (the OUT/regrade.tar of the last call, carried)
     python3 -m autograder.accounts create >/dev/null
     ex=${EXPORT:-/tmp/class_export}
     python3 - "$ex" <<'PY'
@@ -54,7 +57,9 @@ sys.path.insert(0, "tests")
 import mistakes
 ex = Path(sys.argv[1])
 if not (ex / "submission_metadata.yml").exists():
-    files = {p.stem: p.read_text() for p in sorted(Path("tests/library_styles").glob("*.py"))}
+    slow = ("attorch", "fla")          # Triton compiles these for many minutes (docs/perf.md, 2026-12-03): last
+    files = {p.stem: p.read_text() for p in sorted(Path("tests/library_styles").glob("*.py"),
+                                                     key=lambda p: (p.stem.removeprefix("style_") in slow, p.stem))}
     files.update({f"mistake_{m}": mistakes.mistake(m) for m in list(mistakes.EDITS)[:6]})
     meta = ["---"]
     for i, (name, src) in enumerate(files.items()):
@@ -65,7 +70,9 @@ if not (ex / "submission_metadata.yml").exists():
     (ex / "submission_metadata.yml").write_text("\n".join(meta) + "\n")
 print(sum(p.is_dir() for p in ex.glob("submission_*")), "submissions in", ex)
 PY
+    if [ -n "${STATE:-}" ] && [ -f "$STATE" ]; then mkdir -p "$ex/regrade" && tar -xf "$STATE" -C "$ex/regrade"; fi
     (time timeout ${LIMIT:-560} python3 -m autograder.grade_all "$ex" --out "$out/grades.csv") 2>&1 | tail -30
+    tar -cf "$out/regrade.tar" -C "$ex/regrade" .          # the gradings so far, for STATE next time
     ls "$ex/regrade" | wc -l ;;
   item10)                         # item 10 alone of the named entries (speed_hostile's, or "solution"), at once
     python3 -m autograder.accounts create >/dev/null

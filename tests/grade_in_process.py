@@ -201,6 +201,35 @@ def stale(path: Path, shape: tuple, op: str, dtype: str = "float32") -> dict:
         return pool.submit(_stale, str(path), shape, dtype, op).result()
 
 
+def _made_on_a_draw(path: str, case_name: str, shape: tuple, op: str, seed: int) -> tuple:
+    """(the judge's {output: whether the kernels made it}, {input: the replay's fresh draw of it}) of one task of
+    ``op`` (autograd or backward) on case ``case_name`` at ``shape`` (its inputs seeded by the name, as the grader's
+    are), with the replay's fresh inputs drawn from ``seed``: a draw found to matter, made again."""
+    import torch
+    from rmsnorm_testkit.compare import reference
+    from autograder.hidden.cases import case, flat, make_inputs
+    from autograder.job.judge import replay
+    from autograder.job.main import setup_backend
+    from autograder.job.wire.protocol import fresh_key
+    triton = setup_backend(ROOT, "mini_triton")
+    replay.generator = lambda: torch.Generator().manual_seed(seed)
+    inputs = make_inputs({case_name: case(shape)})
+    names = ("x", "g", "dy") if op == "autograd" else ("dy", "x", "g", "r")
+    inputs[case_name]["r"] = reference(inputs[case_name]["x"], inputs[case_name]["g"])[1].float()
+    task = {"op": op, "tensors": {t: f"{t}.{case_name}" for t in names}, "eps": 1e-5}
+    outcome = _run(triton, Path(path), {"one": {"task": task}}, flat(inputs))
+    assert outcome.info["task"].get("ok"), outcome.info["task"]
+    return (dict(outcome.info["task"].get("kernel_made") or {}),
+            {t: outcome.tensors.get(fresh_key(f"{t}.{case_name}")) for t in names})
+
+
+def made_on_a_draw(path: Path, case_name: str, shape: tuple, op: str, seed: int) -> tuple:
+    """``_made_on_a_draw`` in a spawned process, as ``verdicts`` runs a grading."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
+        return pool.submit(_made_on_a_draw, str(path), case_name, shape, op, seed).result()
+
+
 def _groups(path: str, groups: dict, cpu_seconds: dict) -> tuple:
     """(results, the import's error) of remote.run_groups on ``groups`` ({group: {task: task}}), each group with its
     budget of CPU seconds."""

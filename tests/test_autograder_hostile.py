@@ -80,9 +80,10 @@ def test_a_trick_earns_at_most_its_honest_control(graded, name):
     control, what, how, source = hostile.HOSTILE[name]
     assert scan.scan(source) == ([], []), "the scan is not what stops this one"
     got, honest = graded[name], graded[f"control {control}"]
-    kept = {n: p for n, p in CPU_PARTS.items() if n not in got["failed"] and n in honest["failed"]}
-    assert points(got) <= points(honest), (what, f"kept where the control lost: {kept}", got["failed"],
-                                           honest["failed"])
+    kept = [n for n in CPU_PARTS if n not in got["failed"] and n in honest["failed"]]
+    assert points(got) <= points(honest), f"{what}: kept where the control lost:\n" + "\n".join(
+        f"  {n} ({CPU_PARTS[n]} points): the trick's notes {got['notes'].get(n, [])}, causes {got['causes'].get(n)}; "
+        f"the control's failure: {honest['failed'][n]}" for n in kept)
     if how == "language":           # refused as Triton's compiler refuses it, in the forward and the backward
         assert "1" in got["failed"] and "2" in got["failed"], got["failed"]
         assert "kernel" in got["failed"]["1"], got["failed"]["1"]

@@ -14,7 +14,7 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
 import hostile  # noqa: E402
-from grade_in_process import fresh_inputs, stale, verdicts  # noqa: E402
+from grade_in_process import fresh_inputs, made_on_a_draw, stale, verdicts  # noqa: E402
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -177,6 +177,34 @@ def test_a_part_right_on_the_graders_inputs_and_wrong_on_the_replays_earns_nothi
     got = verdicts({"trick": path}, workers=1)["trick"]
     assert sorted(got["failed"]) == ["4.4", "9"], got["failed"]
     assert "the same as on the first inputs" in got["failed"]["4.4"], got["failed"]["4.4"]
+
+
+@pytest.mark.parametrize("again, first, evidence", [
+    ([0.0, 0.0], [5e-4, -5e-4], False),             # the right values within the tolerance of zero: zeros pass too
+    ([0.5, -0.25], [5e-4, -5e-4], True),            # right, and neither the first run's values nor zeros would be
+    ([0.5, -0.25], [0.5, -0.25], False),            # the first run's values are as right: nothing told apart
+    ([0.4, -0.25], [5e-4, -5e-4], False),           # wrong on the new inputs
+])
+def test_a_replay_shows_the_kernels_work_only_where_the_draw_tells_it_from_stale_values_and_from_nothing(
+        again, first, evidence):
+    want = torch.tensor([[0.5], [-0.25]], dtype=torch.float64) if again[0] else torch.tensor([[2e-6], [-3e-6]],
+                                                                                           dtype=torch.float64)
+    x = torch.ones(2, 1)
+    as_output = [torch.tensor(v, dtype=torch.float32).reshape(2, 1) for v in (again, first)]
+    assert replay.told_apart("dx", *as_output, want, x) is evidence
+
+
+@pytest.mark.parametrize("seed", [10, 64])
+def test_stale_zeros_at_n_1_are_not_the_kernels_work_on_a_draw_where_zeros_are_right(seed):
+    """dx at N = 1 is about r·dy·g·eps/x²: on some fresh draws (these seeds) every right value lies within the
+    tolerance of zero. A file that decodes the host's numpy bits leaves zeros on the replay (its bits are never
+    written there), which come out right on such a draw and unlike the first run's values: the draw tells nothing
+    apart there, and dx stays the host's (a trick earned part 4.4 on about one grading in 25 this way)."""
+    made, fresh = made_on_a_draw(ROOT / "tests" / "hostile_files" / "const_fill_bit_channel.py", "n1", (8, 1),
+                                 "autograd", seed)
+    want = replay.references(fresh["x"].reshape(8, 1), fresh["g"], fresh["dy"].reshape(8, 1), 1e-5, ("x", "g"))["dx"]
+    assert replay.right("dx", torch.zeros(8, 1), want, fresh["x"].reshape(8, 1)), "not a draw where zeros are right"
+    assert made["dx"] is False, made
 
 
 @pytest.mark.parametrize("again, says", [

@@ -309,9 +309,8 @@ class Task:
                 stale[k] = "it came out the same as on the first inputs, though its right values had changed"
         if not why:         # right on the new inputs, where the first run's values are not: the draw told them apart
             fx = pristine.get("x", x)
-            self.verified(again_run, {k: v for k, v in again.items()
-                                      if k in again_ref and replay.right(k, v, again_ref[k], fx) and not (
-                                          k in self.tensors and replay.right(k, self.tensors[k], again_ref[k], fx))})
+            self.verified(again_run, {k: v for k, v in again.items() if k in again_ref and
+                                      replay.told_apart(k, v, self.tensors.get(k), again_ref[k], fx)})
         made = self.info.get("kernel_made") or {}
         stale.update({k: "the recorded torch ops computed it, not the kernels" for k in sorted(again_run.unmade)
                       if made.get(k) and k not in stale})           # the recipe describes another program

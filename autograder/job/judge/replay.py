@@ -481,6 +481,19 @@ def unchanged(first: torch.Tensor, again: torch.Tensor, first_ref: torch.Tensor,
     return n > 0 and 2 * int(((first == again) & moved).sum()) > n
 
 
+def told_apart(name: str, again: torch.Tensor, first: torch.Tensor | None, again_ref: torch.Tensor,
+               x: torch.Tensor) -> bool:
+    """Does the replay's output ``again`` show that the kernels computed it from the fresh inputs? It must be right
+    on them where neither the first run's values (``first``) nor nothing at all (zeros: a buffer the replay's
+    kernels never filled) would be. Where every right value lies within the tolerance of zero (dx at N = 1, about
+    eps / x² on most draws), any stale output passes, and the draw tells nothing apart."""
+    if not right(name, again, again_ref, x):
+        return False
+    if first is not None and right(name, first, again_ref, x):
+        return False
+    return not right(name, torch.zeros_like(again), again_ref, x)
+
+
 def right(name: str, got: torch.Tensor, expected: torch.Tensor, x: torch.Tensor) -> bool:
     """Is output ``name`` right on the first inputs? (Only a right output can be the host's stale values: a wrong
     one is the first run's to charge, with its own cause.)"""

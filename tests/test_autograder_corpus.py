@@ -16,6 +16,7 @@ from rmsnorm_testkit import scan
 
 from autograder import grade, isolation, warm
 from conftest import ROOT
+from grade_in_process import verdicts
 
 pytestmark = pytest.mark.usefixtures("sandbox_accounts")      # grades through the sandbox (conftest.py)
 
@@ -230,6 +231,14 @@ if AS_ROOT:
         "_o = __builtins__['open'] if isinstance(__builtins__, dict) else __builtins__.open\n"
         f"exec(_o({str(ROOT / 'solution' / 'rmsnorm.py')!r}).read())\n", {p: DENIED for p in ALL_CPU}, [])
 
+# Plain mistakes of the math, the masks, the layout and the host's work: what decides them is the grader's jobs and
+# judge, which tests/grade_in_process.py runs without the sandbox and the hidden tests' pytest (in half the time).
+# The other cases need the sandbox, the pytest run or results.json, and are graded through them.
+IN_PROCESS = frozenset({"unfused_forward", "small_blocks", "missing_mask", "wrong_dx", "wrong_dg", "ignored_eps",
+                        "torch_forward", "x_loaded_twice", "racy_dg", "ignored_strides", "contiguous_only",
+                        "dg_16bit_defect", "bf16_sum_unconverted", "dx_on_host", "dy_written_in_place",
+                        "r_in_input_dtype", "host_upcast", "forward_block_capped"})
+
 # Cases that get past the static scan only because it is switched off (RMSNORM_SCAN=off): they show
 # that the sandbox alone stops them too. With the scan on, each is refused before it runs.
 EVADES_SCAN = {"os_exit_hidden_at_import", "monkeypatch_comparisons_hidden", "reads_hidden_tests",
@@ -261,7 +270,8 @@ def graded(tmp_path_factory):
     d = tmp_path_factory.mktemp("corpus")
     jobs = {}
     for name, (source, *_rest) in CASES.items():
-        jobs[name] = (source, d / f"{name}.json")
+        if name not in IN_PROCESS:
+            jobs[name] = (source, d / f"{name}.json")
     for name, attack in RESULT_ATTACKS.items():
         results = d / f"{name}.json"
         jobs[name] = (f"RESULTS = {str(results)!r}\n" + WRITE + attack + SIMPLE, results)
@@ -284,11 +294,29 @@ def graded(tmp_path_factory):
     return out, {name: results for name, (_, results) in jobs.items()}
 
 
+@pytest.fixture(scope="module")
+def graded_in_process(tmp_path_factory):
+    """The verdicts of the IN_PROCESS cases, two at a time."""
+    d = tmp_path_factory.mktemp("in_process")
+    paths = {}
+    for name in sorted(IN_PROCESS):
+        paths[name] = d / name / "rmsnorm.py"
+        paths[name].parent.mkdir()
+        paths[name].write_text(CASES[name][0])
+    return verdicts(paths, workers=2)
+
+
 @pytest.mark.parametrize("name", list(CASES))
-def test_corpus_case_gets_its_expected_grade_and_feedback(graded, name):
-    res = graded[0][name]
-    by_part = {t["number"]: t for t in res["tests"]}
+def test_corpus_case_gets_its_expected_grade_and_feedback(request, name):
     _, must_fail, must_pass = CASES[name]
+    if name in IN_PROCESS:
+        failed = request.getfixturevalue("graded_in_process")[name]["failed"]
+        for part, words in must_fail.items():
+            assert words in failed.get(part, "(passed)"), (part, failed.get(part))
+        assert not set(must_pass) & set(failed), {p: failed[p] for p in set(must_pass) & set(failed)}
+        return
+    res = request.getfixturevalue("graded")[0][name]
+    by_part = {t["number"]: t for t in res["tests"]}
     for part, words in must_fail.items():
         t = by_part[part]
         assert t["status"] == "failed" and t["score"] == 0, (part, t)

@@ -307,7 +307,7 @@ class Task:
             if k in self.tensors and k in first_ref and replay.right(k, self.tensors[k], first_ref[k], x) and \
                     replay.unchanged(self.tensors[k], v, first_ref[k], again_ref[k]):
                 stale[k] = "it came out the same as on the first inputs, though its right values had changed"
-        if not why:         # right on the new inputs, where the first run's values are not: the draw told them apart
+        if not why:         # right on the new inputs, where the first run's values and zeros are not (told apart)
             fx = pristine.get("x", x)
             self.verified(again_run, {k: v for k, v in again.items() if k in again_ref and
                                       replay.told_apart(k, v, self.tensors.get(k), again_ref[k], fx)})

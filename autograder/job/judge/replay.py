@@ -486,7 +486,7 @@ def told_apart(name: str, again: torch.Tensor, first: torch.Tensor | None, again
     """Does the replay's output ``again`` show that the kernels computed it from the fresh inputs? It must be right
     on them where neither the first run's values (``first``) nor nothing at all (zeros: a buffer the replay's
     kernels never filled) would be. Where every right value lies within the tolerance of zero (dx at N = 1, about
-    eps / x² on most draws), any stale output passes, and the draw tells nothing apart."""
+    r·dy·g·eps / x², on a draw of large x), any stale output passes, and the draw tells nothing apart."""
     if not right(name, again, again_ref, x):
         return False
     if first is not None and right(name, first, again_ref, x):

@@ -59,7 +59,7 @@ ex = Path(sys.argv[1])
 if not (ex / "submission_metadata.yml").exists():
     slow = ("attorch", "fla")          # Triton compiles these for many minutes (docs/perf.md, 2026-12-03): last
     files = {p.stem: p.read_text() for p in sorted(Path("tests/library_styles").glob("*.py"),
-                                                     key=lambda p: (p.stem.removeprefix("style_") in slow, p.stem))}
+                                                     key=lambda p: (p.stem in slow, p.stem))}
     files.update({f"mistake_{m}": mistakes.mistake(m) for m in list(mistakes.EDITS)[:6]})
     meta = ["---"]
     for i, (name, src) in enumerate(files.items()):

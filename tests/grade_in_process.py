@@ -156,17 +156,26 @@ def most_masks_per_launch(path: Path, shape: tuple) -> int:
         return pool.submit(_most_masks_per_launch, str(path), shape).result()
 
 
+ROLES = {"forward": ("x", "g"), "backward": ("dy", "x", "g", "r"), "autograd": ("x", "g", "dy")}
+
+
+def _one_case(case_name: str, shape: tuple, op: str, dtype: str = "float32") -> tuple:
+    """(the inputs of one case, seeded by its name as the grader's are, with the reference r; a task of ``op``:
+    "forward", "backward" or "autograd", on them)."""
+    from rmsnorm_testkit.compare import reference
+    from autograder.hidden.cases import case, make_inputs
+    inputs = make_inputs({case_name: case(shape, dtype)})
+    inputs[case_name]["r"] = reference(inputs[case_name]["x"], inputs[case_name]["g"])[1].float()
+    return inputs, {"op": op, "tensors": {t: f"{t}.{case_name}" for t in ROLES[op]}, "eps": 1e-5}
+
+
 def _stale(path: str, shape: tuple, dtype: str, op: str) -> dict:
     """The outputs of one task (``op``: "forward", "backward" or "autograd"), run twice in one submission's
     process, that the judge's replay on fresh inputs found stale the second time ({output: why})."""
-    from rmsnorm_testkit.compare import reference
-    from autograder.hidden.cases import case, flat, make_inputs
+    from autograder.hidden.cases import flat
     from autograder.job.main import setup_backend
     triton = setup_backend(ROOT, "mini_triton")
-    inputs = make_inputs({"rows": case(shape, dtype)})
-    inputs["rows"]["r"] = reference(inputs["rows"]["x"], inputs["rows"]["g"])[1].float()
-    names = {"forward": ("x", "g"), "backward": ("dy", "x", "g", "r"), "autograd": ("x", "g", "dy")}[op]
-    task = {"op": op, "tensors": {t: f"{t}.rows" for t in names}, "eps": 1e-5}
+    inputs, task = _one_case("rows", shape, op, dtype)
     outcome = _run(triton, Path(path), {"one": {"first": task, "task": task}}, flat(inputs))
     assert outcome.info["task"].get("ok"), outcome.info["task"]
     return outcome.info["task"].get("stale") or {}
@@ -174,17 +183,13 @@ def _stale(path: str, shape: tuple, dtype: str, op: str) -> dict:
 
 def _fresh_inputs(path: str, shape: tuple, op: str) -> dict:
     """{input: (the input given, the replay's fresh draw of it)} of one task of ``op`` at ``shape``."""
-    from rmsnorm_testkit.compare import reference
-    from autograder.hidden.cases import case, flat, make_inputs
+    from autograder.hidden.cases import flat
     from autograder.job.main import setup_backend
     from autograder.job.wire.protocol import fresh_key
     triton = setup_backend(ROOT, "mini_triton")
-    inputs = make_inputs({"rows": case(shape)})
-    inputs["rows"]["r"] = reference(inputs["rows"]["x"], inputs["rows"]["g"])[1].float()
-    names = {"forward": ("x", "g"), "backward": ("dy", "x", "g", "r"), "autograd": ("x", "g", "dy")}[op]
-    task = {"op": op, "tensors": {t: f"{t}.rows" for t in names}, "eps": 1e-5}
+    inputs, task = _one_case("rows", shape, op)
     outcome = _run(triton, Path(path), {"one": {"task": task}}, flat(inputs))
-    return {t: (inputs["rows"][t], outcome.tensors.get(fresh_key(f"{t}.rows"))) for t in names}
+    return {t: (inputs["rows"][t], outcome.tensors.get(fresh_key(f"{t}.rows"))) for t in ROLES[op]}
 
 
 def fresh_inputs(path: Path, shape: tuple, op: str) -> dict:
@@ -203,24 +208,20 @@ def stale(path: Path, shape: tuple, op: str, dtype: str = "float32") -> dict:
 
 def _made_on_a_draw(path: str, case_name: str, shape: tuple, op: str, seed: int) -> tuple:
     """(the judge's {output: whether the kernels made it}, {input: the replay's fresh draw of it}) of one task of
-    ``op`` (autograd or backward) on case ``case_name`` at ``shape`` (its inputs seeded by the name, as the grader's
-    are), with the replay's fresh inputs drawn from ``seed``: a draw found to matter, made again."""
+    ``op`` on case ``case_name`` at ``shape``, with the replay's fresh inputs drawn from ``seed``: a draw found to
+    matter, made again."""
     import torch
-    from rmsnorm_testkit.compare import reference
-    from autograder.hidden.cases import case, flat, make_inputs
+    from autograder.hidden.cases import flat
     from autograder.job.judge import replay
     from autograder.job.main import setup_backend
     from autograder.job.wire.protocol import fresh_key
     triton = setup_backend(ROOT, "mini_triton")
     replay.generator = lambda: torch.Generator().manual_seed(seed)
-    inputs = make_inputs({case_name: case(shape)})
-    names = ("x", "g", "dy") if op == "autograd" else ("dy", "x", "g", "r")
-    inputs[case_name]["r"] = reference(inputs[case_name]["x"], inputs[case_name]["g"])[1].float()
-    task = {"op": op, "tensors": {t: f"{t}.{case_name}" for t in names}, "eps": 1e-5}
+    inputs, task = _one_case(case_name, shape, op)
     outcome = _run(triton, Path(path), {"one": {"task": task}}, flat(inputs))
     assert outcome.info["task"].get("ok"), outcome.info["task"]
     return (dict(outcome.info["task"].get("kernel_made") or {}),
-            {t: outcome.tensors.get(fresh_key(f"{t}.{case_name}")) for t in names})
+            {t: outcome.tensors.get(fresh_key(f"{t}.{case_name}")) for t in ROLES[op]})
 
 
 def made_on_a_draw(path: Path, case_name: str, shape: tuple, op: str, seed: int) -> tuple:

@@ -20,7 +20,7 @@ import torch
 
 from . import dtypes
 from . import runtime
-from .blocks import (Affine, aligned, as_block, broadcast_affine, broadcast_shape, constexpr, is_literal, make_int,
+from .blocks import (Affine, aligned, as_block, broadcast_affine, broadcast_shape, constexpr, make_int,
                      tensor)
 from .errors import CompilationError
 
@@ -99,8 +99,11 @@ _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//",
 
 
 def binary(a, b, op) -> tensor:
-    a_lit, b_lit = is_literal(a), is_literal(b)
-    a, b = as_block(a), as_block(b)
+    a_lit, b_lit = not isinstance(a, tensor), not isinstance(b, tensor)
+    if a_lit:
+        a = as_block(a)
+    if b_lit:
+        b = as_block(b)
     if a.dtype.is_ptr() or b.dtype.is_ptr():
         return _pointer_arith(a, b, op)
     div_or_mod = op in ("truediv", "floordiv", "mod")

@@ -188,10 +188,20 @@ class tensor:
 # ---------------------------------------------------------------------------
 # construction helpers
 # ---------------------------------------------------------------------------
+_SCALARS: dict = {}     # (int or bool, dtype) -> its one-element handle: a block's handle is never written to
+
+
 def scalar(value, dtype=None) -> tensor:
     """A block of shape () shared by all programs (a literal or a kernel argument)."""
     dtype = dtype or dtypes.of_python_scalar(value)
-    return tensor(torch.tensor([value], dtype=dtypes.storage_dtype(dtype)), dtype, ())
+    if type(value) is not int and type(value) is not bool:     # (a float's key would take -0.0 for 0.0)
+        return tensor(torch.tensor([value], dtype=dtypes.storage_dtype(dtype)), dtype, ())
+    handle = _SCALARS.get((value, dtype))
+    if handle is None:
+        if len(_SCALARS) > 4096:
+            _SCALARS.clear()
+        handle = _SCALARS[value, dtype] = torch.tensor([value], dtype=dtypes.storage_dtype(dtype))
+    return tensor(handle, dtype, ())
 
 
 class loop_index(int):
@@ -271,6 +281,10 @@ def is_literal(v) -> bool:
 
 
 def broadcast_shape(a, b):
+    if a == b or not b:         # (block shapes: their size was checked when the block was made)
+        return tuple(a)
+    if not a:
+        return tuple(b)
     n = max(len(a), len(b))
     a = (1,) * (n - len(a)) + tuple(a)
     b = (1,) * (n - len(b)) + tuple(b)
@@ -299,6 +313,8 @@ def full_handle(blk: tensor, shape) -> torch.Tensor:
 
 def broadcast_affine(a: Affine, shape, target):
     """An Affine of block shape ``shape`` seen at the broadcast shape ``target``."""
+    if len(shape) == len(target) and 1 not in shape:
+        return a
     pad = len(target) - len(shape)
     strides = (0,) * pad + tuple(s if n != 1 else 0 for s, n in zip(a.strides, shape))
     return Affine(a.base, strides)

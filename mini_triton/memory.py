@@ -100,7 +100,7 @@ class Access:
     """
 
     __slots__ = ("kind", "op", "buf", "shape", "ptr", "mask_h", "lead", "aff", "lo", "hi", "count",
-                 "dense", "pids", "line", "site", "locks", "perm", "_offs", "_box")
+                 "dense", "pids", "line", "site", "path", "locks", "perm", "_offs", "_box")
 
     def __init__(self, op: str, ptr: tensor, mask_h, shape, pids, box=False):
         self.op = op                           # "load", "store", "atomic_add", ... (for messages)
@@ -115,6 +115,7 @@ class Access:
         self.perm = None                       # a store's view holds the programs in this order (view())
         self.line = ""
         self.site = ("", 0, "")                # (kernel function, line, file) of the access
+        self.path = ()                         # (code, line) of each kernel frame, innermost first (call_path)
         self.locks = None                      # per program: the lock held during the access (races.py)
         if self.aff is not None and (mask_h is None or mask_h.shape[0] == 1):
             self._analyse_affine()
@@ -424,7 +425,8 @@ def _prepare(op, pointer, mask, *extra):
     acc = Access(op, ptr, memo.mask_h, shape, ch.pids, box=memo.box)
     if memo.mask_h is not None:
         memo.box = acc._box                     # what this access learnt of its mask, for the next one
-    acc.site = runtime.site()
+    acc.path = runtime.call_path()              # one walk of the frames gives the line and the helpers' callers
+    acc.site = (acc.path[0][0].co_name, acc.path[0][1], acc.path[0][0].co_filename) if acc.path else ("", 0, "")
     acc.line = runtime.location(acc.site)
     acc.locks = ch.held()
     return ch, acc
@@ -497,7 +499,7 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
     fill = cast(as_block(other), elem) if other is not None else None
     view = acc.view(for_store=False)
     boxed = acc.view(for_store=False, box=True) if view is None and acc.mask_h is not None else None
-    ch.note_load(runtime.call_path(), math.prod(acc.shape), max(1, elem.primitive_bitwidth // 8))
+    ch.note_load(acc.path, math.prod(acc.shape), max(1, elem.primitive_bitwidth // 8))
     if boxed is not None:
         ch.loaded.add(acc.buf.storage_key[0])
         ch.records.append(acc)

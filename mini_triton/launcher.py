@@ -92,6 +92,8 @@ class JITFunction:
         self.__wrapped__ = fn
         self.signature = inspect.signature(fn)
         self.arg_names = list(self.signature.parameters)
+        # every parameter a plain one (no *args, **kwargs or keyword-only): a launch that names each binds by zip
+        self._plain = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in self.signature.parameters.values())
         self.constexprs = {n for n, p in self.signature.parameters.items()
                            if _is_constexpr_annotation(p.annotation)}
         runtime.KERNEL_CODES.add(fn.__code__)
@@ -145,6 +147,10 @@ class JITFunction:
     # ------------------------------------------------------------------
     def bind(self, args, kwargs):
         kwargs = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS or k in self.arg_names}
+        names = self.arg_names
+        if self._plain and len(args) <= len(names) and len(args) + len(kwargs) == len(names) \
+                and all(n in kwargs for n in names[len(args):]):
+            return {**dict(zip(names, args)), **{n: kwargs[n] for n in names[len(args):]}}
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -189,7 +195,7 @@ class JITFunction:
         if isinstance(v, torch.Tensor):
             buf = memory.check_pointer_arg(v, name)
             buffers.append(buf)
-            return tensor(torch.zeros(1, dtype=torch.int64), dtypes.pointer_type(buf.elem), (), buf=buf)
+            return tensor(_ZERO, dtypes.pointer_type(buf.elem), (), buf=buf)
         if v is None:
             return None
         if isinstance(v, (bool, int, float)):
@@ -267,6 +273,9 @@ class JITFunction:
         if launch.view_loads is None:
             return self.may_diverge and pids.numel() > 1
         return launch.view_loads
+
+
+_ZERO = torch.zeros(1, dtype=torch.int64)     # a pointer argument's offset, shared: a block's handle is never written
 
 
 def _normalize_grid(grid, values, name):

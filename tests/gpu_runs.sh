@@ -57,10 +57,11 @@ sys.path.insert(0, "tests")
 import mistakes
 ex = Path(sys.argv[1])
 if not (ex / "submission_metadata.yml").exists():
-    slow = ("attorch", "fla")          # Triton compiles these for many minutes (docs/perf.md, 2026-12-03): last
-    files = {p.stem: p.read_text() for p in sorted(Path("tests/library_styles").glob("*.py"),
-                                                     key=lambda p: (p.stem in slow, p.stem))}
+    slow = ("attorch", "fla")          # Triton compiles these for many minutes (docs/perf.md, 2026-12-03): last,
+    styles = sorted(Path("tests/library_styles").glob("*.py"))       # after the mistakes
+    files = {p.stem: p.read_text() for p in styles if p.stem not in slow}
     files.update({f"mistake_{m}": mistakes.mistake(m) for m in list(mistakes.EDITS)[:6]})
+    files.update({p.stem: p.read_text() for p in styles if p.stem in slow})
     meta = ["---"]
     for i, (name, src) in enumerate(files.items()):
         (ex / f"submission_{1000 + i}").mkdir(parents=True)

@@ -230,6 +230,7 @@ class Replay(Buffers):
         super().__init__("cpu")
         self.kernels = kernels
         self.made = {}                  # buffer number -> bool per byte: last written by the replay's kernels
+        self.whole = {}                 # buffer number -> all its bytes made, none, or some (None): ``_whole``
         self.unmade = set()             # outputs read back where the replay's kernels had not made them
         self.moved = None               # how the first launch whose traffic differed from the first run's differed
         self.flow = None                # item 7's dataflow over the replay (rmsnorm_testkit/dataflow.py; ``run``)
@@ -240,7 +241,19 @@ class Replay(Buffers):
         n = self.buffers[b].numel()
         if b not in self.made or self.made[b].numel() != n:
             self.made[b] = torch.zeros(n, dtype=torch.bool)
+            self.whole[b] = False
         return self.made[b]
+
+    def _whole(self, b: int) -> bool | None:
+        """Did the replay's kernels make every byte of buffer ``b`` (True), none (False), or some (None)? Known
+        until the flags change (``_flags_changed``): an input read by op after op is looked at once."""
+        if b not in self.whole:
+            made = self._made(b)
+            self.whole[b] = True if bool(made.all()) else None if bool(made.any()) else False
+        return self.whole[b]
+
+    def _flags_changed(self, b: int):
+        self.whole.pop(b, None)
 
     def _number(self, t: torch.Tensor | int):
         """The buffer number of a tensor's storage (or of a storage's address)."""
@@ -260,6 +273,7 @@ class Replay(Buffers):
         if b is not None and t.numel():
             at = self._bytes(b, t)
             value = (torch.tensor(made) if isinstance(made, bool) else made.reshape(*t.shape, 1)).expand_as(at)
+            self._flags_changed(b)
             if torch._debug_has_internal_overlap(at) == 0:          # (0: none, as a view of distinct elements)
                 at.copy_(value)
             else:                       # a view that names an element twice (stride 0): by index, the last one wins
@@ -276,7 +290,10 @@ class Replay(Buffers):
 
     def is_made(self, t: torch.Tensor) -> bool:
         b = self._number(t)
-        return b is not None and (not t.numel() or bool(self._bytes(b, t).all()))
+        if b is None or not t.numel():
+            return b is not None
+        whole = self._whole(b)
+        return whole if whole is not None else bool(self._bytes(b, t).all())
 
     def op(self, step: dict):
         name, overload, args, kwargs, outs, refs = self.call(step)
@@ -359,9 +376,10 @@ class Replay(Buffers):
                 size = r.buf.tensor_element_size
                 at = (r.active_offsets()[0].reshape(-1) + r.buf.storage_offset)[:, None] * size + torch.arange(size)
                 self._made(b)[at.reshape(-1)] = True
+                self._flags_changed(b)
         if self.flow is not None:
             stores = {self._number(r.buf.storage_key[0]) for r in stored} - {None}
-            self.flow.launch([self._number(p) for p in loaded], stores, [b for b in stores if self._made(b).all()])
+            self.flow.launch([self._number(p) for p in loaded], stores, [b for b in stores if self._whole(b) is True])
 
     def arg(self, a):
         if isinstance(a, tuple) and a and a[0] == "ref":

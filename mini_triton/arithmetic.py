@@ -99,7 +99,7 @@ _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//",
 
 
 def binary(a, b, op) -> tensor:
-    a_lit, b_lit = not isinstance(a, tensor), not isinstance(b, tensor)
+    a_lit, b_lit = not isinstance(a, tensor), not isinstance(b, tensor)   # literals: they never widen a block
     if a_lit:
         a = as_block(a)
     if b_lit:

@@ -275,11 +275,6 @@ def as_block(v) -> tensor:
     raise TypeError(f"unsupported value in a kernel: {v!r} ({type(v).__name__})")
 
 
-def is_literal(v) -> bool:
-    """A Python number or constexpr rather than a block: in arithmetic, a literal never widens a block."""
-    return not isinstance(v, tensor)
-
-
 def broadcast_shape(a, b):
     if a == b or not b:         # (block shapes: their size was checked when the block was made)
         return tuple(a)

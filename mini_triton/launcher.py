@@ -148,8 +148,7 @@ class JITFunction:
     def bind(self, args, kwargs):
         kwargs = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS or k in self.arg_names}
         names = self.arg_names
-        if self._plain and len(args) <= len(names) and len(args) + len(kwargs) == len(names) \
-                and all(n in kwargs for n in names[len(args):]):
+        if self._plain and len(args) + len(kwargs) == len(names) and all(n in kwargs for n in names[len(args):]):
             return {**dict(zip(names, args)), **{n: kwargs[n] for n in names[len(args):]}}
         try:
             bound = self.signature.bind(*args, **kwargs)

@@ -426,7 +426,7 @@ def _prepare(op, pointer, mask, *extra):
     if memo.mask_h is not None:
         memo.box = acc._box                     # what this access learnt of its mask, for the next one
     acc.path = runtime.call_path()              # one walk of the frames gives the line and the helpers' callers
-    acc.site = (acc.path[0][0].co_name, acc.path[0][1], acc.path[0][0].co_filename) if acc.path else ("", 0, "")
+    acc.site = runtime.site_of(acc.path)
     acc.line = runtime.location(acc.site)
     acc.locks = ch.held()
     return ch, acc

@@ -223,6 +223,14 @@ def site():
     return kernel_site(KERNEL_CODES, 2) if CURRENT is not None else ("", 0, "")
 
 
+def site_of(path: tuple) -> tuple:
+    """site()'s (kernel function, line, file), read from a call_path() already walked."""
+    if not path:
+        return "", 0, ""
+    code, line = path[0]
+    return code.co_name, line, code.co_filename
+
+
 def location(where=None) -> str:
     """'kernel_name line N' for error messages (of ``where``, a site(), or of the line running now)."""
     if CURRENT is None and where is None:

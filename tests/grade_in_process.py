@@ -12,7 +12,8 @@ their own.
 With ``gpu_cases=True`` the GPU jobs' robustness cases (cases.gpu_jobs(), all but "speed") run too, on the
 simulator, and are judged as the GPU job's: what the GPU grading's judge makes of them, without a GPU;
 ``gpu_cases="as_written"`` runs them with every launch as the submission passed it, as a GPU does (no arguments
-exchanged: job.judge.launches.Launcher.exchange).
+exchanged: job.judge.launches.Launcher.exchange), and ``gpu_cases="bare"`` also reports them as a GPU does, without
+the simulator's record of the launches' reads and stores.
 """
 import concurrent.futures
 import multiprocessing
@@ -53,16 +54,34 @@ def _grade(path: str, gpu_cases: bool | str = False, drawn: tuple | None = None,
                   for job, tasks in gpu_jobs().items() if job != "speed" for name, task in tasks.items()}
         gpu_inputs = make_inputs(GPU_ROBUST)
         from autograder.job.judge.launches import Launcher
-        Launcher.exchanges = gpu_cases != "as_written"    # a GPU runs every launch as written
+        Launcher.exchanges = gpu_cases not in ("as_written", "bare")    # a GPU runs every launch as written
         try:
             gpu = (gpu_inputs, _run(triton, submission, {"robust": robust}, flat(gpu_inputs)))
         finally:
             Launcher.exchanges = True
+        if gpu_cases == "bare":
+            gpu = (gpu_inputs, _as_a_gpu_reports_it(gpu[1]))
     found = ledgers((inputs, outcome), gpu)
     verdicts = charge(found)
     return {"failed": {p: v.failure for p, v in verdicts.items() if v.failure},
             "notes": {p: v.notes for p, v in verdicts.items() if v.notes},
             "causes": {p: sorted({f.cause for f in L.findings if f.cause}) for p, L in found.items()}}
+
+
+def _as_a_gpu_reports_it(outcome):
+    """The GPU job's outcome as Triton on a GPU leaves it (job/submission/tasks.py, phase.py): outputs and what the
+    host saw, but no simulator's record of what the launches read and stored, and no replay."""
+    for info in outcome.info.values():
+        for phase in ("fwd", "bwd"):
+            if isinstance(info.get(phase), dict):
+                info[phase] = {k: v for k, v in info[phase].items() if k == "norms" and v}
+        for key in ("kernel_made", "kernel_stored", "host_made"):
+            if isinstance(info.get(key), dict):
+                info[key] = dict.fromkeys(info[key])
+        info.pop("tainted", None)
+    for key in [k for k in outcome.tensors if k.endswith(".stored") or ".fresh" in k]:
+        del outcome.tensors[key]
+    return outcome
 
 
 def _run(triton, submission: Path, groups: dict, inputs: dict):

@@ -37,7 +37,8 @@ from ..job.wire.protocol import FRESH, fresh_key
 from .charge import charge
 from .correctness import item_1, items_2_3, part_4_6, part_4_7, robust_part
 from .fused import item_5, item_6, item_7, item_8, item_9
-from .outputs import exchanged
+from .charge import Finding
+from .outputs import exchanged, traffic
 
 
 WIDER = 2           # the replay's dx and dg where N = 1 are held to twice the tolerance (compare.widened): room for
@@ -105,7 +106,7 @@ def values_ledgers(sim, gpu=None) -> dict:
 def first_ledgers(sim, gpu=None) -> dict:
     """{part: Ledger} of the first run, on the grader's inputs."""
     inputs, outcome = sim
-    gpu = None if gpu is None else (gpu[0], GpuView(gpu[1], outcome))
+    gpu = None if gpu is None else (gpu[0], GpuView(gpu[1], outcome, inputs))
     parts = values_ledgers(sim, gpu)
     parts["4.6"] = part_4_6(inputs, outcome, parts.get("4.6"))       # its properties, then its own cases
     parts["4.7"] = part_4_7(outcome, gpu)
@@ -117,17 +118,26 @@ def first_ledgers(sim, gpu=None) -> dict:
 class GpuView:
     """The GPU job's outcome, also answering for the simulator's direct backward task: whether rmsnorm_backward
     called on its own returns no dg decides which part owns a dg missing on the GPU (outputs.no_dg), and a launch
-    the simulator ran with two tensors exchanged names the cause of the GPU's wrong outputs of that phase, so that
-    one mistake has one owner on both machines."""
+    the simulator ran with two tensors exchanged, or the addresses a phase's kernels read there instead of what they
+    need, name the cause of the GPU's wrong outputs of that phase (outputs.seen_on_the_simulator), so that one
+    mistake has one owner on both machines."""
 
     DIRECT = task_name("bwd", "d")
 
-    def __init__(self, gpu, sim):
+    def __init__(self, gpu, sim, inputs):
         self.tensors, self.task_error = gpu.tensors, gpu.task_error
         self.info = {self.DIRECT: sim.info.get(self.DIRECT, {}), **gpu.info}
         # a launch that passed two tensors the other way round, seen on the simulator (which ran it with them
         # exchanged): the cause of what that phase's kernels got wrong on the GPU, where they ran as written
         self.exchanged = exchanged(sim, task_name("fwd", "d"), "fwd") or exchanged(sim, task_name("bwd", "d"), "bwd")
+        # what each phase's kernels read instead of what they need, seen on the simulator's core case d: the cause
+        # of a wrong output of that phase on the GPU, which keeps no record of the addresses a launch read
+        self.misread = {}
+        for phase in ("fwd", "bwd"):
+            d = inputs.get("d", {})
+            read = traffic(sim, task_name(phase, "d"), phase, d.get("x"), d.get("dy")) if "x" in d else None
+            if read is not None:
+                self.misread[phase] = Finding("task", read[1], read[0])
 
 
 def judge(sim, gpu=None) -> dict:

@@ -15,7 +15,7 @@ from rmsnorm_testkit.compare import (compare, ctx_tensors_message, offloaded_mes
 from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of, robust_parts, task_name
 from .charge import Finding, Ledger
 from .counts import IO_ROLES, order_dependence, others, racing
-from .outputs import (BOTH, GRAD_OF, backward_failure, backward_outputs, exchanged_on_the_gpu, failed, forward_outputs,
+from .outputs import (BOTH, GRAD_OF, backward_failure, backward_outputs, seen_on_the_simulator, failed, forward_outputs,
                       given, got, needs_input_grad, no_dg, no_r_saved, not_made, overlap_cause)
 
 
@@ -255,7 +255,7 @@ def part_4_7(outcome, gpu=None) -> Ledger:
                                 f"Results must be deterministic: give each program its own row of a partial "
                                 f"buffer and sum the rows in a fixed order", "order_dependent"))
         elif differ:
-            L.add(exchanged_on_the_gpu(out, Finding(differ[0], f"running the same step twice on {story} gave "
+            L.add(seen_on_the_simulator(out, Finding(differ[0], f"running the same step twice on {story} gave "
                                                                f"different {differ[0]} {where}: results must be "
                                                                f"deterministic (no atomics whose order changes a "
                                                                f"sum)")))

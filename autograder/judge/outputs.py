@@ -5,7 +5,7 @@ cause the shared diagnosis names (starter/rmsnorm_testkit/diagnose.py). Before t
 own record may name the cause first, so that one mistake is one charge: its crash (``task_error``,
 by the error's kind and kernel line: ``crash_site``), a compile rule it broke (``rule_broken``, with
 Triton's refusals on the GPU in ``REFUSALS``), two tensors passed the other way round (``exchanged``;
-on the GPU, ``exchanged_on_the_gpu`` takes the simulator's word for it), an output the kernels did not
+on the GPU, ``seen_on_the_simulator`` takes the simulator's word for it), an output the kernels did not
 make or stored from the host (``not_made``, ``laundered``), r saved wrong or not at all. The names of
 tasks and of their outputs come from hidden/cases.py.
 """
@@ -107,16 +107,22 @@ def exchanged(outcome, task, phase) -> Finding | None:
     return None
 
 
-def exchanged_on_the_gpu(outcome, f: Finding | None) -> Finding | None:
-    """``f``, a GPU case's wrong output, with the cause the simulator saw: a launch that passed two tensors the other
-    way round (judge.GpuView.exchanged). On the GPU that launch ran as written, so what any later phase computes is
-    suspect too (a forward that stores y into x leaves the backward a wrong x, and the second of two runs another
-    x than the first)."""
-    swap = getattr(outcome, "exchanged", None)
-    if f is None or swap is None:
+def seen_on_the_simulator(outcome, f: Finding | None, phase: str | None = None) -> Finding | None:
+    """``f``, a GPU case's wrong output, with the cause the simulator saw in the same kernels (judge.GpuView): a
+    launch that passed two tensors the other way round, which on the GPU ran as written, so that what any later
+    phase computes is suspect too (a forward that stores y into x leaves the backward a wrong x, and the second of
+    two runs another x than the first); or, for an output of ``phase`` whose cause the GPU cannot show (it keeps no
+    record of what the launches read), the addresses that phase's kernels read on the simulator instead of what
+    they need (a row stride of 1, say). One mistake, one owner on both machines."""
+    if f is None:
         return f
-    return dataclasses.replace(f, message=f"{f.message}. The cause, seen on the simulator: {swap.message}",
-                               cause=swap.cause, checked=False)
+    seen = getattr(outcome, "exchanged", None)
+    if seen is None and f.cause is None:
+        seen = (getattr(outcome, "misread", None) or {}).get(phase)
+    if seen is None:
+        return f
+    return dataclasses.replace(f, message=f"{f.message}. The cause, seen on the simulator: {seen.message}",
+                               cause=seen.cause, checked=False)
 
 
 def failed(ledger, outcome, task) -> bool:
@@ -263,7 +269,7 @@ def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(),
                    race=race_of(outcome, task, MADE_IN[name]), story=story, source=SOURCES[kind_of(task)].get(name, ""),
                    n_rows=n_rows, fmt=fmt, nan_cause=nan_cause, if_zero=got(outcome, task, name, "if_zero"),
                    traffic=read[:2] if read else None)
-    f = exchanged_on_the_gpu(outcome, f)
+    f = seen_on_the_simulator(outcome, f, MADE_IN[name])
     if f is not None and rewrite and f.cause in rewrite:
         f = dataclasses.replace(f, cause=rewrite[f.cause].cause, checked=f.checked and rewrite[f.cause].checked)
     for also in (rule_broken(outcome, task, MADE_IN[name]), exchanged(outcome, task, MADE_IN[name])):
@@ -342,6 +348,7 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
     fmt = {**fmt_of(x, dy, eps), "old_memory": _adds_into_scratch(outcome, task)}
     extra, rewrite = {}, {}
     wrong_r = _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) if kind_of(task) == "ag" else None
+    wrong_r = seen_on_the_simulator(outcome, wrong_r, "fwd")        # on the GPU: the forward's cause, if it has one
     if wrong_r is not None:
         saved = _saved_r(outcome, task)
         dx_r, dg_r = causes.backward_plain(x, g, dy, saved)

@@ -10,6 +10,7 @@
 #                                                     # a name given twice is graded twice
 #                                                     # (speed_hostile's, timed_hostile's, solution, control)
 #   bash tests/gpu_runs.sh speed_hostile OUT ["A B"]  # item 10 of tests/speed_hostile.py's entries, AT_ONCE at once
+#   bash tests/gpu_runs.sh shared OUT                 # a pipelined loop's shared memory (tests/probe_shared_memory.py)
 # Run from the repository root with the machine's python3 (torch and Triton); OUT collects tables and logs.
 set -uo pipefail
 stage=$1 out=$2
@@ -77,6 +78,8 @@ PY
     (time timeout ${LIMIT:-560} python3 -m autograder.grade_all "$ex" --out "$out/grades.csv") 2>&1 | tail -30
     tar -cf "$out/regrade.tar" -C "$ex/regrade" .          # the gradings so far, for STATE next time
     ls "$ex/regrade" | wc -l ;;
+  shared)                         # what Triton gives a pipelined loop in shared memory, and where a launch fails
+    python3 tests/probe_shared_memory.py 2>&1 | tee "$out/shared.txt" ;;
   item10)                         # item 10 alone of the named entries (speed_hostile's, or "solution"), at once
     python3 -m autograder.accounts create >/dev/null
     script=$(mktemp --suffix=.py)       # a file, not stdin: the grader's preflight starts processes that import it

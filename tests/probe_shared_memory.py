@@ -1,0 +1,135 @@
+"""GPU only: the shared memory Triton gives a loop it pipelines, and where a launch runs out of it.
+
+A loop over a row in chunks (``for i in tl.range(0, N, BLOCK, num_stages=S)``, or a plain ``range`` under the
+launch's ``num_stages``) may be software-pipelined: Triton copies the loads of later iterations into shared memory
+while the current one computes. This prints, for each design below, the compiled kernel's ``metadata.shared``
+(bytes) or the error of its launch, so that the simulator's rule for a pipelined loop (docs/perf.md) is the one
+Triton 3.6 follows:
+
+    python3 tests/probe_shared_memory.py          # on a machine with a GPU; a table on stdout
+"""
+import itertools
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def one_load(x_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.range(0, N, BLOCK, num_stages=STAGES):
+        cols = i + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row, tl.sum(acc, 0))
+
+
+@triton.jit
+def two_loads(x_ptr, y_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.range(0, N, BLOCK, num_stages=STAGES):
+        cols = i + tl.arange(0, BLOCK)
+        a = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+        b = tl.load(y_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+        acc += a * b
+    tl.store(out_ptr + row, tl.sum(acc, 0))
+
+
+@triton.jit
+def plain_range(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(0, N, BLOCK):
+        cols = i + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row, tl.sum(acc, 0))
+
+
+@triton.jit
+def unmasked(x_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.range(0, N, BLOCK, num_stages=STAGES):
+        acc += tl.load(x_ptr + row * N + i + tl.arange(0, BLOCK)).to(tl.float32)
+    tl.store(out_ptr + row, tl.sum(acc, 0))
+
+
+@triton.jit
+def with_scalar_load(x_ptr, w_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.range(0, N, BLOCK, num_stages=STAGES):
+        cols = i + tl.arange(0, BLOCK)
+        w = tl.load(w_ptr + i // BLOCK)
+        acc += w * tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row, tl.sum(acc, 0))
+
+
+@triton.jit
+def nested(x_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for j in tl.range(0, 2, num_stages=STAGES):
+        for i in tl.range(0, N, BLOCK, num_stages=STAGES):
+            cols = i + tl.arange(0, BLOCK)
+            acc += tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row, tl.sum(acc, 0))
+
+
+@triton.jit
+def stored_in_loop(x_ptr, y_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    row = tl.program_id(0)
+    for i in tl.range(0, N, BLOCK, num_stages=STAGES):
+        cols = i + tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+        tl.store(y_ptr + row * N + cols, v * 2, mask=cols < N)
+
+
+def shared(kernel, args, grid, **kw):
+    try:
+        compiled = kernel[grid](*args, **kw)
+        torch.cuda.synchronize()
+        return str(compiled.metadata.shared)
+    except Exception as e:                       # noqa: BLE001 -- the error is the measurement
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:90]}"
+
+
+def main():
+    print(torch.cuda.get_device_name(), "triton", triton.__version__,
+          "max shared", triton.runtime.driver.active.utils.get_device_properties(0)["max_shared_mem"])
+    print("design | dtype | BLOCK | stages | num_warps | metadata.shared or the error")
+    for dtype, block, stages in itertools.product((torch.float32, torch.bfloat16), (1024, 8192, 16384, 32768),
+                                                  (1, 2, 3, 4)):
+        N = 4 * block
+        x = torch.randn(2, N, device="cuda", dtype=dtype)
+        out = torch.empty(2, device="cuda", dtype=torch.float32)
+        name = str(dtype).split(".")[1]
+        print("one_load", name, block, stages, 4, shared(one_load, (x, out, N, block, stages), (2,)), sep=" | ")
+        print("two_loads", name, block, stages, 4, shared(two_loads, (x, x.clone(), out, N, block, stages), (2,)),
+              sep=" | ")
+        print("unmasked", name, block, stages, 4, shared(unmasked, (x, out, N, block, stages), (2,)), sep=" | ")
+        print("plain_range(launch num_stages)", name, block, stages, 4,
+              shared(plain_range, (x, out, N, block), (2,), num_stages=stages), sep=" | ")
+        w = torch.rand(4, device="cuda")
+        print("with_scalar_load", name, block, stages, 4, shared(with_scalar_load, (x, w, out, N, block, stages), (2,)),
+              sep=" | ")
+        print("nested", name, block, stages, 4, shared(nested, (x, out, N, block, stages), (2,)), sep=" | ")
+        print("stored_in_loop", name, block, stages, 4, shared(stored_in_loop, (x, torch.empty_like(x), N, block,
+                                                                                 stages), (2,)), sep=" | ")
+    x = torch.randn(2, 4 * 8192, device="cuda")
+    out = torch.empty(2, device="cuda")
+    print("plain_range(default num_stages)", "float32", 8192, "-", 4, shared(plain_range, (x, out, 4 * 8192, 8192),
+                                                                             (2,)), sep=" | ")
+    for warps in (1, 8, 16):
+        x = torch.randn(2, 4 * 8192, device="cuda")
+        out = torch.empty(2, device="cuda")
+        got = shared(one_load, (x, out, 4 * 8192, 8192, 3), (2,), num_warps=warps)
+        print("one_load", "float32", 8192, 3, warps, got, sep=" | ")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,10 +1,10 @@
 """The grader's verdicts on many submissions, quickly: for the project's tests of what the verdicts say.
 
 A real grading runs each job in a sandboxed process, and a process start (Python, torch) costs more than
-the tasks of a small submission. Here two spawned processes run the same jobs (cases.sim_jobs), with the
-job's own code (the submission's process forked as a job forks it, job.judge.remote.run_tasks) and the grader's
-judge (judge.ledgers, judge.charge): only the sandbox is left out, which tests/test_autograder_*.py test on
-their own.
+the tasks of a small submission. Here two processes forked from a warm server (autograder/warm.py) run the
+same jobs (cases.sim_jobs), with the job's own code (the submission's process forked as a job forks it,
+job.judge.remote.run_tasks) and the grader's judge (judge.ledgers, judge.charge): only the sandbox is left
+out, which tests/test_autograder_*.py test on their own.
 
     verdicts({"name": Path("rmsnorm.py"), ...}) -> {name: {"failed": {part: message}, "notes": {...},
                                                            "causes": {part: [cause, ...]}}}
@@ -24,10 +24,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _context():
+    """The processes that grade: forked from the grader's warm server (autograder/warm.py: a process that has
+    imported torch and nothing of a grading), so that each costs a fork, not an interpreter's start and torch's
+    import (about 1.5 s of CPU; make check starts about sixty); spawned where there is no fork server."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from autograder import warm
+    return warm._context() if warm.available() else multiprocessing.get_context("spawn")
+
+
 def _start():
     os.environ["MINI_TRITON"] = "1"
     os.environ["MINI_TRITON_RACES"] = "record"           # as a job runs: a race is noted, not raised
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ["OMP_NUM_THREADS"] = "1"                  # as a simulator job computes (runner.py), whatever the
+    import torch                                         # server's environment said when it imported torch
+    torch.set_num_threads(1)
     sys.path.insert(0, str(ROOT))
     import autograder  # noqa: F401 -- registers the test kit, rmsnorm_testkit (autograder/__init__.py)
 
@@ -115,7 +127,7 @@ class Pool:
         shapes = shapes or _draw()
         self.each_s, self.shapes = each_s, shapes
         self.futures = {}
-        self.pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+        self.pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=_context(),
                                                            initializer=_start)
 
     def start(self, name, path, gpu_cases: bool | str = False):
@@ -140,7 +152,7 @@ def verdicts(paths: dict, workers: int = 2, gpu_cases: bool | str = False, drawn
     besides the core ones (cases.DRAWN), and ``tall``: item 9's shape of many rows (cases.TALL), each drawn once for
     all the files unless given."""
     drawn, tall = (d or new for d, new in zip((drawn, tall), _draw()))    # one draw for every file compared
-    context = multiprocessing.get_context("spawn")
+    context = _context()
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start) as pool:
         jobs = [str(p) for p in paths.values()]
         return dict(zip(paths, pool.map(_grade, jobs, [gpu_cases] * len(jobs), [drawn] * len(jobs),
@@ -169,8 +181,8 @@ def _most_masks_per_launch(path: str, shape: tuple) -> int:
 
 
 def most_masks_per_launch(path: Path, shape: tuple) -> int:
-    """``_most_masks_per_launch`` in a spawned process, as ``verdicts`` runs a grading."""
-    context = multiprocessing.get_context("spawn")
+    """``_most_masks_per_launch`` in a process of its own, as ``verdicts`` runs a grading."""
+    context = _context()
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
         return pool.submit(_most_masks_per_launch, str(path), shape).result()
 
@@ -212,15 +224,15 @@ def _fresh_inputs(path: str, shape: tuple, op: str) -> dict:
 
 
 def fresh_inputs(path: Path, shape: tuple, op: str) -> dict:
-    """``_fresh_inputs`` in a spawned process, as ``verdicts`` runs a grading."""
-    context = multiprocessing.get_context("spawn")
+    """``_fresh_inputs`` in a process of its own, as ``verdicts`` runs a grading."""
+    context = _context()
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
         return pool.submit(_fresh_inputs, str(path), shape, op).result()
 
 
 def stale(path: Path, shape: tuple, op: str, dtype: str = "float32") -> dict:
-    """``_stale`` in a spawned process, as ``verdicts`` runs a grading."""
-    context = multiprocessing.get_context("spawn")
+    """``_stale`` in a process of its own, as ``verdicts`` runs a grading."""
+    context = _context()
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
         return pool.submit(_stale, str(path), shape, dtype, op).result()
 
@@ -244,8 +256,8 @@ def _made_on_a_draw(path: str, case_name: str, shape: tuple, op: str, seed: int)
 
 
 def made_on_a_draw(path: Path, case_name: str, shape: tuple, op: str, seed: int) -> tuple:
-    """``_made_on_a_draw`` in a spawned process, as ``verdicts`` runs a grading."""
-    context = multiprocessing.get_context("spawn")
+    """``_made_on_a_draw`` in a process of its own, as ``verdicts`` runs a grading."""
+    context = _context()
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
         return pool.submit(_made_on_a_draw, str(path), case_name, shape, op, seed).result()
 
@@ -264,8 +276,8 @@ def _groups(path: str, groups: dict, cpu_seconds: dict) -> tuple:
 
 
 def groups(path: Path, groups: dict, cpu_seconds: dict, timeout: float = 300) -> tuple:
-    """``_groups`` in a spawned process."""
-    context = multiprocessing.get_context("spawn")
+    """``_groups`` in a process of its own."""
+    context = _context()
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
         return pool.submit(_groups, str(path), groups, cpu_seconds).result(timeout=timeout)
 
@@ -286,8 +298,8 @@ def _prediction(path: str) -> dict:
 
 
 def prediction(path: Path, timeout: float = 300) -> dict:
-    """``_prediction`` in a spawned process, as ``verdicts`` runs a grading."""
-    context = multiprocessing.get_context("spawn")
+    """``_prediction`` in a process of its own, as ``verdicts`` runs a grading."""
+    context = _context()
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
         return pool.submit(_prediction, str(path)).result(timeout=timeout)
 
@@ -340,8 +352,8 @@ def _timed(path: str, shape: tuple, dtypes: tuple) -> dict:
 
 
 def timed_job(path: Path, shape: tuple = (64, 512), dtypes: tuple = ("float32",), timeout: float = 300) -> dict:
-    """``_timed`` in a spawned process, as ``verdicts`` runs a grading."""
-    context = multiprocessing.get_context("spawn")
+    """``_timed`` in a process of its own, as ``verdicts`` runs a grading."""
+    context = _context()
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
         return pool.submit(_timed, str(path), tuple(shape), tuple(dtypes)).result(timeout=timeout)
 
@@ -355,7 +367,7 @@ def _grade_with_ctx_unseen(path: str) -> dict:
 
 
 def verdicts_with_ctx_unseen(path: Path) -> dict:
-    """``_grade_with_ctx_unseen`` in a spawned process, as ``verdicts`` runs a grading."""
-    context = multiprocessing.get_context("spawn")
+    """``_grade_with_ctx_unseen`` in a process of its own, as ``verdicts`` runs a grading."""
+    context = _context()
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
         return pool.submit(_grade_with_ctx_unseen, str(path)).result()

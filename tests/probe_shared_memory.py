@@ -17,24 +17,22 @@ import triton.language as tl
 
 
 @triton.jit
-def one_load(x_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+def row_loop(x_ptr, y_ptr, w_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr, MASKED: tl.constexpr,
+             SECOND: tl.constexpr, SCALAR: tl.constexpr):
+    """A row's sum in chunks: of x (masked, or not), of x·y (SECOND: two loads a trip), of w[trip]·x (SCALAR)."""
     row = tl.program_id(0)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for i in tl.range(0, N, BLOCK, num_stages=STAGES):
         cols = i + tl.arange(0, BLOCK)
-        acc += tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
-    tl.store(out_ptr + row, tl.sum(acc, 0))
-
-
-@triton.jit
-def two_loads(x_ptr, y_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
-    row = tl.program_id(0)
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for i in tl.range(0, N, BLOCK, num_stages=STAGES):
-        cols = i + tl.arange(0, BLOCK)
-        a = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
-        b = tl.load(y_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
-        acc += a * b
+        if MASKED:
+            v = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+        else:
+            v = tl.load(x_ptr + row * N + cols).to(tl.float32)
+        if SECOND:
+            v *= tl.load(y_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+        if SCALAR:
+            v *= tl.load(w_ptr + i // BLOCK)
+        acc += v
     tl.store(out_ptr + row, tl.sum(acc, 0))
 
 
@@ -45,26 +43,6 @@ def plain_range(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
     for i in range(0, N, BLOCK):
         cols = i + tl.arange(0, BLOCK)
         acc += tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
-    tl.store(out_ptr + row, tl.sum(acc, 0))
-
-
-@triton.jit
-def unmasked(x_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
-    row = tl.program_id(0)
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for i in tl.range(0, N, BLOCK, num_stages=STAGES):
-        acc += tl.load(x_ptr + row * N + i + tl.arange(0, BLOCK)).to(tl.float32)
-    tl.store(out_ptr + row, tl.sum(acc, 0))
-
-
-@triton.jit
-def with_scalar_load(x_ptr, w_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
-    row = tl.program_id(0)
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for i in tl.range(0, N, BLOCK, num_stages=STAGES):
-        cols = i + tl.arange(0, BLOCK)
-        w = tl.load(w_ptr + i // BLOCK)
-        acc += w * tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
     tl.store(out_ptr + row, tl.sum(acc, 0))
 
 
@@ -107,15 +85,13 @@ def main():
         x = torch.randn(2, N, device="cuda", dtype=dtype)
         out = torch.empty(2, device="cuda", dtype=torch.float32)
         name = str(dtype).split(".")[1]
-        print("one_load", name, block, stages, 4, shared(one_load, (x, out, N, block, stages), (2,)), sep=" | ")
-        print("two_loads", name, block, stages, 4, shared(two_loads, (x, x.clone(), out, N, block, stages), (2,)),
-              sep=" | ")
-        print("unmasked", name, block, stages, 4, shared(unmasked, (x, out, N, block, stages), (2,)), sep=" | ")
+        w = torch.rand(4, device="cuda")
+        for design, flags in (("one_load", (1, 0, 0)), ("two_loads", (1, 1, 0)), ("unmasked", (0, 0, 0)),
+                              ("with_scalar_load", (1, 0, 1))):
+            print(design, name, block, stages, 4, shared(row_loop, (x, x.clone(), w, out, N, block, stages, *flags),
+                                                         (2,)), sep=" | ")
         print("plain_range(launch num_stages)", name, block, stages, 4,
               shared(plain_range, (x, out, N, block), (2,), num_stages=stages), sep=" | ")
-        w = torch.rand(4, device="cuda")
-        print("with_scalar_load", name, block, stages, 4, shared(with_scalar_load, (x, w, out, N, block, stages), (2,)),
-              sep=" | ")
         print("nested", name, block, stages, 4, shared(nested, (x, out, N, block, stages), (2,)), sep=" | ")
         print("stored_in_loop", name, block, stages, 4, shared(stored_in_loop, (x, torch.empty_like(x), N, block,
                                                                                  stages), (2,)), sep=" | ")
@@ -126,7 +102,7 @@ def main():
     for warps in (1, 8, 16):
         x = torch.randn(2, 4 * 8192, device="cuda")
         out = torch.empty(2, device="cuda")
-        got = shared(one_load, (x, out, 4 * 8192, 8192, 3), (2,), num_warps=warps)
+        got = shared(row_loop, (x, x, x, out, 4 * 8192, 8192, 3, 1, 0, 0), (2,), num_warps=warps)
         print("one_load", "float32", 8192, 3, warps, got, sep=" | ")
     sys.stdout.flush()
 

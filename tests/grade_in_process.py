@@ -34,6 +34,12 @@ def _context():
     return warm._context() if warm.available() else multiprocessing.get_context("spawn")
 
 
+def _in_a_process(fn, *args, timeout: float | None = None):
+    """``fn(*args)`` in a grading process of its own (``_context``), as ``verdicts`` runs a grading."""
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=_context(), initializer=_start) as pool:
+        return pool.submit(fn, *args).result(timeout=timeout)
+
+
 def _start():
     os.environ["MINI_TRITON"] = "1"
     os.environ["MINI_TRITON_RACES"] = "record"           # as a job runs: a race is noted, not raised
@@ -182,9 +188,7 @@ def _most_masks_per_launch(path: str, shape: tuple) -> int:
 
 def most_masks_per_launch(path: Path, shape: tuple) -> int:
     """``_most_masks_per_launch`` in a process of its own, as ``verdicts`` runs a grading."""
-    context = _context()
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
-        return pool.submit(_most_masks_per_launch, str(path), shape).result()
+    return _in_a_process(_most_masks_per_launch, str(path), shape)
 
 
 ROLES = {"forward": ("x", "g"), "backward": ("dy", "x", "g", "r"), "autograd": ("x", "g", "dy")}
@@ -225,16 +229,12 @@ def _fresh_inputs(path: str, shape: tuple, op: str) -> dict:
 
 def fresh_inputs(path: Path, shape: tuple, op: str) -> dict:
     """``_fresh_inputs`` in a process of its own, as ``verdicts`` runs a grading."""
-    context = _context()
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
-        return pool.submit(_fresh_inputs, str(path), shape, op).result()
+    return _in_a_process(_fresh_inputs, str(path), shape, op)
 
 
 def stale(path: Path, shape: tuple, op: str, dtype: str = "float32") -> dict:
     """``_stale`` in a process of its own, as ``verdicts`` runs a grading."""
-    context = _context()
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
-        return pool.submit(_stale, str(path), shape, dtype, op).result()
+    return _in_a_process(_stale, str(path), shape, dtype, op)
 
 
 def _made_on_a_draw(path: str, case_name: str, shape: tuple, op: str, seed: int) -> tuple:
@@ -257,9 +257,7 @@ def _made_on_a_draw(path: str, case_name: str, shape: tuple, op: str, seed: int)
 
 def made_on_a_draw(path: Path, case_name: str, shape: tuple, op: str, seed: int) -> tuple:
     """``_made_on_a_draw`` in a process of its own, as ``verdicts`` runs a grading."""
-    context = _context()
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
-        return pool.submit(_made_on_a_draw, str(path), case_name, shape, op, seed).result()
+    return _in_a_process(_made_on_a_draw, str(path), case_name, shape, op, seed)
 
 
 def _groups(path: str, groups: dict, cpu_seconds: dict) -> tuple:
@@ -277,9 +275,7 @@ def _groups(path: str, groups: dict, cpu_seconds: dict) -> tuple:
 
 def groups(path: Path, groups: dict, cpu_seconds: dict, timeout: float = 300) -> tuple:
     """``_groups`` in a process of its own."""
-    context = _context()
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
-        return pool.submit(_groups, str(path), groups, cpu_seconds).result(timeout=timeout)
+    return _in_a_process(_groups, str(path), groups, cpu_seconds, timeout=timeout)
 
 
 def _prediction(path: str) -> dict:
@@ -299,9 +295,7 @@ def _prediction(path: str) -> dict:
 
 def prediction(path: Path, timeout: float = 300) -> dict:
     """``_prediction`` in a process of its own, as ``verdicts`` runs a grading."""
-    context = _context()
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
-        return pool.submit(_prediction, str(path)).result(timeout=timeout)
+    return _in_a_process(_prediction, str(path), timeout=timeout)
 
 
 def _timed(path: str, shape: tuple, dtypes: tuple) -> dict:
@@ -353,9 +347,7 @@ def _timed(path: str, shape: tuple, dtypes: tuple) -> dict:
 
 def timed_job(path: Path, shape: tuple = (64, 512), dtypes: tuple = ("float32",), timeout: float = 300) -> dict:
     """``_timed`` in a process of its own, as ``verdicts`` runs a grading."""
-    context = _context()
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
-        return pool.submit(_timed, str(path), tuple(shape), tuple(dtypes)).result(timeout=timeout)
+    return _in_a_process(_timed, str(path), tuple(shape), tuple(dtypes), timeout=timeout)
 
 
 def _grade_with_ctx_unseen(path: str) -> dict:
@@ -368,6 +360,4 @@ def _grade_with_ctx_unseen(path: str) -> dict:
 
 def verdicts_with_ctx_unseen(path: Path) -> dict:
     """``_grade_with_ctx_unseen`` in a process of its own, as ``verdicts`` runs a grading."""
-    context = _context()
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start) as pool:
-        return pool.submit(_grade_with_ctx_unseen, str(path)).result()
+    return _in_a_process(_grade_with_ctx_unseen, str(path))

@@ -34,10 +34,9 @@ from rmsnorm_testkit.compare import widened
 
 from ..hidden.cases import input_key, robust_parts, task_name
 from ..job.wire.protocol import FRESH, fresh_key
-from .charge import charge
+from .charge import Finding, charge
 from .correctness import item_1, items_2_3, part_4_6, part_4_7, robust_part
 from .fused import item_5, item_6, item_7, item_8, item_9
-from .charge import Finding
 from .outputs import exchanged, traffic
 
 
@@ -132,12 +131,10 @@ class GpuView:
         self.exchanged = exchanged(sim, task_name("fwd", "d"), "fwd") or exchanged(sim, task_name("bwd", "d"), "bwd")
         # what each phase's kernels read instead of what they need, seen on the simulator's core case d: the cause
         # of a wrong output of that phase on the GPU, which keeps no record of the addresses a launch read
-        self.misread = {}
-        for phase in ("fwd", "bwd"):
-            d = inputs.get("d", {})
-            read = traffic(sim, task_name(phase, "d"), phase, d.get("x"), d.get("dy")) if "x" in d else None
-            if read is not None:
-                self.misread[phase] = Finding("task", read[1], read[0])
+        d = inputs.get("d", {})
+        reads = {phase: traffic(sim, task_name(phase, "d"), phase, d["x"], d.get("dy")) if "x" in d else None
+                 for phase in ("fwd", "bwd")}
+        self.misread = {phase: Finding("task", read[1], read[0]) for phase, read in reads.items() if read is not None}
 
 
 def judge(sim, gpu=None) -> dict:

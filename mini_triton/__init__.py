@@ -23,7 +23,7 @@ from . import arithmetic, shapes  # noqa: F401 -- imported for their effect: blo
 from . import language, testing
 from .autotune import Config, autotune, heuristics
 from .errors import (BlockTruthError, CompilationError, DataRaceError, DataRaceWarning, DeviceAssertionError,
-                     Int32OverflowError, MiniTritonError, OrderDependenceWarning, OutOfBoundsError)
+                     Int32OverflowError, MiniTritonError, OrderDependenceWarning, OutOfBoundsError, OutOfResources)
 from .launcher import JITFunction, jit
 from .races import get_race_mode, set_race_mode
 from .runtime import get_batching, set_batching, set_rule_mode, unrecorded
@@ -51,4 +51,4 @@ __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "ne
            "testing", "get_stats", "reset_stats", "record", "plan", "set_race_mode", "get_race_mode",
            "set_batching", "get_batching", "set_rule_mode", "set_undefined_float", "unrecorded", "install_as_triton",
            "MiniTritonError", "CompilationError", "OutOfBoundsError", "DataRaceError", "DataRaceWarning",
-           "BlockTruthError", "DeviceAssertionError", "Int32OverflowError", "OrderDependenceWarning"]
+           "BlockTruthError", "DeviceAssertionError", "Int32OverflowError", "OrderDependenceWarning", "OutOfResources"]

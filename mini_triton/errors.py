@@ -23,6 +23,11 @@ class CompilationError(MiniTritonError):
     """Something real Triton would reject when it compiles the kernel."""
 
 
+class OutOfResources(MiniTritonError):
+    """A launch asks for more of a GPU's resources than a program may have (Triton's ``OutOfResources``): the
+    shared memory of a pipelined loop's loads (pipeline.py)."""
+
+
 class OutOfBoundsError(MiniTritonError, IndexError):
     """An active lane of a load, store or atomic fell outside its tensor."""
 

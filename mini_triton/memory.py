@@ -24,7 +24,7 @@ import math
 
 import torch
 
-from . import atomics, bounds, heap, runtime
+from . import atomics, bounds, heap, pipeline, runtime
 from . import dtypes
 from .arithmetic import cast, offsets_of
 from .blocks import Affine, as_block, broadcast_affine, broadcast_shape, full_handle, tensor
@@ -500,6 +500,8 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
     view = acc.view(for_store=False)
     boxed = acc.view(for_store=False, box=True) if view is None and acc.mask_h is not None else None
     ch.note_load(acc.path, math.prod(acc.shape), max(1, elem.primitive_bitwidth // 8))
+    if ch.loops:                                    # in a loop Triton may pipeline: its copies in shared memory
+        pipeline.note_load(acc.path, math.prod(acc.shape), elem.primitive_bitwidth // 8, bool(acc.shape))
     if boxed is not None:
         ch.loaded.add(acc.buf.storage_key[0])
         ch.records.append(acc)

@@ -104,6 +104,7 @@ class Chunk:
         # whether this chunk may take them, ``loaded`` which storages it read.
         self.views = views
         self.loaded = set()
+        self.loops = []                          # the runtime loops running now, innermost last (pipeline.py)
 
     def writing(self, buf):
         """A store or atomic into ``buf`` is about to happen: after a load of its storage, loads must copy."""

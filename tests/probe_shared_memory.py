@@ -99,6 +99,12 @@ def main():
     out = torch.empty(2, device="cuda")
     print("plain_range(default num_stages)", "float32", 8192, "-", 4, shared(plain_range, (x, out, 4 * 8192, 8192),
                                                                              (2,)), sep=" | ")
+    for dtype, block in itertools.product((torch.bfloat16, torch.float16, torch.float32), (32768, 65536)):
+        for N in (4 * block, 4 * block - 1, 4 * block - 8):        # sizes Triton proves divisible by 16, or not
+            x = torch.randn(2, N, device="cuda", dtype=dtype)
+            out = torch.empty(2, device="cuda", dtype=torch.float32)
+            got = shared(row_loop, (x, x.clone(), x, out, N, block, 4, 1, 0, 0), (2,))
+            print(f"one_load(N={N})", str(dtype).split(".")[1], block, 4, 4, got, sep=" | ")
     for warps in (1, 8, 16):
         x = torch.randn(2, 4 * 8192, device="cuda")
         out = torch.empty(2, device="cuda")

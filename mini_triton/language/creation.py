@@ -9,7 +9,7 @@ import builtins
 import torch
 
 from .. import dtypes
-from .. import frontend, runtime
+from .. import frontend, pipeline, runtime
 from ..arithmetic import cast as cast_block
 from ..blocks import Affine, as_block, check_shape, const_int, loop_index, make_int, scalar, tensor, unwrap
 from ..errors import CompilationError
@@ -100,16 +100,19 @@ def range(arg1, arg2=None, step=1, num_stages=None, loop_unroll_factor=None, dis
     """
     if arg2 is None:
         arg1, arg2 = 0, arg1
+    stages = unwrap(num_stages)                      # pipeline.py: the shared memory of the loads it pipelines
     bounds = [as_block(unwrap(b)) for b in (arg1, arg2, step)]
     if all(b.lead == 1 for b in bounds):             # one index for every program: a Python int, a runtime value
-        return map(loop_index, builtins.range(int(bounds[0]), int(bounds[1]), int(bounds[2])))
+        trips = map(loop_index, builtins.range(int(bounds[0]), int(bounds[1]), int(bounds[2])))
+        return pipeline.loop(trips, stages) if runtime.CURRENT is not None else trips
     start, stop, stride = torch.broadcast_tensors(*(b.handle.reshape(-1).to(torch.int64) for b in bounds))
     if bool((stride == 0).any()):
         raise ValueError(f"{runtime.location()}: tl.range step must not be zero")
     trips = torch.clamp(-((start - stop) // stride), min=0)        # ceil((stop - start) / step), >= 0
     if bool((trips != trips[0]).any()):
         raise runtime.Divergence(trips)                             # group the programs by trip count
-    return (make_int(dtypes.int32, (), handle=start + i * stride) for i in builtins.range(int(trips[0])))
+    return pipeline.loop((make_int(dtypes.int32, (), handle=start + i * stride) for i in builtins.range(int(trips[0]))),
+                         stages)
 
 
 def python_range(*args):

@@ -9,7 +9,7 @@ import builtins
 import torch
 
 from .. import dtypes
-from .. import runtime
+from .. import pipeline, runtime
 from ..arithmetic import binary
 from ..blocks import as_block
 from ..errors import CompilationError
@@ -36,6 +36,7 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
     ``input_precision="ieee"``, and 16-bit inputs accumulate in fp32.
     """
     a, b = as_block(input), as_block(other)
+    pipeline.note_dot()                                # the loop's other loads are not pipelined then
     if len(a.shape) not in (2, 3) or len(b.shape) != len(a.shape):
         raise CompilationError(f"{runtime.location()}: tl.dot needs two 2-D (or 3-D) blocks, got "
                                f"{list(a.shape)} and {list(b.shape)}")

@@ -11,6 +11,10 @@ the backward's (programs, N) partial dW summed by torch.
 
 Expected: every regular point and item 9's extra credit (90 + 5): both kernels read x once and write
 once, and the dW reduction is fused, ordered, and at most M·N/8 (at least 8 rows a program).
+Graded, one part less (87 + 5: 4.4 is 3 points): at 4.4's rows of 32768 fp32 values, a loop that names `num_stages`
+keeps its loads of the next trips in shared memory, more than a GPU has (the forward's 3 x 128 KB
+on an H100, where the file picks 4 stages; the backward's x and dy, 2 x 128 KB, with the 2 it picks
+without CUDA), and the launch fails: docs/perf.md, 2026-12-06.
 """
 import functools
 

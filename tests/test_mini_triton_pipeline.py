@@ -1,0 +1,156 @@
+"""A loop that names ``num_stages`` keeps S - 1 trips' loads in shared memory, as Triton pipelines it, and a launch
+that asks for more than the device has fails as it fails on a GPU (mini_triton/pipeline.py); loads and loops that
+Triton does not pipeline are not counted."""
+import importlib.util
+
+import pytest
+import torch
+
+import mini_triton
+
+LIMIT = 232448                                   # the shared memory of a program on an H100 or H200, in bytes
+BACKENDS = {"mini_triton": "import mini_triton as triton\ntl = triton.language\n",
+            "triton": "import triton\nimport triton.language as tl\n"}
+KERNELS = """
+@triton.jit
+def chunked_sum(x_ptr, y_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr, SECOND: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.range(0, N, BLOCK, num_stages=STAGES):
+        cols = i + tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+        if SECOND:
+            v *= tl.load(y_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+        acc += v
+    tl.store(out_ptr + row, tl.sum(acc, 0))
+
+
+@triton.jit
+def plain_range_sum(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(0, N, BLOCK):
+        cols = i + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, 0))
+
+
+@triton.jit
+def outer_staged_sum(x_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for j in tl.range(0, 2, num_stages=STAGES):                    # a loop with a loop inside: not pipelined
+        acc += tl.load(x_ptr + row * N + tl.arange(0, BLOCK))
+        for i in range(0, N, BLOCK):
+            acc += tl.load(x_ptr + row * N + i + tl.arange(0, BLOCK))
+    tl.store(out_ptr + row, tl.sum(acc, 0))
+
+
+@triton.jit
+def scaled_rows(x_ptr, w_ptr, y_ptr, n_rows, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=STAGES):
+        w = tl.load(w_ptr + row)                                     # one value: not pipelined
+        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+        tl.store(y_ptr + row * N + cols, x * w, mask=cols < N)
+"""
+
+
+@pytest.fixture(scope="module")
+def on(tmp_path_factory):
+    """{backend: the module of KERNELS compiled by it}: mini_triton always, Triton where there is a GPU."""
+    modules = {}
+    for backend, header in BACKENDS.items():
+        if backend == "triton" and not torch.cuda.is_available():
+            continue
+        path = tmp_path_factory.mktemp(backend) / "pipelined_kernels.py"
+        path.write_text(header + KERNELS)
+        spec = importlib.util.spec_from_file_location(f"pipelined_kernels_{backend}", path)
+        modules[backend] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(modules[backend])
+    return modules
+
+
+def launch(module, kernel, device, block, stages, *, second=False, dtype=torch.float32, trips=4, rows=2):
+    """Launch one of KERNELS on ``device`` at rows of ``trips`` blocks; its output against torch's."""
+    n = trips * block
+    x = torch.randn(rows, n, dtype=dtype, device=device)
+    out = torch.empty(rows, device=device)
+    if kernel == "chunked_sum":
+        module.chunked_sum[(rows,)](x, x, out, n, BLOCK=block, STAGES=stages, SECOND=second)
+        expected = (x.float() * x.float()).sum(1) if second else x.float().sum(1)
+    elif kernel == "plain_range_sum":
+        module.plain_range_sum[(rows,)](x, out, n, BLOCK=block, num_stages=stages)
+        expected = x.float().sum(1)
+    elif kernel == "outer_staged_sum":
+        module.outer_staged_sum[(rows,)](x, out, n, BLOCK=block, STAGES=stages)
+        expected = 2 * x.float().sum(1) + 2 * x[:, :block].float().sum(1)
+    else:                                                            # scaled_rows: one program per row
+        w = torch.randn(rows, device=device)
+        y = torch.empty_like(x)
+        module.scaled_rows[(rows,)](x, w, y, rows, n, BLOCK=n, STAGES=stages)
+        out, expected = y, x * w[:, None]
+    if device == "cuda":
+        torch.cuda.synchronize()
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-1)
+
+
+# id: (kernel, BLOCK, num_stages, options, the shared memory the simulator counts (None: it runs), Triton's verdict
+# on a GPU (True: OutOfResources)). Each count is (stages - 1) x the blocks of 4-byte elements loaded in a trip.
+CASES = {
+    "one_load_4_stages": ("chunked_sum", 32768, 4, {}, 3 * 131072, True),
+    "one_load_3_stages": ("chunked_sum", 32768, 3, {}, 2 * 131072, True),
+    "one_load_2_stages": ("chunked_sum", 32768, 2, {}, None, False),
+    "one_load_no_pipelining": ("chunked_sum", 65536, 1, {}, None, False),
+    "two_loads_2_stages": ("chunked_sum", 32768, 2, {"second": True}, 2 * 131072, True),
+    "two_loads_4_stages": ("chunked_sum", 16384, 4, {"second": True}, 3 * 2 * 65536, True),
+    "two_loads_that_fit": ("chunked_sum", 8192, 4, {"second": True}, None, False),
+    "one_load_that_fits_4_stages": ("chunked_sum", 16384, 4, {}, None, False),
+    # a plain range pipelines only what feeds a tl.dot, whatever the launch's num_stages
+    "plain_range_launch_stages": ("plain_range_sum", 65536, 4, {}, None, False),
+    # a loop with a loop inside is not pipelined
+    "outer_loop_with_stages": ("outer_staged_sum", 65536, 4, {}, None, False),
+    # a persistent loop over rows: its row's load counts, its scalar load of w does not
+    "persistent_rows_4_stages": ("scaled_rows", 32768, 4, {"trips": 1, "rows": 3}, 3 * 131072, True),
+    "persistent_rows_2_stages": ("scaled_rows", 32768, 2, {"trips": 1, "rows": 3}, None, False),
+    # 16-bit loads: Triton pipelines them only where it proves two aligned elements a lane (here it can: every
+    # size divisible by 16); the simulator does not count them, so it runs what the GPU refuses
+    "bf16_load_4_stages": ("chunked_sum", 65536, 4, {"dtype": torch.bfloat16}, None, True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_simulator_fails_a_launch_whose_pipelined_loads_do_not_fit_and_names_the_loop(on, case):
+    kernel, block, stages, options, counted, _ = CASES[case]
+    if counted is None:
+        launch(on["mini_triton"], kernel, "cpu", block, stages, **options)
+        return
+    assert counted > LIMIT
+    with pytest.raises(mini_triton.OutOfResources) as e:
+        launch(on["mini_triton"], kernel, "cpu", block, stages, **options)
+    message = str(e.value)
+    assert message.startswith(f"{kernel} line "), message                 # the `for` line
+    assert "out of resource: shared memory" in message and f"num_stages={stages}" in message
+    assert f"Required: at least {counted}, Hardware limit: {LIMIT}." in message
+
+
+def test_the_advice_names_the_most_stages_that_fit(on):
+    with pytest.raises(mini_triton.OutOfResources, match="Use num_stages=2, a smaller block"):
+        launch(on["mini_triton"], "chunked_sum", "cpu", 32768, 4)
+    with pytest.raises(mini_triton.OutOfResources, match=r"GPU\. Use a smaller block per trip"):     # none fits
+        launch(on["mini_triton"], "chunked_sum", "cpu", 32768, 2, second=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA and Triton")
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_triton_on_a_gpu_fails_the_launches_the_simulator_fails(on, case):
+    """Each case as Triton runs it (docs/perf.md records the run): the simulator refuses no launch the GPU runs,
+    and runs none it refuses but the 16-bit case stated in mini_triton/pipeline.py."""
+    kernel, block, stages, options, counted, gpu_fails = CASES[case]
+    assert gpu_fails or counted is None
+    if not gpu_fails:
+        launch(on["triton"], kernel, "cuda", block, stages, **options)
+        return
+    import triton
+    with pytest.raises(triton.runtime.errors.OutOfResources, match="shared memory"):
+        launch(on["triton"], kernel, "cuda", block, stages, **options)

@@ -11,8 +11,10 @@ with no loop inside) that names ``num_stages`` > 1 itself; a plain ``range`` or 
 only the loads that feed a ``tl.dot``. Only loads of a block whose lanes move at least 4 bytes each: a scalar's
 load (one ``r`` of a row) is not pipelined, nor a 16-bit load of one element per lane. The simulator counts the
 loads of 4-byte and wider elements, whose lanes always qualify, and leaves out 16-bit ones (whether Triton
-pipelines those depends on the alignment it proves) and loops that call ``tl.dot``: it refuses only what Triton
-refuses, and each count is at most Triton's (Triton adds a few bytes for a reduction's scratch).
+pipelines those depends on the alignment it proves), loops that call ``tl.dot``, and loops with a load whose
+addresses come from loaded values (a gather, ``x_ptr + idx``: Triton then spreads the S - 1 stages over the chain of
+loads, fewer buffers each). So it refuses only what Triton refuses, and each count is at most Triton's (Triton adds a
+few bytes for a reduction's scratch).
 """
 from __future__ import annotations
 
@@ -24,11 +26,11 @@ from .errors import OutOfResources
 class Loop:
     """One runtime loop of the programs running now: its stages, and its pipelined loads' bytes by site."""
 
-    __slots__ = ("stages", "outer", "dot", "loads")
+    __slots__ = ("stages", "outer", "dot", "gather", "loads")
 
     def __init__(self, stages: int):
         self.stages = stages
-        self.outer = self.dot = False
+        self.outer = self.dot = self.gather = False
         self.loads = {}                      # the site of a load -> its block's bytes (per program)
 
 
@@ -51,13 +53,16 @@ def loop(trips, num_stages):
     check(frame)                             # the kernel's frame is at the loop's line: errors name it
 
 
-def note_load(site, lanes: int, elem_bytes: int, is_block: bool):
-    """A load of ``lanes`` elements of ``elem_bytes`` each, at ``site``, in the innermost loop if one runs."""
+def note_load(site, lanes: int, elem_bytes: int, is_block: bool, regular: bool = True):
+    """A load of ``lanes`` elements of ``elem_bytes`` each, at ``site``, in the innermost loop if one runs;
+    ``regular``: its addresses are an affine function of the program and the lane (not of loaded values)."""
     ch = runtime.CURRENT
-    if ch is None or not ch.loops or not is_block or elem_bytes < 4:
+    if ch is None or not ch.loops:
         return
     frame = ch.loops[-1]
-    if frame.stages > 1:
+    if not regular:
+        frame.gather = True
+    elif frame.stages > 1 and is_block and elem_bytes >= 4:
         frame.loads[site] = max(frame.loads.get(site, 0), lanes * elem_bytes)
 
 
@@ -74,7 +79,7 @@ def limit() -> int:
 
 
 def check(frame: Loop):
-    if frame.stages <= 1 or frame.outer or frame.dot or not frame.loads:
+    if frame.stages <= 1 or frame.outer or frame.dot or frame.gather or not frame.loads:
         return
     per_trip = sum(frame.loads.values())
     need, most = (frame.stages - 1) * per_trip, limit()

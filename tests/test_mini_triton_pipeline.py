@@ -53,6 +53,16 @@ def scaled_rows(x_ptr, w_ptr, y_ptr, n_rows, N, BLOCK: tl.constexpr, STAGES: tl.
         w = tl.load(w_ptr + row)                                     # one value: not pipelined
         x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
         tl.store(y_ptr + row * N + cols, x * w, mask=cols < N)
+
+
+@triton.jit
+def gathered_sum(x_ptr, idx_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.range(0, N, BLOCK, num_stages=STAGES):
+        idx = tl.load(idx_ptr + i + tl.arange(0, BLOCK))              # a load whose values are addresses
+        acc += tl.load(x_ptr + row * N + idx)
+    tl.store(out_ptr + row, tl.sum(acc, 0))
 """
 
 
@@ -85,6 +95,10 @@ def launch(module, kernel, device, block, stages, *, second=False, dtype=torch.f
     elif kernel == "outer_staged_sum":
         module.outer_staged_sum[(rows,)](x, out, n, BLOCK=block, STAGES=stages)
         expected = 2 * x.float().sum(1) + 2 * x[:, :block].float().sum(1)
+    elif kernel == "gathered_sum":
+        idx = torch.randperm(n, device=device).to(torch.int32)
+        module.gathered_sum[(rows,)](x, idx, out, n, BLOCK=block, STAGES=stages)
+        expected = x.float().sum(1)
     else:                                                            # scaled_rows: one program per row
         w = torch.randn(rows, device=device)
         y = torch.empty_like(x)
@@ -113,6 +127,9 @@ CASES = {
     # a persistent loop over rows: its row's load counts, its scalar load of w does not
     "persistent_rows_4_stages": ("scaled_rows", 32768, 4, {"trips": 1, "rows": 3}, 3 * 131072, True),
     "persistent_rows_2_stages": ("scaled_rows", 32768, 2, {"trips": 1, "rows": 3}, None, False),
+    # a gather: Triton spreads the stages over the chain of loads (one buffer each here, 2 x 64 KB), which the
+    # simulator does not count
+    "gather_4_stages": ("gathered_sum", 16384, 4, {}, None, False),
     # 16-bit loads: Triton pipelines them only where it proves two aligned elements a lane (here it can: every
     # size divisible by 16); the simulator does not count them, so it runs what the GPU refuses
     "bf16_load_4_stages": ("chunked_sum", 65536, 4, {"dtype": torch.bfloat16}, None, True),

@@ -7,14 +7,15 @@ copies of its bytes there, and a launch whose buffers do not fit fails before it
 memory". A row of 32768 fp32 values loaded in a loop of ``num_stages=4`` asks for 3 x 128 KB.
 
 Which loads Triton pipelines (its pass that assigns latencies, Triton 3.6): only those of an innermost loop (one
-with no loop inside) that names ``num_stages`` > 1 itself; a plain ``range`` or ``tl.range`` without it pipelines
-only the loads that feed a ``tl.dot``. Only loads of a block whose lanes move at least 4 bytes each: a scalar's
-load (one ``r`` of a row) is not pipelined, nor a 16-bit load of one element per lane. The simulator counts the
-loads of 4-byte and wider elements, whose lanes always qualify, and leaves out 16-bit ones (whether Triton
-pipelines those depends on the alignment it proves), loops that call ``tl.dot``, and loops with a load whose
-addresses come from loaded values (a gather, ``x_ptr + idx``: Triton then spreads the S - 1 stages over the chain of
-loads, fewer buffers each). So it refuses only what Triton refuses, and each count is at most Triton's (Triton adds a
-few bytes for a reduction's scratch).
+with no ``for`` or ``while`` inside) that names ``num_stages`` > 1 itself; a plain ``range`` or ``tl.range``
+without it pipelines only the loads that feed a ``tl.dot``. Only loads of a block whose lanes move at least 4 bytes
+each: a scalar's load (one ``r`` of a row) is not pipelined, nor a 16-bit load of one element per lane.
+
+The simulator counts the loads of 4-byte and wider elements, whose lanes always qualify, and leaves out 16-bit ones
+(whether Triton pipelines those depends on the alignment it proves), loops that call ``tl.dot``, and loops with a
+load whose addresses come from loaded values (a gather, ``x_ptr + idx``: Triton then spreads the S - 1 stages over
+the chain of loads, fewer buffers each). So it refuses only what Triton refuses, and each count is at most Triton's
+(Triton adds a few bytes for a reduction's scratch).
 """
 from __future__ import annotations
 
@@ -51,6 +52,13 @@ def loop(trips, num_stages):
     finally:
         stack.pop()
     check(frame)                             # the kernel's frame is at the loop's line: errors name it
+
+
+def while_loop():
+    """A ``while`` loop starts (frontend.py calls this before each): the loop around it, if any, is not innermost."""
+    ch = runtime.CURRENT
+    if ch is not None and ch.loops:
+        ch.loops[-1].outer = True
 
 
 def note_load(site, lanes: int, elem_bytes: int, is_block: bool, regular: bool = True):

@@ -47,6 +47,18 @@ def outer_staged_sum(x_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexp
 
 
 @triton.jit
+def staged_sum_around_a_while(x_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.range(0, N, BLOCK, num_stages=STAGES):            # a while loop inside: not pipelined
+        acc += tl.load(x_ptr + row * N + i + tl.arange(0, BLOCK))
+        k = 0
+        while k < 1:
+            k += 1
+    tl.store(out_ptr + row, tl.sum(acc, 0))
+
+
+@triton.jit
 def scaled_rows(x_ptr, w_ptr, y_ptr, n_rows, N, BLOCK: tl.constexpr, STAGES: tl.constexpr):
     cols = tl.arange(0, BLOCK)
     for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=STAGES):
@@ -92,6 +104,9 @@ def launch(module, kernel, device, block, stages, *, second=False, dtype=torch.f
     elif kernel == "plain_range_sum":
         module.plain_range_sum[(rows,)](x, out, n, BLOCK=block, num_stages=stages)
         expected = x.float().sum(1)
+    elif kernel == "staged_sum_around_a_while":
+        module.staged_sum_around_a_while[(rows,)](x, out, n, BLOCK=block, STAGES=stages)
+        expected = x.float().sum(1)
     elif kernel == "outer_staged_sum":
         module.outer_staged_sum[(rows,)](x, out, n, BLOCK=block, STAGES=stages)
         expected = 2 * x.float().sum(1) + 2 * x[:, :block].float().sum(1)
@@ -124,6 +139,7 @@ CASES = {
     "plain_range_launch_stages": ("plain_range_sum", 65536, 4, {}, None, False),
     # a loop with a loop inside is not pipelined
     "outer_loop_with_stages": ("outer_staged_sum", 65536, 4, {}, None, False),
+    "loop_with_a_while_inside": ("staged_sum_around_a_while", 65536, 4, {}, None, False),
     # a persistent loop over rows: its row's load counts, its scalar load of w does not
     "persistent_rows_4_stages": ("scaled_rows", 32768, 4, {"trips": 1, "rows": 3}, 3 * 131072, True),
     "persistent_rows_2_stages": ("scaled_rows", 32768, 2, {"trips": 1, "rows": 3}, None, False),

@@ -8,11 +8,12 @@ IMPL     ?= starter
 PART     ?=
 K        ?=
 SHAPES   ?=
+SAMPLE   ?=
 # `make check`'s pytest workers (pytest-xdist): modules run side by side, each whole on one worker
 CHECK_WORKERS ?= 2
 impl_path = $(if $(filter starter solution,$(1)),$(1)/rmsnorm.py,$(1))
 
-.PHONY: help setup sandbox-accounts check test bench bench-sim grade grade-all autograder starter partial student clean
+.PHONY: help setup sandbox-accounts check test bench bench-sim mutants grade grade-all autograder starter partial student clean
 
 help:
 	@echo "make grade        grade the reference solution (sets up .venv/ first)"
@@ -20,6 +21,7 @@ help:
 	@echo "make test         public tests against starter/ (IMPL=solution or IMPL=path/to/rmsnorm.py)"
 	@echo "make bench        time the implementation against PyTorch"
 	@echo "make bench-sim    mini_triton against Triton's interpreter, side by side"
+	@echo "make mutants [SAMPLE=N]   the solution's mutants through the public tests and the grader (build/mutants.md)"
 	@echo "make grade SUBMISSION=path [RESULTS=path]   grade one submission (file or folder)"
 	@echo "make grade-all EXPORT=dir [JOBS=N] [OUT=csv] [SHARD=K/N] [NAMES=1] regrade a Gradescope export into a CSV"
 	@echo "make autograder   build dist/autograder.zip, the Gradescope autograder"
@@ -102,6 +104,9 @@ student: setup
 
 bench-sim: setup
 	$(PY) tests/bench_simulator.py $(SHAPES)
+
+mutants: setup
+	$(PY) tests/mutation/run.py $(if $(SAMPLE),--sample $(SAMPLE))
 
 clean:
 	rm -rf build dist .pytest_cache

@@ -1,0 +1,137 @@
+"""Run mutants of the solution through the public tests and the grader, and report the properties of issue
+"Every mistake named and charged once", operator by operator:
+
+    python tests/mutation/run.py [--sample N] [--seed S] [--out build/mutants.md]     # make mutants [SAMPLE=N]
+
+(a) a mutant that fails a public test loses points in the grader; (c) it is charged in one part; (d) the grader's
+first message names its concept (domain operators: CONCEPTS); (e) every "charged once, in part P" the feedback says
+names a part that failed. "silent" counts the mutants that neither fail a public test nor lose a point: an
+equivalent change, or a mistake nothing sees. The table goes to --out, each mutant's verdict beside it (.json).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import json
+import os
+import random
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path[:0] = [str(HERE), str(ROOT / "tests"), str(ROOT)]
+import mutants  # noqa: E402
+
+# words the first message of a domain mutant's charge should hold: the concept the student changed
+CONCEPTS = {"mask_dropped": ("mask", "out-of-bounds", "out of bounds"), "other_dropped": ("other", "masked-off"),
+            "program_id_axis": ("program_id", "grid"), "stride_dim": ("stride",),
+            "arguments_swapped": ("order of", "the other way round"), "saved_order": ("saved",),
+            "needs_input_grad_index": ("needs_input_grad",), "dtype_changed": ("dtype", "fp16", "float16"),
+            "cast_dropped": ("dtype", "cast", "fp32", "float32"), "contiguous_dropped": ("contiguous", "stride"),
+            "grid_truncates": ("grid", "program", "rows"), "eps_dropped": ("eps",)}
+PART = re.compile(r"charged once, in part ([\d.]+)")
+RUBRIC_ORDER = ("1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "5", "6", "7", "8", "9")
+
+
+def public_tests(path: Path, log: Path) -> str | None:
+    """The first public test the file fails, with the first line of its message; None if all pass."""
+    from autograder import warm
+    env = dict(os.environ, RMSNORM_IMPL=str(path), PYTHONDONTWRITEBYTECODE="1")
+    log.touch()
+    code = warm.pytest(["-q", "-x", "--tb=line", "-p", "no:cacheprovider", "starter/tests"], env=env, cwd=ROOT,
+                       out=log, timeout=600)
+    if code == 0:
+        return None
+    text = log.read_text(errors="replace")
+    first = next((ln for ln in text.splitlines() if ln.startswith(("FAILED ", "ERROR "))), None)
+    return (first or f"exit code {code}")[:300]
+
+
+def judge(m, public, verdict) -> dict:
+    failed = verdict["failed"]
+    parts = [p for p in RUBRIC_ORDER if p in failed]
+    said = [*failed.values(), *(n for notes in verdict["notes"].values() for n in notes)]
+    claimed = {p for s in said for p in PART.findall(s)}
+    kind = m.operator.split("/")[-1]
+    first = failed[parts[0]] if parts else ""
+    return {"mutant": m.name, "operator": m.operator, "line": m.line, "before": m.before.strip(),
+            "after": m.after.strip(), "public": public, "parts": parts, "first": first[:400],
+            "a": public is None or bool(parts), "c": len(parts) <= 1,
+            "d": None if kind not in CONCEPTS or not parts else any(w in first.lower() for w in CONCEPTS[kind]),
+            "e": claimed <= set(parts), "silent": public is None and not parts}
+
+
+def run(chosen: list, workers: int = 2) -> list:
+    from grade_in_process import verdicts
+    d = Path(tempfile.mkdtemp(prefix="mutants-"))
+    paths = {}
+    for m in chosen:
+        paths[m.name] = d / m.name.replace("@", "_") / "rmsnorm.py"
+        paths[m.name].parent.mkdir()
+        paths[m.name].write_text(m.source)
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        public = dict(zip(paths, pool.map(lambda n: public_tests(paths[n], paths[n].parent / "public.log"), paths)))
+    graded = verdicts(paths, workers=workers)
+    return [judge(m, public[m.name], graded[m.name]) for m in chosen]
+
+
+HEADER = ("| operator | mutants | fail a public test | lose points | (a) | (c) one part | (d) names it | (e) "
+          "| silent |\n|---|---|---|---|---|---|---|---|---|")
+
+
+def row(name: str, rs: list) -> str:
+    """One line of the table: counts of the mutants ``rs`` for which each property holds."""
+    d = [r["d"] for r in rs if r["d"] is not None]
+    counts = [len(rs), sum(r["public"] is not None for r in rs), sum(bool(r["parts"]) for r in rs),
+              sum(r["a"] for r in rs), sum(r["c"] for r in rs), f"{sum(d)}/{len(d)}" if d else "n/a",
+              sum(r["e"] for r in rs), sum(r["silent"] for r in rs)]
+    return f"| {name} | " + " | ".join(str(c) for c in counts) + " |"
+
+
+def table(rows: list) -> str:
+    by = collections.defaultdict(list)
+    for r in rows:
+        by[r["operator"]].append(r)
+    return "\n".join([HEADER, *(row(op, rs) for op, rs in sorted(by.items())), row("**all**", rows)]) + "\n"
+
+
+def sample(every: list, n: int | None, seed: int) -> list:
+    """``n`` mutants, each operator's share of them in turn (all of them without ``n``)."""
+    if n is None or n >= len(every):
+        return every
+    rng = random.Random(seed)
+    by = collections.defaultdict(list)
+    for m in every:
+        by[m.operator].append(m)
+    for ms in by.values():
+        rng.shuffle(ms)
+    chosen, ops = [], sorted(by)
+    while len(chosen) < n:
+        for op in ops:
+            if by[op] and len(chosen) < n:
+                chosen.append(by[op].pop())
+    return chosen
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sample", type=int)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=ROOT / "build" / "mutants.md")
+    args = ap.parse_args(argv)
+    every = mutants.every()
+    rows = run(sample(every, args.sample, args.seed))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    text = f"{len(rows)} of {len(every)} mutants of solution/rmsnorm.py\n\n" + table(rows)
+    args.out.write_text(text)
+    args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""The mutation harness (tests/mutation/, `make mutants`) makes the mutants it says and judges them as it says:
+each mutant one changed line of the student's code, and each property computed from a grading as the issue
+defines it. The harness's runs, over the public tests and the grader, are a bench command (docs/mutation.md)."""
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "mutation"))
+import mutants  # noqa: E402
+import run  # noqa: E402
+
+SOURCE = mutants.SOLUTION.read_text()
+
+
+@pytest.fixture(scope="module")
+def domain():
+    return mutants.domain(SOURCE)
+
+
+def test_the_student_lines_are_the_code_inside_the_todo_blocks():
+    lines = mutants.student_lines(SOURCE)
+    text = SOURCE.splitlines()
+    assert len(lines) > 100
+    assert all(text[n - 1].strip() and not text[n - 1].strip().startswith("#") for n in lines)
+    kernel = text.index(next(t for t in text if t.startswith("def rmsnorm_fwd_kernel")))
+    assert kernel + 1 not in lines                       # a kernel's signature is the starter's, not the student's
+
+
+@pytest.mark.parametrize("operator", sorted(mutants.DOMAIN))
+def test_each_domain_operator_changes_one_student_line_into_code_that_parses(domain, operator):
+    made = [m for m in domain if m.operator == f"domain/{operator}"]
+    if operator == "needs_input_grad_index" and "needs_input_grad" not in SOURCE:
+        assert made == []                                # the solution has no site for it
+        return
+    assert made, operator
+    allowed = mutants.student_lines(SOURCE)
+    for m in made:
+        ast.parse(m.source)
+        diff = [i for i, (a, b) in enumerate(zip(SOURCE.splitlines(), m.source.splitlines())) if a != b]
+        assert len(diff) == 1 and diff[0] + 1 == m.line and m.line in allowed, m.name
+        assert m.before != m.after
+
+
+def test_a_generic_operator_of_the_library_makes_mutants_of_student_lines_only():
+    pytest.importorskip("cosmic_ray")
+    saved = dict(mutants.GENERIC)
+    try:
+        mutants.GENERIC.clear()
+        mutants.GENERIC["comparison"] = ["ReplaceComparisonOperator_Lt_LtE"]
+        made = mutants.generic(SOURCE)
+    finally:
+        mutants.GENERIC.clear()
+        mutants.GENERIC.update(saved)
+    assert len(made) >= 5 and all(m.line in mutants.student_lines(SOURCE) for m in made)
+    assert all("<=" in m.after and m.before.count("<") > m.after.count("< ") for m in made)
+
+
+def verdict(failed=None, notes=None):
+    return {"failed": failed or {}, "notes": notes or {}, "causes": {}}
+
+
+MASK = mutants.Mutant("domain/mask_dropped", 91, "tl.store(p, v, mask=m)", "tl.store(p, v)", "")
+
+
+@pytest.mark.parametrize("public, got, holds", [
+    ("FAILED test_part_a.py::test_forward", verdict({"1": "an out-of-bounds store: mask it"}),
+     {"a": True, "c": True, "d": True, "e": True, "silent": False}),
+    ("FAILED test_part_a.py::test_forward", verdict(), {"a": False, "silent": False}),        # a silent 90 / 90
+    (None, verdict(), {"a": True, "silent": True}),
+    (None, verdict({"1": "check the formula", "4.2": "check the formula (that mistake is charged once, in part 6: x)"}),
+     {"c": False, "d": False, "e": False}),
+    (None, verdict({"4.4": "y was never written"}, {"5": ["(that mistake is charged once, in part 4.4: N)"]}),
+     {"c": True, "d": False, "e": True}),
+])
+def test_the_properties_are_computed_from_the_public_tests_and_the_grading(public, got, holds):
+    judged = run.judge(MASK, public, got)
+    assert {k: judged[k] for k in holds} == holds, judged
+
+
+def test_the_sample_takes_every_operator_in_turn():
+    every = [mutants.Mutant(f"g/{op}", i, "", "", f"{op}{i}") for op in "abc" for i in range(5)]
+    chosen = run.sample(every, 6, seed=1)
+    assert len(chosen) == 6 and sorted(m.operator for m in chosen) == ["g/a", "g/a", "g/b", "g/b", "g/c", "g/c"]
+    assert run.sample(every, None, 0) == every

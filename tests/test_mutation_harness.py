@@ -80,6 +80,12 @@ def test_the_properties_are_computed_from_the_public_tests_and_the_grading(publi
     assert {k: judged[k] for k in holds} == holds, judged
 
 
+def test_every_mutant_has_a_name_of_its_own(domain):
+    twice = mutants.named(domain + domain)                # each code once, whatever made it
+    assert len(twice) == len(domain) and len({m.name for m in twice}) == len(twice)
+    assert any(m.nth for m in twice)                     # a line with two sites of one operator (two strides)
+
+
 def test_the_sample_takes_every_operator_in_turn():
     every = [mutants.Mutant(f"g/{op}", i, "", "", f"{op}{i}") for op in "abc" for i in range(5)]
     chosen = run.sample(every, 6, seed=1)

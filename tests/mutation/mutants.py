@@ -16,6 +16,7 @@ student). Two kinds of operator make them:
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import re
 from pathlib import Path
@@ -44,10 +45,11 @@ class Mutant:
     before: str            # that line as it was, and as the mutant has it
     after: str
     source: str
+    nth: int = 0           # the how-manieth mutant of this operator on this line (two strides on one line)
 
     @property
     def name(self) -> str:
-        return f"{self.operator.split('/')[-1]}@{self.line}"
+        return f"{self.operator.split('/')[-1]}@{self.line}" + (f".{self.nth}" if self.nth else "")
 
 
 def student_lines(source: str) -> set:
@@ -217,9 +219,15 @@ def domain(source: str) -> list:
 def every(source: str | None = None) -> list:
     """The mutants of the solution (or of ``source``), domain operators first, each once (by its code)."""
     source = source if source is not None else SOLUTION.read_text()
-    seen, out = set(), []
-    for m in domain(source) + generic(source):
+    return named(domain(source) + generic(source))
+
+
+def named(made: list) -> list:
+    """``made`` with each code once, and each mutant a name of its own (``nth`` where a line has two sites)."""
+    seen, out, sites = set(), [], collections.Counter()
+    for m in made:
         if m.source not in seen:
             seen.add(m.source)
-            out.append(m)
+            out.append(dataclasses.replace(m, nth=sites[m.operator, m.line]))
+            sites[m.operator, m.line] += 1
     return out

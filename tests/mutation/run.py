@@ -70,7 +70,7 @@ def run(chosen: list, workers: int = 2) -> list:
     d = Path(tempfile.mkdtemp(prefix="mutants-"))
     paths = {}
     for m in chosen:
-        paths[m.name] = d / m.name.replace("@", "_") / "rmsnorm.py"
+        paths[m.name] = d / m.name.replace("@", "_").replace(".", "_") / "rmsnorm.py"
         paths[m.name].parent.mkdir()
         paths[m.name].write_text(m.source)
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:

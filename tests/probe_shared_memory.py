@@ -1,12 +1,14 @@
 """GPU only: the shared memory Triton gives a loop it pipelines, and where a launch runs out of it.
 
-A loop over a row in chunks (``for i in tl.range(0, N, BLOCK, num_stages=S)``, or a plain ``range`` under the
-launch's ``num_stages``) may be software-pipelined: Triton copies the loads of later iterations into shared memory
-while the current one computes. This prints, for each design below, the compiled kernel's ``metadata.shared``
-(bytes) or the error of its launch, so that the simulator's rule for a pipelined loop (docs/perf.md) is the one
-Triton 3.6 follows:
+A loop over a row in chunks (``for i in tl.range(0, N, BLOCK, num_stages=S)``) may be software-pipelined: Triton
+copies the loads of later iterations into shared memory while the current one computes. This prints, for each
+design below, the compiled kernel's ``metadata.shared`` (bytes) or the error of its launch, so that the simulator's
+rule for a pipelined loop (mini_triton/pipeline.py, docs/perf.md) is the one Triton 3.6 follows:
 
     python3 tests/probe_shared_memory.py          # on a machine with a GPU; a table on stdout
+
+A plain ``range`` under the launch's ``num_stages`` pipelines none of these loads: tests/test_mini_triton_pipeline.py
+launches it on a GPU (and the table of launches that fail or run, which this probe's figures explain).
 """
 import itertools
 import sys
@@ -33,16 +35,6 @@ def row_loop(x_ptr, y_ptr, w_ptr, out_ptr, N, BLOCK: tl.constexpr, STAGES: tl.co
         if SCALAR:
             v *= tl.load(w_ptr + i // BLOCK)
         acc += v
-    tl.store(out_ptr + row, tl.sum(acc, 0))
-
-
-@triton.jit
-def plain_range(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for i in range(0, N, BLOCK):
-        cols = i + tl.arange(0, BLOCK)
-        acc += tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
     tl.store(out_ptr + row, tl.sum(acc, 0))
 
 
@@ -90,15 +82,9 @@ def main():
                               ("with_scalar_load", (1, 0, 1))):
             print(design, name, block, stages, 4, shared(row_loop, (x, x.clone(), w, out, N, block, stages, *flags),
                                                          (2,)), sep=" | ")
-        print("plain_range(launch num_stages)", name, block, stages, 4,
-              shared(plain_range, (x, out, N, block), (2,), num_stages=stages), sep=" | ")
         print("nested", name, block, stages, 4, shared(nested, (x, out, N, block, stages), (2,)), sep=" | ")
         print("stored_in_loop", name, block, stages, 4, shared(stored_in_loop, (x, torch.empty_like(x), N, block,
                                                                                  stages), (2,)), sep=" | ")
-    x = torch.randn(2, 4 * 8192, device="cuda")
-    out = torch.empty(2, device="cuda")
-    print("plain_range(default num_stages)", "float32", 8192, "-", 4, shared(plain_range, (x, out, 4 * 8192, 8192),
-                                                                             (2,)), sep=" | ")
     for dtype, block in itertools.product((torch.bfloat16, torch.float16, torch.float32), (32768, 65536)):
         for N in (4 * block, 4 * block - 1, 4 * block - 8):        # sizes Triton proves divisible by 16, or not
             x = torch.randn(2, N, device="cuda", dtype=dtype)

@@ -35,14 +35,13 @@ import sys
 import textwrap
 import types
 
-from . import boolops, pipeline, runtime
+from . import boolops, runtime
 from . import dtypes
 from .blocks import constexpr, loop_index, tensor
 from .errors import CompilationError
 
 ATTRIBUTE = "_mini_triton_attribute"        # what the compiled source calls to read an attribute
 LOOP_TYPES = "_mini_triton_loop_types"       # what it calls around a loop, to keep its carried variables' types
-WHILE = "_mini_triton_while"                  # what it calls before a while loop (pipeline.py: the loop around it)
 IF_TYPES = "_mini_triton_if_types"           # what it calls around an if, to keep the types its branches join
 
 # Constructs Triton's code generator has no visitor for, with what to write instead.
@@ -322,8 +321,7 @@ class _LoopTypes(ast.NodeTransformer):
     """Around each ``for`` and ``while`` loop: note the types of the variables it carries (those bound before
     it and again inside it) before the loop, and check them at the top of each pass and after the loop.
     Triton's compiler gives a loop-carried variable one type: ``acc = 0.0`` made a block inside the loop
-    does not compile, nor a bf16 accumulator given fp32 values. Before each ``while``, a call tells the loop
-    running around it that it has a loop inside (pipeline.py: Triton pipelines innermost loops only)."""
+    does not compile, nor a bf16 accumulator given fp32 values."""
 
     def __init__(self, where, fdef):
         self.where = where
@@ -337,13 +335,8 @@ class _LoopTypes(ast.NodeTransformer):
         inside = {n.id for stmt in node.body for n in ast.walk(stmt)
                   if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
         carried = sorted(n for n in inside if self.bound.get(n, node.lineno) < node.lineno)
-        done = self._carried(node, carried) if carried else node
-        if isinstance(node, ast.While):         # a runtime loop the simulator sees only here: a loop around it is not
-            mark = ast.copy_location(ast.Expr(ast.Call(ast.Name(WHILE, ast.Load()), [], [])), node)   # pipelined
-            return [mark, *_as_list(done)]
-        return done
-
-    def _carried(self, node, carried):
+        if not carried:
+            return node
         key = f"_mini_triton_loop_{node.lineno}_{node.col_offset}"
 
         def call(*args):
@@ -596,7 +589,6 @@ def compile_kernel(fn, kernels: tuple):
                 if isinstance(c, types.CodeType) and c.co_name == fn.__name__)
     _BOUND_RULES.clear()
     namespace = {"__builtins__": BUILTINS, ATTRIBUTE: attribute, LOOP_TYPES: loop_types, IF_TYPES: if_types,
-                 WHILE: pipeline.while_loop,
                  boolops.HELPER: boolops.BoolOp, "NotImplementedError": NotImplementedError}  # (the starter's TODOs)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     for name in names:

@@ -501,8 +501,8 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
     boxed = acc.view(for_store=False, box=True) if view is None and acc.mask_h is not None else None
     ch.note_load(acc.path, math.prod(acc.shape), max(1, elem.primitive_bitwidth // 8))
     if ch.loops:                                    # in a loop Triton may pipeline: its copies in shared memory
-        pipeline.note_load(acc.path, math.prod(acc.shape), elem.primitive_bitwidth // 8, bool(acc.shape),
-                           acc.aff is not None)
+        size = elem.primitive_bitwidth // 8
+        pipeline.note_load(acc.path, math.prod(acc.shape), size, size == 2 and pipeline.aligned16(acc))
     if boxed is not None:
         ch.loaded.add(acc.buf.storage_key[0])
         ch.records.append(acc)

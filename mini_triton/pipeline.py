@@ -2,20 +2,21 @@
 
 ``for i in tl.range(0, n, BLOCK, num_stages=S)`` asks Triton to *software-pipeline* the loop: while one trip
 computes, the loads of the next S - 1 trips are already on their way, each into a buffer of the program's shared
-memory (a GPU's on-chip memory, 227 KB a program on an H100 or H200). So each block such a loop loads takes S - 1
+memory (a GPU's on-chip memory, 227 KB a program on an H100 or H200). So each value such a loop loads takes S - 1
 copies of its bytes there, and a launch whose buffers do not fit fails before it runs: "out of resource: shared
 memory". A row of 32768 fp32 values loaded in a loop of ``num_stages=4`` asks for 3 x 128 KB.
 
-Which loads Triton pipelines (its pass that assigns latencies, Triton 3.6): only those of an innermost loop (one
-with no ``for`` or ``while`` inside) that names ``num_stages`` > 1 itself; a plain ``range`` or ``tl.range``
-without it pipelines only the loads that feed a ``tl.dot``. Only loads of a block whose lanes move at least 4 bytes
-each: a scalar's load (one ``r`` of a row) is not pipelined, nor a 16-bit load of one element per lane.
+Which loads Triton 3.6 pipelines (measured on an H100 by tests/probe_shared_memory.py, docs/perf.md): those of an
+innermost loop (no ``for`` inside it; a ``while`` inside does not count) that names ``num_stages`` > 1 itself: a
+plain ``range``, or ``tl.range`` without it, pipelines only the loads that feed a ``tl.dot``. Every load there whose
+lanes move at least 4 bytes each takes S - 1 buffers: blocks and scalars of 4-byte elements, gathers and the loads
+of their indices too; a 16-bit block only where Triton proves two aligned elements a lane, which it does when the
+row's length and stride are multiples of 16 (the sizes Triton's launcher marks divisible by 16), not otherwise.
 
-The simulator counts the loads of 4-byte and wider elements, whose lanes always qualify, and leaves out 16-bit ones
-(whether Triton pipelines those depends on the alignment it proves), loops that call ``tl.dot``, and loops with a
-load whose addresses come from loaded values (a gather, ``x_ptr + idx``: Triton then spreads the S - 1 stages over
-the chain of loads, fewer buffers each). So it refuses only what Triton refuses, and each count is at most Triton's
-(Triton adds a few bytes for a reduction's scratch).
+The simulator counts the same loads, a 16-bit block where every program's addresses start at a multiple of 16
+elements, run one element apart, and (masked) keep a multiple of 16 lanes, in every trip. It leaves out loops that
+call ``tl.dot``, whose other loads Triton does not pipeline. Triton adds a reduction's scratch to some counts (32
+bytes for a row's sum on 8 warps): a count here is at most Triton's.
 """
 from __future__ import annotations
 
@@ -27,12 +28,13 @@ from .errors import OutOfResources
 class Loop:
     """One runtime loop of the programs running now: its stages, and its pipelined loads' bytes by site."""
 
-    __slots__ = ("stages", "outer", "dot", "gather", "loads")
+    __slots__ = ("stages", "outer", "dot", "loads", "unproven")
 
     def __init__(self, stages: int):
         self.stages = stages
-        self.outer = self.dot = self.gather = False
+        self.outer = self.dot = False
         self.loads = {}                      # the site of a load -> its block's bytes (per program)
+        self.unproven = set()                # 16-bit loads met unaligned in some trip: Triton cannot prove them
 
 
 def loop(trips, num_stages):
@@ -54,24 +56,27 @@ def loop(trips, num_stages):
     check(frame)                             # the kernel's frame is at the loop's line: errors name it
 
 
-def while_loop():
-    """A ``while`` loop starts (frontend.py calls this before each): the loop around it, if any, is not innermost."""
-    ch = runtime.CURRENT
-    if ch is not None and ch.loops:
-        ch.loops[-1].outer = True
-
-
-def note_load(site, lanes: int, elem_bytes: int, is_block: bool, regular: bool = True):
+def note_load(site, lanes: int, elem_bytes: int, aligned: bool = False):
     """A load of ``lanes`` elements of ``elem_bytes`` each, at ``site``, in the innermost loop if one runs;
-    ``regular``: its addresses are an affine function of the program and the lane (not of loaded values)."""
+    ``aligned``: a 16-bit load Triton would prove two aligned elements a lane for (``aligned16``)."""
     ch = runtime.CURRENT
     if ch is None or not ch.loops:
         return
     frame = ch.loops[-1]
-    if not regular:
-        frame.gather = True
-    elif frame.stages > 1 and is_block and elem_bytes >= 4:
-        frame.loads[site] = max(frame.loads.get(site, 0), lanes * elem_bytes)
+    if frame.stages <= 1 or elem_bytes < 2:
+        return
+    frame.loads[site] = max(frame.loads.get(site, 0), lanes * elem_bytes)
+    if elem_bytes == 2 and not aligned:
+        frame.unproven.add(site)
+
+
+def aligned16(access) -> bool:
+    """Whether a 16-bit load's every program starts at a multiple of 16 elements, its lanes run one element apart,
+    and its mask (if any) keeps a multiple of 16 lanes: what Triton proves when the sizes are multiples of 16."""
+    aff = access.aff
+    if aff is None or not access.shape or aff.strides[-1] != 1 or bool((aff.base % 16 != 0).any()):
+        return False
+    return access.mask_h is None or bool((access.mask_h.reshape(access.mask_h.shape[0], -1).sum(1) % 16 == 0).all())
 
 
 def note_dot():
@@ -87,9 +92,9 @@ def limit() -> int:
 
 
 def check(frame: Loop):
-    if frame.stages <= 1 or frame.outer or frame.dot or frame.gather or not frame.loads:
+    if frame.stages <= 1 or frame.outer or frame.dot or not frame.loads:         # (a loop that loads nothing)
         return
-    per_trip = sum(frame.loads.values())
+    per_trip = sum(n for site, n in frame.loads.items() if site not in frame.unproven)
     need, most = (frame.stages - 1) * per_trip, limit()
     if need <= most:
         return

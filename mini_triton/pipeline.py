@@ -6,7 +6,7 @@ memory (a GPU's on-chip memory, 227 KB a program on an H100 or H200). So each va
 copies of its bytes there, and a launch whose buffers do not fit fails before it runs: "out of resource: shared
 memory". A row of 32768 fp32 values loaded in a loop of ``num_stages=4`` asks for 3 x 128 KB.
 
-Which loads Triton 3.6 pipelines (measured on an H100 by tests/probe_shared_memory.py, docs/perf.md): those of an
+Which loads Triton 3.6 pipelines (measured on an H100: the shared memory of each compiled kernel): those of an
 innermost loop (no ``for`` inside it; a ``while`` inside does not count) that names ``num_stages`` > 1 itself: a
 plain ``range``, or ``tl.range`` without it, pipelines only the loads that feed a ``tl.dot``. Every load there whose
 lanes move at least 4 bytes each takes S - 1 buffers: blocks and scalars of 4-byte elements, gathers and the loads

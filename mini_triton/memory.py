@@ -499,10 +499,10 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
     fill = cast(as_block(other), elem) if other is not None else None
     view = acc.view(for_store=False)
     boxed = acc.view(for_store=False, box=True) if view is None and acc.mask_h is not None else None
-    ch.note_load(acc.path, math.prod(acc.shape), max(1, elem.primitive_bitwidth // 8))
+    size = elem.primitive_bitwidth // 8
+    ch.note_load(acc.path, math.prod(acc.shape), max(1, size))
     if ch.loops:                                    # in a loop Triton may pipeline: its copies in shared memory
-        size = elem.primitive_bitwidth // 8
-        pipeline.note_load(acc.path, math.prod(acc.shape), size, size == 2 and pipeline.aligned16(acc))
+        pipeline.note_load(acc, size)
     if boxed is not None:
         ch.loaded.add(acc.buf.storage_key[0])
         ch.records.append(acc)

@@ -20,6 +20,8 @@ bytes for a row's sum on 8 warps): a count here is at most Triton's.
 """
 from __future__ import annotations
 
+import math
+
 from . import runtime
 from .driver import driver
 from .errors import OutOfResources
@@ -56,17 +58,16 @@ def loop(trips, num_stages):
     check(frame)                             # the kernel's frame is at the loop's line: errors name it
 
 
-def note_load(site, lanes: int, elem_bytes: int, aligned: bool = False):
-    """A load of ``lanes`` elements of ``elem_bytes`` each, at ``site``, in the innermost loop if one runs;
-    ``aligned``: a 16-bit load Triton would prove two aligned elements a lane for (``aligned16``)."""
+def note_load(access, elem_bytes: int):
+    """A load (a memory.Access) of elements of ``elem_bytes`` each, in the innermost loop if one runs and Triton
+    pipelines it: its bytes by site; a 16-bit one Triton cannot prove aligned (``aligned16``) is marked unproven."""
     ch = runtime.CURRENT
-    if ch is None or not ch.loops:
+    frame = ch.loops[-1] if ch is not None and ch.loops else None
+    if frame is None or frame.stages <= 1 or elem_bytes < 2:
         return
-    frame = ch.loops[-1]
-    if frame.stages <= 1 or elem_bytes < 2:
-        return
-    frame.loads[site] = max(frame.loads.get(site, 0), lanes * elem_bytes)
-    if elem_bytes == 2 and not aligned:
+    site = access.path
+    frame.loads[site] = max(frame.loads.get(site, 0), math.prod(access.shape) * elem_bytes)
+    if elem_bytes == 2 and not aligned16(access):
         frame.unproven.add(site)
 
 
@@ -92,6 +93,7 @@ def limit() -> int:
 
 
 def check(frame: Loop):
+    """Raise OutOfResources where the loop's pipelined loads, S - 1 trips of them, do not fit a program's share."""
     if frame.stages <= 1 or frame.outer or frame.dot or not frame.loads:         # (a loop that loads nothing)
         return
     per_trip = sum(n for site, n in frame.loads.items() if site not in frame.unproven)

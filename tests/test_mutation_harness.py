@@ -1,4 +1,4 @@
-"""The mutation harness (tests/mutation/, `make mutants`) makes the mutants it says and judges them as it says:
+"""The mutation harness (tests/mutation/, `make mutants`) makes the mutants it says and assesses them as it says:
 each mutant one changed line of the student's code, and each property computed from a grading as the issue
 defines it. The harness's runs, over the public tests and the grader, are a bench command (docs/mutation.md)."""
 import ast
@@ -46,14 +46,7 @@ def test_each_domain_operator_changes_one_student_line_into_code_that_parses(dom
 
 def test_a_generic_operator_of_the_library_makes_mutants_of_student_lines_only():
     pytest.importorskip("cosmic_ray")
-    saved = dict(mutants.GENERIC)
-    try:
-        mutants.GENERIC.clear()
-        mutants.GENERIC["comparison"] = ["ReplaceComparisonOperator_Lt_LtE"]
-        made = mutants.generic(SOURCE)
-    finally:
-        mutants.GENERIC.clear()
-        mutants.GENERIC.update(saved)
+    made = mutants.generic(SOURCE, {"comparison": ["ReplaceComparisonOperator_Lt_LtE"]})
     assert len(made) >= 5 and all(m.line in mutants.student_lines(SOURCE) for m in made)
     assert all("<=" in m.after and m.before.count("<") > m.after.count("< ") for m in made)
 
@@ -76,7 +69,7 @@ MASK = mutants.Mutant("domain/mask_dropped", 91, "tl.store(p, v, mask=m)", "tl.s
      {"c": True, "d": False, "e": True}),
 ])
 def test_the_properties_are_computed_from_the_public_tests_and_the_grading(public, got, holds):
-    judged = run.judge(MASK, public, got)
+    judged = run.assess(MASK, public, got)
     assert {k: judged[k] for k in holds} == holds, judged
 
 

@@ -59,7 +59,7 @@ def student_lines(source: str) -> set:
         stripped = text.strip()
         if re.match(r"#\s*\[/TODO\]", stripped):
             depth -= 1
-        elif re.match(r"#\s*\[TODO\]", stripped) or re.search(r"#\s*\[TODO\]", text) and depth == 0 and "(" in text:
+        elif re.search(r"#\s*\[TODO\]", text):            # on its own line, or after a signature's parameter
             depth += 1
         elif depth > 0 and stripped and not stripped.startswith("#"):
             lines.add(n)
@@ -74,12 +74,12 @@ def _changed_line(before: str, after: str) -> int | None:
     return diff[0] + 1 if len(diff) == 1 else None
 
 
-def generic(source: str) -> list:
-    """Every mutant of the GENERIC operators whose one changed line is the student's."""
+def generic(source: str, groups: dict | None = None) -> list:
+    """Every mutant of the generic operators (``groups``: GENERIC's) whose one changed line is the student's."""
     from cosmic_ray.mutating import mutate_code
     from cosmic_ray.plugins import get_operator
     allowed, out = student_lines(source), []
-    for group, names in GENERIC.items():
+    for group, names in (groups or GENERIC).items():
         for name in names:
             op = get_operator(f"core/{name}")()
             occurrence = 0

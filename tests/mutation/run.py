@@ -51,7 +51,7 @@ def public_tests(path: Path, log: Path) -> str | None:
     return (first or f"exit code {code}")[:300]
 
 
-def judge(m, public, verdict) -> dict:
+def assess(m, public, verdict) -> dict:
     failed = verdict["failed"]
     parts = [p for p in RUBRIC_ORDER if p in failed]
     said = [*failed.values(), *(n for notes in verdict["notes"].values() for n in notes)]
@@ -76,7 +76,7 @@ def run(chosen: list, workers: int = 2) -> list:
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         public = dict(zip(paths, pool.map(lambda n: public_tests(paths[n], paths[n].parent / "public.log"), paths)))
     graded = verdicts(paths, workers=workers)
-    return [judge(m, public[m.name], graded[m.name]) for m in chosen]
+    return [assess(m, public[m.name], graded[m.name]) for m in chosen]
 
 
 HEADER = ("| operator | mutants | fail a public test | lose points | (a) | (c) one part | (d) names it | (e) "

@@ -884,6 +884,20 @@ HOSTILE["a_raise_routed_through_torch"] = (
     edit(SIMPLE, ("def rmsnorm_forward(x, g, eps=1e-5):\n",
                   _ONE_RAISE.replace("raise NotImplementedError('not supported yet')",
                                      "torch.broadcast_shapes((2,), (3,))"))))
+# the same refusal dressed as an error of the simulator's own code: a host helper of its made to fail (triton.cdiv),
+# or a kernel called without its grid (the simulator's client raises that on the submission's side, no
+# launch served). Only a launch the judge served and saw raise is a kernel's crash, charged once
+HOSTILE["a_raise_inside_the_simulators_host_helper"] = (
+    "a_raise_per_feature", "the same features refused by a call of triton.cdiv that fails inside the simulator's "
+                           "code (None for its first argument), so that the error's last frame is the simulator's",
+    "judge", edit(SIMPLE, ("def rmsnorm_forward(x, g, eps=1e-5):\n",
+                           _ONE_RAISE.replace("raise NotImplementedError('not supported yet')",
+                                              "triton.cdiv(None, 1)"))))
+HOSTILE["a_raise_through_a_kernel_called_without_a_grid"] = (
+    "a_raise_per_feature", "the same features refused by calling a kernel without its grid, which the simulator's "
+                           "client refuses as Triton's compiler would, before any launch", "judge",
+    edit(SIMPLE, ("def rmsnorm_forward(x, g, eps=1e-5):\n",
+                  _ONE_RAISE.replace("raise NotImplementedError('not supported yet')", "rmsnorm_fwd_kernel(1)"))))
 # the same host work after a hook that clones dy: the op then reads memory of no activation's, but as much of it
 HOSTILE["host_work_in_a_torch_hook_on_a_clone"] = (
     "dy_scaled_on_host", "dy cloned by one hook registered on y (torch.Tensor.clone), then multiplied by 1.0 by "

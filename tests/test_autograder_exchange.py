@@ -2,6 +2,8 @@
 the two exchanged and notes it, so that one mistake in a launch's argument order is charged once and the rest of
 the kernels' work is checked; a launch whose arguments fit its parameters' names, or whose names say nothing,
 runs as passed. Below: what an error is charged as (judge/outputs.task_error)."""
+import dataclasses
+
 import pytest
 import torch
 
@@ -149,3 +151,72 @@ def test_a_backward_that_triton_refuses_through_autograd_is_a_compile_rule(err):
     from autograder.judge.outputs import backward_failure
     found = backward_failure(_FailedBackward(err), "ag_big", torch.zeros(4, 8), "x of shape (4, 8) fp32")
     assert found.cause == "compile_rule" and err in found.message
+
+
+def _launch_error(source: str, kernel: str, grid, *args):
+    """The judge's record (wire/errors.Crash) of one launch of ``kernel`` from ``source`` that raised, as
+    job/judge/launches.Launcher.run keeps it, with the error's text."""
+    import linecache
+
+    import mini_triton
+    from autograder.job.wire.errors import Crash
+    path = "/tmp/graded/rmsnorm.py"
+    linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+    space = {"triton": mini_triton, "tl": mini_triton.language}
+    exec(compile(source, path, "exec"), space)
+    try:
+        space[kernel][grid](*args)
+    except Exception as e:  # noqa: BLE001 -- the kernel's error, recorded
+        return Crash.of(e, {"kernel": {"name": kernel}}, path), f"{type(e).__name__}: {e}"
+    raise AssertionError("the launch did not raise")
+
+
+OOB = '''@triton.jit
+def helper(p, i):
+    return tl.load(p + i)
+
+
+@triton.jit
+def fwd(p, n, B: tl.constexpr):
+    tl.store(p + tl.arange(0, B), helper(p, tl.arange(0, B) + n))
+
+
+@triton.jit
+def bwd(p, n, B: tl.constexpr):
+    tl.store(p + tl.arange(0, B), helper(p, tl.arange(0, B) * n))
+'''
+
+
+def test_a_crash_is_its_site_in_the_judges_record_whichever_kernel_and_input_met_it():
+    """One error at one line, met by two kernels (a helper they share) on other inputs, is one cause; the judge's
+    record names the helper and its line, never what the message says of the program or offsets."""
+    import torch
+    a, said_a = _launch_error(OOB, "fwd", (1,), torch.zeros(8), 4, 8)
+    b, said_b = _launch_error(OOB, "bwd", (1,), torch.zeros(16), 3, 8)
+    assert said_a != said_b and a.site() == b.site() == "error: OutOfBoundsError in helper line 3", (a, b)
+    assert a.told(said_a) and a.told(said_a[:60]) and not a.told(said_b) and not a.told("ValueError: not supported")
+
+
+class _Judged(_Outcome):
+    """A simulator job's task error, as its judge reports it: with the launch it served that raised it, or none."""
+
+    def __init__(self, err, crash):
+        super().__init__(err)
+        self.info = {"fwd_d": {"error": err, "judged": True, "raised_in_file": crash is None,
+                               "crash": None if crash is None else dataclasses.asdict(crash)}}
+
+
+def test_a_simulator_jobs_error_is_a_crash_only_where_the_judge_saw_a_launch_raise_it():
+    """The submission's process says where its error came from, and a file can make a host error look like the
+    simulator's (a host helper of triton's made to fail, a kernel called without its grid): the judge's record
+    decides. Without a launch that raised it, it is the file's own, charged wherever it stops a case."""
+    import torch
+    from autograder.judge.outputs import task_error
+    crash, said = _launch_error(OOB, "fwd", (1,), torch.zeros(8), 4, 8)
+    assert task_error(_Judged(said, crash), "fwd_d").cause == crash.site()
+    for err in ["TypeError: unsupported operand type(s) for +: 'NoneType' and 'int' (rmsnorm.py line 60)",
+                "CompilationError: rmsnorm_fwd_kernel is a kernel: launch it as rmsnorm_fwd_kernel[grid](...)"]:
+        cause = task_error(_Judged(err, None), "fwd_d").cause
+        assert cause.endswith("[fwd_d]") and cause != "compile_rule", cause
+    refused = dataclasses.replace(crash, type="CompilationError", message="tl.load needs a pointer")
+    assert task_error(_Judged("CompilationError: tl.load needs a pointer", refused), "fwd_d").cause == "compile_rule"

@@ -20,6 +20,7 @@ from rmsnorm_testkit import causes, diagnose, text
 from rmsnorm_testkit.compare import apply_view, describe, reference
 
 from ..hidden.cases import kind_of, task_name
+from ..job.wire.errors import Crash
 from ..job.wire.phases import MADE_BY, MADE_IN
 from ..job.wire.protocol import output_key
 from .charge import Finding, Ledger
@@ -57,23 +58,39 @@ REFUSALS = ("CompilationError", "TypeError: object of type 'int' has no len()",
 
 
 def task_error(outcome, task) -> Finding | None:
-    """The exception (or time-out, or crash) that stopped a task. Its cause is the error itself: the same
-    error in several parts is charged in the first of them, and the others keep their points only if
-    something else of theirs could be checked. An error rmsnorm.py raised itself (a ``raise`` or ``assert`` of its
-    own: it refuses that input on purpose) is no such crash: it is charged in every part whose case it stops."""
+    """The exception (or time-out, or crash) that stopped a task. A kernel's crash is one mistake: the same error
+    at the same line in several parts is charged in the first of them, and the others keep their points only if
+    something else of theirs could be checked. An error raised on the host (a ``raise`` or ``assert`` of
+    rmsnorm.py's own, a torch call it makes: it may refuse that input on purpose) is charged in every part whose case
+    it stops. Which of the two it was, the simulator job's judge says from its own record of the launches it served
+    (``crash``: job.wire.errors.Crash); only a GPU job, whose tasks run in the submission's process, is taken at
+    that process's word."""
     err = outcome.task_error(task)
     if not err:
         return None
+    return Finding("task", err, error_cause(outcome, task, err))
+
+
+def error_cause(outcome, task, err: str) -> str:
+    """The cause of ``err``, the error that stopped ``task``: a compile rule; a kernel's crash, by its site (one
+    mistake wherever it shows); or the file's own host error, by its site and the task (charged wherever it stops
+    a case)."""
+    entry = outcome.info.get(task) or {}
+    crash = Crash.read(entry.get("crash")) if entry.get("judged") is True and entry.get("error") == err else None
+    if crash is not None:
+        return "compile_rule" if f"{crash.type}: {crash.message}".startswith(REFUSALS) else crash.site()
+    own = raised_by_file(outcome, task)
     # a kernel Triton's compiler refuses (the GPU's, or a rule the simulator cannot run on as written), or a grid it
     # cannot launch (an int: "object of type 'int' has no len()"), is one mistake: Triton's, never the file's own
-    own = raised_by_file(outcome, task)
     if err.startswith(REFUSALS) and not own:
-        return Finding("task", err, "compile_rule")
-    return Finding("task", err, crash_site(err) + (f" [{task}]" if own else ""))
+        return "compile_rule"
+    return crash_site(err) + (f" [{task}]" if own else "")
 
 
 def raised_by_file(outcome, task) -> bool:
-    """Did rmsnorm.py's own code raise the error that stopped ``task`` (the job says so: wire/errors.raised_in_file)?"""
+    """Did rmsnorm.py's host code raise the error that stopped ``task``? A simulator job's judge says so where no
+    launch it served raised it (job/judge/remote.Failed); a GPU job's process, from the error's traceback
+    (wire/errors.raised_in_file)."""
     return (outcome.info.get(task) or {}).get("raised_in_file") is True
 
 
@@ -469,7 +486,8 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
     err = outcome.task_error(task)
     if not err or outcome.info.get(task, {}).get("failed_in") != "bwd":
         return None
-    if err.startswith(REFUSALS) and not raised_by_file(outcome, task):   # a backward kernel Triton refuses (GPU)
+    cause = error_cause(outcome, task, err)
+    if cause == "compile_rule":                     # a backward kernel Triton refuses
         return Finding("dx", f"your backward failed for {story}: {err}", "compile_rule")
     if text.autograd_hint(err):                     # the Function's own fault, wherever it shows: 4.6's
         return Finding("dx", f"your backward failed for {story}: {err}", "gradient_count")
@@ -487,8 +505,8 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
     if swap:                                        # the launch's arguments out of order: a crash where shapes differ
         return Finding("dx", f"your backward failed for {story}: {err}. The cause: {swap[1]}", swap[0])
     if outcome.task_error(task_name("ag", "d")) is None:
-        return Finding("dx", f"your backward failed for {story}: {err}", crash_site(err))
-    return no_r_saved(outcome, task, x, story, err) or Finding("dx", err, crash_site(err))
+        return Finding("dx", f"your backward failed for {story}: {err}", cause)
+    return no_r_saved(outcome, task, x, story, err) or Finding("dx", err, cause)
 
 
 def overlap_cause(outcome, task, phase, race) -> str | None:

@@ -26,6 +26,7 @@ from mini_triton.launcher import JITFunction
 from mini_triton.memory import Kind
 from rmsnorm_testkit import text
 
+from ..wire.errors import Crash
 from ..wire.names import LANGUAGE, NAMESPACES
 from .provenance import TAINTED, Memory, Refused
 
@@ -190,6 +191,7 @@ class Launcher:
         self.exchanged = []                # this phase's launches run with two arguments exchanged (:meth:`exchange`)
         self.recipe = None                 # the task's replay.Recipe: each launch noted as it ran, for the replay
         self.refs = {}                     # {id of a launch's tensor argument: its ref} (recipe.py)
+        self.failed = []                   # this phase's launches that raised, as the judge saw them (:class:`Crash`)
 
     def over_replay(self) -> bool:
         """Has a running replay used its time? (The watchdog asks, beside the group's budget.)"""
@@ -217,6 +219,7 @@ class Launcher:
         except Refused as e:
             return {"error": {"type": "ValueError", "message": f"the grader cannot take this launch: {e}"}}
         except Exception as e:                               # noqa: BLE001 -- the kernel's error, the student's
+            self.failed.append(Crash.of(e, request, self.kernels.path))
             return {"error": {"type": type(e).__name__, "message": str(e)}}
         finally:
             for b in {id(b): b for b, *_ in args}.values():

@@ -16,6 +16,7 @@ host.py, kept beside each other.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import resource
 import signal
@@ -37,12 +38,14 @@ from .launches import Kernels, Launcher
 
 
 class Failed(Exception):
-    """The submission's side reported an error (its text, described there, and whether rmsnorm.py's own code raised
-    it: ``raised_in_file``), or stopped answering."""
+    """The submission's side reported an error (its text, described there). ``crash`` is the launch the judge served
+    that raised it (launches.Crash), or None: then the submission's host code raised it, as far as the judge knows
+    (``raised_in_file``), whatever that process says of its traceback, which the file can dress as a kernel's."""
 
-    def __init__(self, message: str, raised_in_file: bool = False):
+    def __init__(self, message: str, crash=None):
         super().__init__(message)
-        self.raised_in_file = raised_in_file
+        self.crash = crash
+        self.raised_in_file = crash is None
 
 
 class Tampered(Exception):
@@ -92,7 +95,7 @@ class Judge:
     def phase(self):
         """The launches of one phase, recorded here; what the kernels write is counted from zero."""
         self.memory.new_phase()
-        self.launcher.exchanged = []
+        self.launcher.exchanged, self.launcher.failed = [], []
         with self.triton.record() as rec:
             self.launcher.record = rec
             try:
@@ -198,7 +201,8 @@ class Task:
             self.info[name]["host_loaded"] = self.judge.memory.host_loaded
             self.info[name]["exchanged"] = list(self.judge.launcher.exchanged)
         if "error" in answer:
-            raise Failed(str(answer["error"])[:text.MESSAGE_CHARS], answer.get("raised_in_file") is True)
+            error = str(answer["error"])[:text.MESSAGE_CHARS]
+            raise Failed(error, next((c for c in reversed(self.judge.launcher.failed) if c.told(error)), None))
         return answer
 
     def outputs(self, phase: str, answer: dict, fds):
@@ -770,13 +774,14 @@ def run_tasks(judge: Judge, tasks: dict, inputs: dict) -> tuple:
             tensors.update({output_key(name, k): v for k, v in out.items()})
             results[name] = {"ok": True, **info}
         except Failed as e:
-            results[name] = {"error": str(e), "raised_in_file": e.raised_in_file, **progress.get("info", {})}
+            results[name] = {"error": str(e), **progress.get("info", {}), "raised_in_file": e.raised_in_file,
+                             "judged": True, "crash": dataclasses.asdict(e.crash) if e.crash else None}
             tensors.update({output_key(name, k): v.contiguous() for k, v in progress.get("tensors", {}).items()
                             if v is not None})
         except (Broken, Tampered):
             raise                                  # the submission's process ended or hangs: its whole group
         except BaseException as e:                 # noqa: BLE001 -- the judge's own trouble with this task
-            results[name] = {"error": describe(e)}
+            results[name] = {"error": describe(e), "raised_in_file": False, "judged": True, "crash": None}
     return results, tensors
 
 

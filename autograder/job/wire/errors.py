@@ -3,6 +3,7 @@
 The message is all the grader reports of a task that raised, so it says where the error was raised in
 the student's file, and what to do when the cause is the grader's sandbox rather than the math.
 """
+import dataclasses
 import functools
 import os
 import traceback
@@ -22,6 +23,50 @@ def describe(e: BaseException) -> str:
             break
     hint = _hint(e)
     return f"{type(e).__name__}: {e}"[:text.MESSAGE_CHARS - len(where) - len(hint)] + where + hint
+
+
+@dataclasses.dataclass(frozen=True)
+class Crash:
+    """A launch that raised, as the judge saw it: the error's type and message, the kernel, and the line of rmsnorm.py
+    it was running (None: it raised before any line ran, binding its arguments, say). The grader charges a task's
+    error once, wherever else it shows, only where it is such a launch's (judge.outputs.task_error): the judge's own
+    record, never what the submission's process says of its error."""
+    type: str
+    message: str
+    kernel: str
+    line: int | None
+
+    @classmethod
+    def read(cls, d) -> "Crash | None":
+        """The record as the grader reads it from a job's results (a dict), or None where it is not one."""
+        if not isinstance(d, dict) or not all(isinstance(d.get(k), str) for k in ("type", "message", "kernel")):
+            return None
+        line = d.get("line")
+        return cls(d["type"], d["message"], d["kernel"], line if isinstance(line, int) else None)
+
+    @classmethod
+    def of(cls, e: BaseException, request: dict, path: str) -> "Crash":
+        """The record of ``e``, raised by the launch ``request`` asked for, in the kernels compiled from ``path``."""
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == path]
+        kernel = (request.get("kernel") or {}).get("name") if isinstance(request.get("kernel"), dict) else None
+        if frames:                                   # the kernel, or the @jit helper it called, that was running
+            return cls(type(e).__name__, str(e), frames[-1].name, frames[-1].lineno)
+        return cls(type(e).__name__, str(e), str(kernel or "a kernel"), None)
+
+    def site(self) -> str:
+        """What stays the same from input to input, so that one crash met by several launches and parts is one
+        mistake: the error's type and the line of rmsnorm.py (whichever kernel called the helper there); or, before
+        any line ran, the kernel and what the message says before its details."""
+        if self.line is not None:
+            return f"error: {self.type} in {self.kernel} line {self.line}"
+        return f"error: {self.type} in {self.kernel}: {self.message.split(':', 1)[0][:80]}"
+
+    def told(self, reported: str) -> bool:
+        """Is ``reported``, a task's error as the submission's process described it (wire/errors.describe: its type,
+        its message, cut), this launch's error, raised again there (client.py: of the same type, or a RuntimeError)?"""
+        _, colon, message = reported.partition(": ")
+        k = min(120, len(message), len(self.message))
+        return bool(colon) and k >= min(40, len(self.message)) and message[:k] == self.message[:k]
 
 
 KERNEL_SIDE = ("mini_triton", "triton", os.path.join("autograder", "job"))   # a launch, served by the judge

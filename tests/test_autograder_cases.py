@@ -33,8 +33,8 @@ def test_a_hidden_case_and_new_points_added_as_the_guide_shows_are_graded(grader
     cases.write_text(cases.read_text() + "\n" + example)          # the one file changed for the case
     rubric_py = grader_copy / "autograder" / "rubric.py"
     text = rubric_py.read_text()
-    for old, new in (('Part("4.4", "N not a power of two, N = 1, large N and a single row", 3)',
-                      'Part("4.4", "N not a power of two, N = 1, large N and a single row", 4)'),
+    for old, new in (('Part("4.4", "N not a power of two, N = 1, large N, M = 1", 3)',
+                      'Part("4.4", "N not a power of two, N = 1, large N, M = 1", 4)'),
                      ('Item("4", "Robustness", 15,', 'Item("4", "Robustness", 16,')):
         assert text.count(old) == 1, old
         text = text.replace(old, new)
@@ -57,7 +57,7 @@ def test_a_hidden_case_and_new_points_added_as_the_guide_shows_are_graded(grader
     for folder in ("tests", "solution"):
         shutil.copytree(ROOT / folder, grader_copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "starter" / "generate.py", grader_copy / "starter")      # the mistakes are edits of it
-    part_44 = 'Part("4.4", "N not a power of two, N = 1, large N and a single row", {})'
+    part_44 = 'Part("4.4", "N not a power of two, N = 1, large N, M = 1", {})'
     rubric_py.write_text(rubric_py.read_text().replace(part_44.format(4), part_44.format(3))
                          .replace('Item("4", "Robustness", 16,', 'Item("4", "Robustness", 15,'))
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",

@@ -898,6 +898,19 @@ HOSTILE["a_raise_through_a_kernel_called_without_a_grid"] = (
                            "client refuses as Triton's compiler would, before any launch", "judge",
     edit(SIMPLE, ("def rmsnorm_forward(x, g, eps=1e-5):\n",
                   _ONE_RAISE.replace("raise NotImplementedError('not supported yet')", "rmsnorm_fwd_kernel(1)"))))
+# the same features answered with outputs of a dtype the grader cannot read as numbers (quantized, bit-packed): the
+# judge's trouble reading them was once charged as one crash; now such an output is one the file did not return, in
+# every part whose case it reaches
+_ODD = ("def rmsnorm_forward(x, g, eps=1e-5):\n",
+        "def _odd(x):\n    return {}\n\n\ndef rmsnorm_forward(x, g, eps=1e-5):\n"
+        "    if " + " or ".join(_FEATURES) + ":\n        return _odd(x), _odd(x)\n")
+_ODD_AG = ("def rmsnorm(x, g, eps=1e-5):\n",
+           "def rmsnorm(x, g, eps=1e-5):\n    if " + " or ".join(_FEATURES) + ":\n        return _odd(x)\n")
+for _name, _make in (("quantized", "torch.quantize_per_tensor(torch.zeros(x.shape), 1.0, 0, torch.qint8)"),
+                     ("bit_packed", "torch.zeros(x.shape, dtype=torch.uint8).view(torch.bits8)")):
+    HOSTILE[f"refused_features_answered_{_name}"] = (
+        "a_raise_per_feature", f"the same features answered with outputs of a dtype the grader cannot read ({_make})",
+        "judge", edit(SIMPLE, (_ODD[0], _ODD[1].format(_make)), _ODD_AG))
 # the same host work after a hook that clones dy: the op then reads memory of no activation's, but as much of it
 HOSTILE["host_work_in_a_torch_hook_on_a_clone"] = (
     "dy_scaled_on_host", "dy cloned by one hook registered on y (torch.Tensor.clone), then multiplied by 1.0 by "

@@ -195,6 +195,9 @@ def test_a_crash_is_its_site_in_the_judges_record_whichever_kernel_and_input_met
     b, said_b = _launch_error(OOB, "bwd", (1,), torch.zeros(16), 3, 8)
     assert said_a != said_b and a.site() == b.site() == "error: OutOfBoundsError in helper line 3", (a, b)
     assert a.told(said_a) and a.told(said_a[:60]) and not a.told(said_b) and not a.told("ValueError: not supported")
+    quiet = dataclasses.replace(a, message="")            # an error without a message: its type alone, nothing more
+    assert quiet.told("OutOfBoundsError:  (rmsnorm.py line 9)") and quiet.told("RuntimeError: ")
+    assert not quiet.told("ValueError: ") and not quiet.told("OutOfBoundsError: not supported (rmsnorm.py line 9)")
 
 
 class _Judged(_Outcome):

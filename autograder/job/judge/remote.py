@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import resource
 import signal
@@ -216,6 +217,8 @@ class Task:
                 self.judge.memory.refresh(buf)
                 geometry = (getattr(torch, str(h["dtype"])), int(h["offset"]), [int(s) for s in h["shape"]],
                             [int(s) for s in h["strides"]])
+                if not readable(geometry[0]):
+                    raise provenance.Refused(f"of dtype {h['dtype']}")
                 view = self.judge.memory.settle(buf, *geometry)
             except (provenance.Refused, OSError, KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
                 info.setdefault("not_tensors", {})[k] = f"unreadable ({e})"[:60]
@@ -742,6 +745,17 @@ def predict_item_10(t: Task):
 TASKS = {"forward": forward, "backward": backward, "autograd": autograd, "predict": predict_item_10}
 
 
+@functools.lru_cache(maxsize=None)
+def readable(dtype) -> bool:
+    """Can the grader read a tensor of ``dtype`` as numbers (copy it, convert it to float64)? Quantized, bit-packed
+    and sub-byte dtypes cannot be: an output of one is reported as unreadable, as any value that is no tensor is."""
+    try:
+        torch.zeros(1, dtype=dtype).clone().double()
+        return True
+    except Exception:                              # noqa: BLE001 -- torch's refusal, whatever its type
+        return False
+
+
 def run_task(judge: Judge, task: dict, inputs: dict, progress: dict) -> tuple:
     if task["op"] not in TASKS:
         raise ValueError(f"unknown task {task['op']!r}")
@@ -781,7 +795,9 @@ def run_tasks(judge: Judge, tasks: dict, inputs: dict) -> tuple:
         except (Broken, Tampered):
             raise                                  # the submission's process ended or hangs: its whole group
         except BaseException as e:                 # noqa: BLE001 -- the judge's own trouble with this task
-            results[name] = {"error": describe(e), "raised_in_file": False, "judged": True, "crash": None}
+            # what the file returned or launched that the judge could not take: this task's own (charged wherever
+            # it stops a case, as a host error is), never a crash charged once that other parts would be excused
+            results[name] = {"error": describe(e), "raised_in_file": True, "judged": True, "crash": None}
     return results, tensors
 
 

@@ -64,7 +64,10 @@ class Crash:
     def told(self, reported: str) -> bool:
         """Is ``reported``, a task's error as the submission's process described it (wire/errors.describe: its type,
         its message, cut), this launch's error, raised again there (client.py: of the same type, or a RuntimeError)?"""
-        _, colon, message = reported.partition(": ")
+        kind, colon, message = reported.partition(": ")
+        if not self.message:                       # nothing to match but the type (or client.py's RuntimeError)
+            return bool(colon) and kind in (self.type, "RuntimeError") and (not message.strip() or
+                                                                            message.startswith(" (rmsnorm.py line"))
         k = min(120, len(message), len(self.message))
         return bool(colon) and k >= min(40, len(self.message)) and message[:k] == self.message[:k]
 

@@ -40,7 +40,7 @@ from .launches import Kernels, Launcher
 
 class Failed(Exception):
     """The submission's side reported an error (its text, described there). ``crash`` is the launch the judge served
-    that raised it (launches.Crash), or None: then the submission's host code raised it, as far as the judge knows
+    that raised it (wire/errors.Crash), or None: then the submission's host code raised it, as far as the judge knows
     (``raised_in_file``), whatever that process says of its traceback, which the file can dress as a kernel's."""
 
     def __init__(self, message: str, crash=None):

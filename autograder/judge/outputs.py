@@ -3,7 +3,8 @@
 Every output is compared with the float64 reference, and a difference becomes a *finding* whose
 cause the shared diagnosis names (starter/rmsnorm_testkit/diagnose.py). Before the values, a task's
 own record may name the cause first, so that one mistake is one charge: its crash (``task_error``,
-by the error's kind and kernel line: ``crash_site``), a compile rule it broke (``rule_broken``, with
+``error_cause``: a launch's by the judge's record of its kind and line, a host error by its text and task), a
+compile rule it broke (``rule_broken``, with
 Triton's refusals on the GPU in ``REFUSALS``), two tensors passed the other way round (``exchanged``;
 on the GPU, ``seen_on_the_simulator`` takes the simulator's word for it), an output the kernels did not
 make or stored from the host (``not_made``, ``laundered``), r saved wrong or not at all. The names of

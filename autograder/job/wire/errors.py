@@ -48,10 +48,11 @@ class Crash:
     def of(cls, e: BaseException, request: dict, path: str) -> "Crash":
         """The record of ``e``, raised by the launch ``request`` asked for, in the kernels compiled from ``path``."""
         frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == path]
-        kernel = (request.get("kernel") or {}).get("name") if isinstance(request.get("kernel"), dict) else None
         if frames:                                   # the kernel, or the @jit helper it called, that was running
             return cls(type(e).__name__, str(e), frames[-1].name, frames[-1].lineno)
-        return cls(type(e).__name__, str(e), str(kernel or "a kernel"), None)
+        ident = request.get("kernel")
+        name = ident.get("name") if isinstance(ident, dict) else None
+        return cls(type(e).__name__, str(e), str(name or "a kernel"), None)
 
     def site(self) -> str:
         """What stays the same from input to input, so that one crash met by several launches and parts is one

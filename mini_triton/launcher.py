@@ -227,8 +227,9 @@ class JITFunction:
             self._chunk_hint[key] = size
         return committed
 
-    def _run_group(self, launch, kargs, pids, committed) -> int:
-        """Run programs ``pids`` together; split them if they take different paths."""
+    def _run_group(self, launch, kargs, pids, committed, split: bool = False) -> int:
+        """Run programs ``pids`` together; split them if they take different paths (``split``: these programs are
+        a group an earlier split made)."""
         chunk = runtime.Chunk(launch, pids, may_diverge=self.may_diverge, views=self._views(launch, pids))
         outer, runtime.CURRENT = runtime.CURRENT, chunk
         try:
@@ -249,8 +250,14 @@ class JITFunction:
             first_pid = {}
             for g, p in zip(inverse.tolist(), pids.tolist()):
                 first_pid.setdefault(g, p)
+            if split and len(first_pid) == 2 and int(torch.bincount(inverse).min()) == 1:
+                # one program peeled off the rest a second time (`for i in range(P): if i == pid:`): each would
+                # rerun the kernel from its start once per program; run them one by one instead (the same groups)
+                for p in sorted(pids.tolist()):
+                    self._run_group(launch, kargs, pids.new_tensor([p]), committed, split=True)
+                return chunk.max_numel
             for g in sorted(first_pid, key=first_pid.get):   # groups in program order
-                self._run_group(launch, kargs, pids[inverse == g], committed)
+                self._run_group(launch, kargs, pids[inverse == g], committed, split=True)
             return chunk.max_numel
         except BaseException:
             if chunk.undo is not None:
@@ -325,6 +332,9 @@ def _may_diverge(fn, seen) -> bool:
             elif node.func.id not in _HARMLESS_BUILTINS or target is not getattr(builtins, node.func.id, None):
                 return True
     return False
+
+
+runtime.STOP_CODES.add(JITFunction._run_group.__code__)    # where call_path stops walking the frames
 
 
 def jit(fn=None, **options):

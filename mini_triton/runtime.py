@@ -10,7 +10,8 @@ for P programs, and why it is fast.
 When the kernel's Python control flow depends on the program (``if pid == 0``
 or ``range(pid, n, step)``), the programs of a chunk would need different
 paths. The block raises :class:`Divergence`; the launcher undoes the chunk's
-stores and runs each group of programs that agree separately.
+stores and runs each group of programs that agree separately (programs that take
+turns by their id, ``if i == pid`` in a loop, one by one from their second turn).
 
 A GPU runs programs in no fixed order. Most kernels cannot tell, but a float
 ``atomic_add`` or a sum built under a lock adds in the order programs arrive,
@@ -199,6 +200,7 @@ CURRENT: Chunk | None = None
 # arguments) instead of running it, so that the host's code can run at a shape too large to simulate.
 PLANNING = None
 KERNEL_CODES: set = set()        # the code objects of every @jit function: error messages find their lines
+STOP_CODES: set = set()          # the launcher's frame that runs a chunk's body: no kernel frame lies beyond it
 
 
 def current() -> Chunk:
@@ -212,7 +214,7 @@ def call_path() -> tuple:
     """The lines of every kernel frame running now, innermost first: where a load inside a @jit helper was called
     from (the helper's line alone is the same for x and for dy)."""
     f, path = sys._getframe(1), []
-    while f is not None:
+    while f is not None and f.f_code not in STOP_CODES:     # (the frames of whoever launched it: many, none ours)
         if f.f_code in KERNEL_CODES:
             path.append((f.f_code, f.f_lineno))
         f = f.f_back

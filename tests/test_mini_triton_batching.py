@@ -204,6 +204,34 @@ def test_a_grid_stride_loop_runs_programs_with_equal_trip_counts_together(chunk_
     assert torch.equal(out, one)
 
 
+def test_programs_that_take_turns_by_their_id_run_one_by_one_after_the_second_turn(chunk_sizes):
+    """`for i in range(P): if i == pid:` (a serial update of a shared row, each program in its turn): the first
+    turn splits the chunk in two, one program and the rest; the rest, split again the same way, runs one program at a
+    time (each chunk reran the whole kernel up to its turn: 16 programs cost 31 passes, about 2.5 times the CPU),
+    and the result is the program-by-program run's."""
+    tl = mini_triton.language
+
+    @mini_triton.jit
+    def in_turns(x_ptr, out_ptr, n_cols, P, BLOCK: tl.constexpr):
+        pid, cols = tl.program_id(0), tl.arange(0, BLOCK)
+        row = tl.load(x_ptr + pid * n_cols + cols, mask=cols < n_cols, other=0.0)
+        for i in range(0, P):
+            if i == pid:
+                tl.store(out_ptr + cols, tl.load(out_ptr + cols, mask=cols < n_cols) + row, mask=cols < n_cols)
+
+    x = torch.randn(16, 100)
+    out = torch.zeros(100)
+    in_turns[(16,)](x, out, 100, 16, BLOCK=128)
+    assert chunk_sizes == [16, 1, 15] + [1] * 15, chunk_sizes
+    one = torch.zeros(100)
+    old = mini_triton.set_batching(False)
+    try:
+        in_turns[(16,)](x, one, 100, 16, BLOCK=128)
+    finally:
+        mini_triton.set_batching(old)
+    assert torch.equal(out, one) and torch.allclose(out, x.sum(0), atol=1e-5)
+
+
 def _in_place_kernel(branchy: bool):
     tl = mini_triton.language
 

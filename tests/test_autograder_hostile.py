@@ -101,6 +101,15 @@ def test_the_hosts_row_dots_are_charged_once_in_item_7(graded, name):
     assert "a kernel loaded its result" in honest["failed"]["7"], honest["failed"]["7"]
 
 
+@pytest.mark.parametrize("name", ["refused_features_answered_quantized", "refused_features_answered_bit_packed"])
+def test_an_output_of_a_dtype_the_grader_cannot_read_is_named_by_its_dtype(graded, name):
+    """y returned as a quantized or bit-packed tensor is an output not returned, and the feedback says what came back
+    (the autograd step then fails on it, as a GPU's would)."""
+    dtype = {"refused_features_answered_quantized": "qint8", "refused_features_answered_bit_packed": "bits8"}[name]
+    failed = graded[name]["failed"]
+    assert f"(got a tensor of dtype {dtype}, which the grader cannot read)" in failed.get("4.2", ""), failed
+
+
 def test_what_ctx_keeps_is_judged_by_the_judges_own_sight_not_by_the_submissions_report(tmp_path):
     """r kept as an attribute of ctx is charged in 4.6 from the offloaded step (the judge overwrites what the forward's
     kernels stored, and the backward reads it), also when the submission's side reports nothing kept on ctx, as a

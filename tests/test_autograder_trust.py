@@ -190,12 +190,12 @@ def test_as_root_the_results_and_the_log_are_roots_alone(tmp_path):
     assert out.stat().st_mode & 0o777 == 0o600 and out.with_suffix(".log").stat().st_mode & 0o777 == 0o600
 
 
-def test_eight_gradings_four_at_a_time_give_eight_identical_rows(tmp_path):
-    """`make grade-all JOBS=4` over 8 copies of the reference solution: no grading disturbs another."""
+def test_four_gradings_at_once_give_four_identical_rows(tmp_path):
+    """`make grade-all JOBS=4` over 4 copies of the reference solution, all at once: no grading disturbs another."""
     export = tmp_path / "export"
     export.mkdir()
     meta = []
-    for i in range(8):
+    for i in range(4):
         (export / f"submission_{i}").mkdir()
         shutil.copy(SOLUTION, export / f"submission_{i}" / "rmsnorm.py")
         meta.append(f"submission_{i}:\n  :submitters:\n  - :name: Student {i}\n    :sid: '{i}'\n"
@@ -204,7 +204,7 @@ def test_eight_gradings_four_at_a_time_give_eight_identical_rows(tmp_path):
     assert grade_all.main([str(export), "--jobs", "4", "--out", str(tmp_path / "grades.csv")]) == 0
     rows = list(csv.DictReader((tmp_path / "grades.csv").open()))
     scores = [{k: v for k, v in r.items() if k not in ("name", "sid", "email", "submission")} for r in rows]
-    assert len(rows) == 8 and all(s == scores[0] for s in scores), scores
+    assert len(rows) == 4 and all(s == scores[0] for s in scores), scores
     assert float(scores[0]["total"]) == 90 and float(scores[0]["extra credit"]) == 5, scores[0]
 
 

@@ -16,7 +16,7 @@ from ..hidden.cases import CORE, GPU_ROBUST, HOST_CASES, ROBUST, again, kind_of,
 from .charge import Finding, Ledger
 from .counts import IO_ROLES, order_dependence, others, racing
 from .outputs import (BOTH, GRAD_OF, backward_failure, backward_outputs, seen_on_the_simulator, failed, forward_outputs,
-                      given, got, needs_input_grad, no_dg, no_r_saved, not_made, overlap_cause)
+                      given, got, got_instead, needs_input_grad, no_dg, no_r_saved, not_made, overlap_cause)
 
 
 def item_1(inputs, outcome) -> Ledger:
@@ -137,7 +137,9 @@ def _properties(outcome, task, x, story, requires_grad=BOTH) -> Finding | None:
     for name in names:
         dtype = info.get("dtypes", {}).get(name)
         if dtype is None:
-            return Finding(name, f"{name} was not returned for {story}")
+            what = info.get("not_tensors", {}).get(name)
+            return Finding(name, f"{name} was not returned for {story}"
+                           + (f" (got {got_instead(what)})" if what else ""))
         if dtype != str(x.dtype).removeprefix("torch."):
             direct = " from rmsnorm_backward" if kind_of(task) == "bwd" else ""
             also = (" (autograd casts g.grad back to g's dtype, but rmsnorm_backward is also called on its own)"

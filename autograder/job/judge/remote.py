@@ -218,7 +218,9 @@ class Task:
                 geometry = (getattr(torch, str(h["dtype"])), int(h["offset"]), [int(s) for s in h["shape"]],
                             [int(s) for s in h["strides"]])
                 if not readable(geometry[0]):
-                    raise provenance.Refused(f"of dtype {h['dtype']}")
+                    said = f"a tensor of dtype {h['dtype']}, which the grader cannot read"
+                    info.setdefault("not_tensors", {})[k] = said[:60]
+                    continue
                 view = self.judge.memory.settle(buf, *geometry)
             except (provenance.Refused, OSError, KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
                 info.setdefault("not_tensors", {})[k] = f"unreadable ({e})"[:60]
@@ -577,7 +579,8 @@ def autograd(t: Task):
     t.info["saved"] = answer.get("saved") if isinstance(answer.get("saved"), (list, type(None))) else None
     t.info["saved_r"] = "r_saved" in t.tensors
     t.info["ctx_tensors"] = _kept(answer.get("ctx_tensors"))
-    t.progress = {"info": {"failed_in": "bwd", "saved": t.info["saved"], "saved_r": t.info["saved_r"]},
+    t.progress = {"info": {"failed_in": "bwd", "saved": t.info["saved"], "saved_r": t.info["saved_r"],
+                           **({"not_tensors": t.info["not_tensors"]} if t.info.get("not_tensors") else {})},
                   "tensors": {k: v for k, v in t.tensors.items() if k in ("y", output_key("y", "stored"))}}
     if "r_saved" in t.tensors:
         t.tensors["r_saved"] = t.tensors["r_saved"].clone()

@@ -227,9 +227,9 @@ class JITFunction:
             self._chunk_hint[key] = size
         return committed
 
-    def _run_group(self, launch, kargs, pids, committed, split: bool = False) -> int:
-        """Run programs ``pids`` together; split them if they take different paths (``split``: these programs are
-        a group an earlier split made)."""
+    def _run_group(self, launch, kargs, pids, committed, split_at=None) -> int:
+        """Run programs ``pids`` together; split them if they take different paths (``split_at``: these programs
+        are a group that a split at that kernel line made)."""
         chunk = runtime.Chunk(launch, pids, may_diverge=self.may_diverge, views=self._views(launch, pids))
         outer, runtime.CURRENT = runtime.CURRENT, chunk
         try:
@@ -237,7 +237,7 @@ class JITFunction:
         except runtime.ViewHazard:
             memory.undo(chunk)
             runtime.CURRENT = outer
-            return self._run_group(launch, kargs, pids, committed)
+            return self._run_group(launch, kargs, pids, committed, split_at)
         except runtime.Divergence as d:
             memory.undo(chunk)
             runtime.CURRENT = outer
@@ -250,14 +250,14 @@ class JITFunction:
             first_pid = {}
             for g, p in zip(inverse.tolist(), pids.tolist()):
                 first_pid.setdefault(g, p)
-            if split and len(first_pid) == 2 and int(torch.bincount(inverse).min()) == 1:
-                # one program peeled off the rest a second time (`for i in range(P): if i == pid:`): each would
-                # rerun the kernel from its start once per program; run them one by one instead (the same groups)
+            if split_at == d.site and len(first_pid) == 2 and int(torch.bincount(inverse).min()) == 1:
+                # one program peeled off the rest again at the same line (`for i in range(P): if i == pid:`): the
+                # rest would rerun the kernel from its start once per program; run them one by one instead
                 for p in sorted(pids.tolist()):
-                    self._run_group(launch, kargs, pids.new_tensor([p]), committed, split=True)
+                    self._run_group(launch, kargs, pids.new_tensor([p]), committed, d.site)
                 return chunk.max_numel
             for g in sorted(first_pid, key=first_pid.get):   # groups in program order
-                self._run_group(launch, kargs, pids[inverse == g], committed, split=True)
+                self._run_group(launch, kargs, pids[inverse == g], committed, d.site)
             return chunk.max_numel
         except BaseException:
             if chunk.undo is not None:

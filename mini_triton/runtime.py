@@ -11,7 +11,8 @@ When the kernel's Python control flow depends on the program (``if pid == 0``
 or ``range(pid, n, step)``), the programs of a chunk would need different
 paths. The block raises :class:`Divergence`; the launcher undoes the chunk's
 stores and runs each group of programs that agree separately (programs that take
-turns by their id, ``if i == pid`` in a loop, one by one from their second turn).
+turns by their id, ``if i == pid`` in a loop, one by one once that line peels a
+second one off).
 
 A GPU runs programs in no fixed order. Most kernels cannot tell, but a float
 ``atomic_add`` or a sum built under a lock adds in the order programs arrive,
@@ -74,6 +75,7 @@ class Divergence(Exception):
     def __init__(self, values: torch.Tensor):
         super().__init__("programs take different paths")
         self.values = values
+        self.site = call_path()[:1]              # the kernel line that decided: the same one turn after turn
 
 
 class ViewHazard(Exception):

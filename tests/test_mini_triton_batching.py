@@ -232,6 +232,25 @@ def test_programs_that_take_turns_by_their_id_run_one_by_one_after_the_second_tu
     assert torch.equal(out, one) and torch.allclose(out, x.sum(0), atol=1e-5)
 
 
+def test_programs_peeled_off_at_two_different_lines_still_run_in_groups(chunk_sizes):
+    """Only the same line peeling one program off again is a kernel taking turns: `if pid == 0:` and then
+    `if pid == 1:` split the chunk into groups (1, 15, then 1 and 14), never into its 16 programs."""
+    tl = mini_triton.language
+
+    @mini_triton.jit
+    def two_firsts(x_ptr, n, BLOCK: tl.constexpr):
+        pid, offs = tl.program_id(0), tl.arange(0, BLOCK)
+        if pid == 0:
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+        if pid == 1:
+            tl.store(x_ptr + n + offs, tl.load(x_ptr + n + offs, mask=offs < n) + 2.0, mask=offs < n)
+
+    x = torch.zeros(200)
+    two_firsts[(16,)](x, 100, BLOCK=128)
+    assert chunk_sizes == [16, 1, 15, 1, 14], chunk_sizes
+    assert torch.equal(x, torch.cat([torch.ones(100), torch.full((100,), 2.0)]))
+
+
 def _in_place_kernel(branchy: bool):
     tl = mini_triton.language
 

@@ -50,6 +50,18 @@ _MADE = torch.tensor(MADE, dtype=torch.uint8)
 MAX_BYTES = 1 << 30                     # one buffer: more than a job's memory could hold anyway
 
 
+_SIZES = {}                             # dtype -> bytes of one element, once known
+
+
+def element_size(dtype) -> int:
+    """The bytes of one element of ``dtype``, as torch makes one (an error as torch raises it, for a dtype it
+    cannot make); remembered, since every argument of every launch asks."""
+    size = _SIZES.get(dtype)
+    if size is None:
+        size = _SIZES[dtype] = torch.empty((), dtype=dtype).element_size()
+    return size
+
+
 class Refused(Exception):
     """A description of memory the judge cannot take (too big, not shared memory, a view past its end)."""
 
@@ -143,7 +155,7 @@ class Memory:
 
     def view(self, buf: Buffer, dtype, offset, shape, strides) -> torch.Tensor:
         """The mirror seen as a tensor (the launch's argument, an output)."""
-        size = torch.empty((), dtype=dtype).element_size()
+        size = element_size(dtype)
         if buf.nbytes % size:
             raise Refused(f"a {dtype} tensor in {buf.nbytes} bytes, not a whole number of elements")
         try:
@@ -204,27 +216,31 @@ class Memory:
         if not bool(host.any()):
             return view
         flat = view.reshape(-1).view(INTS[size])
-        for src, code in self._candidates(flat.numel()):
-            if torch.equal(flat, src.reshape(-1).to(view.dtype).view(INTS[size])):
-                buf.mark(index[host], code, size)
-                source = src.untyped_storage().data_ptr()
-                self.copies.append((self.kept_from.get(source, source), int(host.sum()), str(view.dtype),
-                                    buf.mirror.untyped_storage().data_ptr(), str(src.dtype)))
-                break
+        for src, code in self._candidates(flat.numel(), lambda t: torch.equal(flat, t.reshape(-1).to(view.dtype)
+                                                                                      .view(INTS[size]))):
+            buf.mark(index[host], code, size)
+            source = src.untyped_storage().data_ptr()
+            self.copies.append((self.kept_from.get(source, source), int(host.sum()), str(view.dtype),
+                                buf.mirror.untyped_storage().data_ptr(), str(src.dtype)))
+            break
         return view
 
-    def _candidates(self, numel: int):
-        """The clean tensors of ``numel`` elements a view could copy: the inputs, then views clean launches
-        stored whose every element the kernels made."""
+    def _candidates(self, numel: int, wanted=None):
+        """The clean tensors of ``numel`` elements a view could copy, those ``wanted`` (a test of the tensor) alone:
+        the inputs, then views clean launches stored whose every element the kernels made (checked after
+        ``wanted``, the dearer test where a file stores thousands of small views)."""
         for t in self.inputs:
-            if t.numel() == numel:
+            if t.numel() == numel and (wanted is None or wanted(t)):
                 yield t, COPY_INPUT
         for b, dtype, offset, shape, strides in self.kernel_views.values():
-            if (math.prod(shape) == numel and distinct(shape, strides)
-                    and bool(torch.isin(self.origins(b, dtype, offset, shape, strides), _MADE).all())):
-                yield self.view(b, dtype, offset, shape, strides), COPY_KERNEL
+            if math.prod(shape) != numel or not distinct(shape, strides):
+                continue
+            t = self.view(b, dtype, offset, shape, strides)
+            if (wanted is None or wanted(t)) and bool(torch.isin(self.origins(b, dtype, offset, shape, strides),
+                                                                  _MADE).all()):
+                yield t, COPY_KERNEL
         for t, code in self.kept:
-            if t.numel() == numel:
+            if t.numel() == numel and (wanted is None or wanted(t)):
                 yield t, code
 
     def keep(self):
@@ -281,12 +297,12 @@ class Memory:
     def origins(self, buf, dtype, offset, shape, strides) -> torch.Tensor:
         """The origin of each element of a view (the worst of its bytes: the largest code), read from the view's
         own bytes only."""
-        size = torch.empty((), dtype=dtype).element_size()
+        size = element_size(dtype)
         return buf.origin.as_strided((*shape, size), (*(st * size for st in strides), 1), offset * size).amax(-1)
 
     def stored(self, buf, dtype, offset, shape, strides) -> torch.Tensor:
         """Which elements of a view the kernels wrote in this phase."""
-        size = torch.empty((), dtype=dtype).element_size()
+        size = element_size(dtype)
         return buf.written.view(-1, size).any(1).as_strided(shape, strides, offset)
 
     # -- a launch --------------------------------------------------------------------------------------

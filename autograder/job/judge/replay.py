@@ -30,6 +30,7 @@ from rmsnorm_testkit import compare, dataflow, text
 
 from ..wire.phases import TRANSPORT_OPS
 from .launches import footprint
+from .provenance import element_size
 
 MAX_BYTES = 1 << 31                     # a buffer of the recipe larger than this is refused
 DTYPES = {name: getattr(torch, name) for name in ("float32", "float16", "bfloat16", "float64", "int8", "int16",
@@ -153,7 +154,7 @@ class Buffers:
             raise Stale("a launch or op read memory that no recorded op made and no input is: values the host "
                         "brought in some other way")
         data = self.buffers[b]
-        size = torch.empty((), dtype=dtype).element_size()
+        size = element_size(dtype)
         if data.numel() != n or n % size:
             raise Stale("a buffer of another size than the recorded ops made")
         try:

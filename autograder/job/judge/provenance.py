@@ -42,24 +42,13 @@ import os
 import stat
 
 import torch
+from rmsnorm_testkit.timing import element_size
 
 INPUT, CONST, COPY_INPUT, COPY_KERNEL, KERNEL, HOST, TAINTED, DERIVED = range(8)
 DIRTY = (HOST, TAINTED, DERIVED)        # every code from HOST up
 MADE = (KERNEL, COPY_KERNEL)            # what an output made by the kernels holds
 _MADE = torch.tensor(MADE, dtype=torch.uint8)
 MAX_BYTES = 1 << 30                     # one buffer: more than a job's memory could hold anyway
-
-
-_SIZES = {}                             # dtype -> bytes of one element, once known
-
-
-def element_size(dtype) -> int:
-    """The bytes of one element of ``dtype``, as torch makes one (an error as torch raises it, for a dtype it
-    cannot make); remembered, since every argument of every launch asks."""
-    size = _SIZES.get(dtype)
-    if size is None:
-        size = _SIZES[dtype] = torch.empty((), dtype=dtype).element_size()
-    return size
 
 
 class Refused(Exception):

@@ -27,10 +27,10 @@ from mini_triton import observers, races
 from mini_triton.blocks import constexpr
 from mini_triton.stats import NO_READ_OPS
 from rmsnorm_testkit import compare, dataflow, text
+from rmsnorm_testkit.timing import element_size
 
 from ..wire.phases import TRANSPORT_OPS
 from .launches import footprint
-from .provenance import element_size
 
 MAX_BYTES = 1 << 31                     # a buffer of the recipe larger than this is refused
 DTYPES = {name: getattr(torch, name) for name in ("float32", "float16", "bfloat16", "float64", "int8", "int16",

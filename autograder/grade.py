@@ -1,11 +1,12 @@
 """Grade one submission: ``python -m autograder.grade SUBMISSION [RESULTS]`` (``make grade``).
 
 Writes a fallback results.json first (so a crash still leaves a valid file),
-runs the hidden tests in a pytest process that never imports the submission (warm.py) while
-checking that the grader itself can work (preflight.py; a failed check makes the
-tests' results no grade), then prints a table per rubric item. A grading that the
-grader could not carry out raises GraderError: the results.json then says
-"autograder error" (no score), and ``main`` prints the cause and the fix and exits 1.
+runs the hidden tests in a pytest process that never imports the submission (warm.py), then
+prints a table per rubric item. A grading that the grader could not carry out raises GraderError:
+the results.json then says "autograder error" (no score), and ``main`` prints the cause and the fix
+and exits 1. Whether this machine can grade is checked by each grading's own jobs, which do all that the
+preflight's probe does before they load the submission (runner._collect): a grading runs no probe of
+its own; ``make grade-all`` runs the preflight once, before the first submission (preflight.py).
 """
 import contextlib
 import json
@@ -72,7 +73,6 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
     except ValueError as e:
         raise GraderError(str(e), f"unset {config.GROUP_CPU_VAR} (each group then gets "
                                   f"{config.SIM_LIMITS.group_cpu_s:.0f} s), or give it a number of seconds") from None
-    checking = start_preflight()                     # it runs while the hidden tests start up
     said = isolation.note()
     if said:
         print(f"grade: {said}", file=sys.stderr)
@@ -81,36 +81,30 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
     env = dict(os.environ if env is None else env, **{SUBMISSION_VAR: str(submission.resolve()),
                                                       RESULTS_VAR: str(Path(results).resolve())})
     log = Path(results).with_suffix(".log")           # pytest's own output: for the staff, never for students
-    try:
-        with _runtime(env) as env:
-            open_private(log, "wb").close()
-            # no per-test timeout (the project's own tests have one): each job has its limits, and the GPU jobs'
-            # compile allowance alone may exceed any fixed one; the whole run has config.grading_s()
-            # (nor pytest's hunt for unraisable exceptions, two full garbage collections of torch's heap at exit)
-            try:
-                code = warm.pytest(["-q", "-p", "autograder.plugin", "-p", "no:cacheprovider", "-p", "no:timeout",
-                                    "-p", "no:unraisableexception", str(HERE / "hidden"),
-                                    *(["-k", select] if select else [])],
-                                   env=env, cwd=HERE.parent, out=log, timeout=config.grading_s())
-            except warm.ServerLost as e:
-                write_results(results, FALLBACK)       # a run lost with the warm server: no grade
-                raise GraderError(str(e), "grade it again; if it recurs, see whether the machine ran short of "
-                                          "memory (dmesg names what the kernel killed)") from e
-        if code is None:
-            write_results(results, FALLBACK)
-            raise GraderError(f"the hidden tests ran past {config.grading_s():.0f} s, longer than every job's "
-                              f"limits together: the grader is stuck (see {log})")
-    finally:
+    with _runtime(env) as env:
+        open_private(log, "wb").close()
+        # no per-test timeout (the project's own tests have one): each job has its limits, and the GPU jobs'
+        # compile allowance alone may exceed any fixed one; the whole run has config.grading_s()
+        # (nor pytest's hunt for unraisable exceptions, two full garbage collections of torch's heap at exit)
         try:
-            check_preflight(checking)
-        except GraderError:
-            write_results(results, FALLBACK)           # what the tests wrote on a machine that cannot grade is no grade
-            raise
+            code = warm.pytest(["-q", "-p", "autograder.plugin", "-p", "no:cacheprovider", "-p", "no:timeout",
+                                "-p", "no:unraisableexception", str(HERE / "hidden"),
+                                *(["-k", select] if select else [])],
+                               env=env, cwd=HERE.parent, out=log, timeout=config.grading_s())
+        except warm.ServerLost as e:
+            write_results(results, FALLBACK)           # a run lost with the warm server: no grade
+            raise GraderError(str(e), "grade it again; if it recurs, see whether the machine ran short of "
+                                      "memory (dmesg names what the kernel killed)") from e
+    if code is None:
+        write_results(results, FALLBACK)
+        raise GraderError(f"the hidden tests ran past {config.grading_s():.0f} s, longer than every job's "
+                          f"limits together: the grader is stuck (see {log})")
     res = json.loads(Path(results).read_text())
     cause = res.pop("autograder_error", None)
     if cause:
         write_results(results, res)                    # the student's copy: the message, not the cause
-        raise GraderError(cause)
+        cause, _, fix = str(cause).partition("\nFix: ")  # as the hidden tests' process wrote it (GraderError.__str__)
+        raise GraderError(cause, fix)
     if not res.get("tests"):
         tail = log.read_text(errors="replace").strip().splitlines()[-15:]
         raise GraderError("the hidden tests did not run; pytest said (" + str(log) + "):\n  " + "\n  ".join(tail))
@@ -171,15 +165,16 @@ _PREFLIGHT_PASSED: set = set()
 
 
 def preflight() -> None:
-    """Raise GraderError unless this machine can grade (preflight.py), checked once per process."""
+    """Raise GraderError unless this machine can grade (preflight.py), checked once per process: before a class's
+    regrade, so that a grader that cannot grade stops before the first submission."""
     check_preflight(start_preflight())
 
 
 def start_preflight():
     """Start the preflight (preflight.py) in a child process, unless this process has passed it already:
     what check_preflight judges. The probe imports torch; forked from the warm server (warm.py) that the
-    hidden tests are forked from, it shares their one import of torch, the grader's own process stays small
-    while the submission's jobs run, and the grading does not wait for it to start."""
+    hidden tests are forked from, it shares their one import of torch, and the grader's own process stays small
+    while the submission's jobs run."""
     key = (sys.executable, os.environ.get(RUNTIME_VAR), os.geteuid(), config.ACCOUNT_PREFIX)
     if key in _PREFLIGHT_PASSED:
         return None

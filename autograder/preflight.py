@@ -9,8 +9,12 @@ imports under the sandbox's limits, and the job folder is writable. It also chec
 that torch is the build the limits were sized for (the CPU build, unless there is
 a GPU). Any failure raises GraderError with the cause and the fix.
 
-grade.py runs this module in a child process once per grading process (it imports
-torch, which the grader's own process does not need).
+Every grading checks the same with its first job, which does all of this before it loads the
+submission: a job that cannot start is the grader's error (runner._not_started), and so is a job that
+reports a CUDA build under the CPU's cap (runner.cuda_build_refused). So a single grading runs no probe;
+this module runs where no submission is at stake yet: setup.sh, once when Gradescope builds the image, and
+``make grade-all``, once before the first submission of a class (in a child process: it imports torch,
+which the grader's own process does not need).
 """
 from __future__ import annotations
 
@@ -24,18 +28,13 @@ from rmsnorm_testkit import text
 from . import accounts, config, runner
 from .errors import GraderError
 
-CPU_TORCH_FIX = ("install the CPU build of torch: pip install --index-url https://download.pytorch.org/whl/cpu "
-                 "torch=={version}")
 
 def probe() -> dict:
     import torch
     limits = config.sim_limits(torch.cuda.is_available())
-    version = torch.__version__.split("+")[0]
-    if limits.memory_bytes is not None and torch.version.cuda:
-        raise GraderError(f"torch {torch.__version__} is a CUDA build (CUDA {torch.version.cuda}) on a machine "
-                          f"without a GPU: the sandbox's address-space cap of {limits.memory_bytes / 2**30:.0f} GiB "
-                          f"is sized for the CPU build, and a CUDA build may not even load under it",
-                          CPU_TORCH_FIX.format(version=version))
+    refused = runner.cuda_build_refused({"torch": torch.__version__, "cuda": torch.version.cuda}, limits)
+    if refused is not None:
+        raise refused
     with tempfile.TemporaryDirectory() as d:
         probe_file = Path(d) / "rmsnorm.py"
         probe_file.write_text("# the grader's preflight probe: an empty submission\n")

@@ -221,6 +221,9 @@ def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None, c
     if signed is None:
         return Outcome({}, {}, TAMPERED, res)
     info = _scrubbed(json.loads(signed[0]), job)
+    refused = cuda_build_refused(info.get("_job"), limits)
+    if refused is not None:
+        raise refused
     error = f"importing rmsnorm.py failed: {info['_import']['error']}" if "_import" in info else None
     if isinstance(info.get("_tampered"), dict):
         error = str(info["_tampered"].get("error"))     # the grader's code changed in the submission's process
@@ -230,6 +233,23 @@ def _collect(job: Path, res: sandbox.Result, limits, key: bytes, account=None, c
     loaded = torch.load(io.BytesIO(signed[1]), weights_only=True) if signed[1] else {}
     tensors = {k: v for k, v in loaded.items() if type(v) is torch.Tensor}
     return Outcome(tensors, info, error, res)
+
+
+CPU_TORCH_FIX = ("install the CPU build of torch: pip install --index-url https://download.pytorch.org/whl/cpu "
+                 "torch=={version}")
+
+
+def cuda_build_refused(facts, limits) -> GraderError | None:
+    """The grader's error when a job ran a CUDA build of torch under the address-space cap, which is sized for the
+    CPU build (the cap is set on a machine without a GPU): ``facts`` is the job's own report of its torch (written
+    before the submission loads), so every grading checks it with its first job, at no cost of its own."""
+    if limits.memory_bytes is None or not isinstance(facts, dict) or not facts.get("cuda"):
+        return None
+    version = str(facts.get("torch", "")).split("+")[0]
+    return GraderError(f"torch {facts.get('torch')} is a CUDA build (CUDA {facts['cuda']}) on a machine without a "
+                       f"GPU: the sandbox's address-space cap of {limits.memory_bytes / 2**30:.0f} GiB is sized for "
+                       f"the CPU build, and a CUDA build may not even load under it",
+                       CPU_TORCH_FIX.format(version=version))
 
 
 def _private(job: Path) -> tuple:

@@ -206,26 +206,41 @@ def test_the_jobs_tasks_run_as_on_a_gpu_where_nothing_is_recorded(monkeypatch):
     assert not any(k.endswith(".stored") for k in tensors) and "ag.r_saved" in tensors
 
 
-def test_a_failed_preflight_makes_the_grading_an_autograder_error_not_a_grade(tmp_path, monkeypatch):
-    """The preflight runs while the hidden tests start: when it fails, whatever the tests wrote is replaced by
-    the fallback (an autograder error), and the cause and fix of the preflight are raised."""
-    import os
-    import tempfile
-    from autograder import warm
-    (tmp_path / "says_no.py").write_text(
-        "import sys\nprint('a warning on the way')\n"
-        "sys.stderr.write('preflight failed: the probe said no\\nFix: make it say yes')\nsys.exit(1)\n")
-
-    def start():
-        out = tempfile.NamedTemporaryFile("r", dir=tmp_path, suffix=".out")
-        return "key", warm.start("says_no", [], env=dict(os.environ), cwd=tmp_path, out=out.name), out, None
-    monkeypatch.setattr(grade, "start_preflight", start)
+def test_a_job_that_cannot_start_makes_the_grading_an_autograder_error_not_a_grade(tmp_path, monkeypatch):
+    """A grading runs no probe of its own: its jobs check the machine before they load the submission. A runtime
+    folder whose job cannot start (a setup problem, never the student's) makes the whole grading the fallback (an
+    autograder error), with the job's cause and the preflight as the fix to try."""
+    from autograder import config, runtime
+    broken = runtime.copy_into(tmp_path / "runtime")
+    (broken / runtime.ENTRY).write_text("raise SystemExit('the runtime is broken')\n")
+    monkeypatch.setenv(config.RUNTIME_VAR, str(broken))
+    monkeypatch.setattr(grade, "start_preflight", lambda: pytest.fail("a grading started a preflight probe"))
     results = tmp_path / "results.json"
-    with pytest.raises(grade.GraderError, match="the probe said no") as e:         # part 0 alone: the scan
-        grade.grade(ROOT / "starter" / "rmsnorm.py", results, select="static_checks")
-    assert e.value.fix == "make it say yes"
-    assert json.loads(results.read_text()) == json.loads(json.dumps(grade.FALLBACK))
-    assert "key" not in grade._PREFLIGHT_PASSED
+    with pytest.raises(grade.GraderError, match="the runtime is broken") as e:
+        grade.grade(ROOT / "solution" / "rmsnorm.py", results)
+    assert "before loading the submission" in e.value.cause and "autograder.preflight" in e.value.fix
+    written = json.loads(results.read_text())
+    assert {k: v for k, v in written.items() if k != "execution_time"} == \
+        {k: v for k, v in grade.FALLBACK.items() if k != "execution_time"}, written
+
+
+def test_a_job_that_reports_a_cuda_build_under_the_cpus_cap_is_the_graders_error(tmp_path, monkeypatch):
+    """What the preflight refused before a grading, each job's own report now refuses: a CUDA build of torch under
+    the address-space cap sized for the CPU build (the job's report is read before anything of the submission)."""
+    from autograder import runner
+    from autograder.config import Limits
+    refused = runner.cuda_build_refused({"torch": "2.13.0+cu128", "cuda": "12.8"}, Limits())
+    assert "is a CUDA build (CUDA 12.8)" in refused.cause and "whl/cpu torch==2.13.0" in refused.fix
+    assert runner.cuda_build_refused({"torch": "2.13.0+cu128", "cuda": "12.8"}, Limits(memory_bytes=None)) is None
+    assert runner.cuda_build_refused({"torch": "2.13.0+cpu", "cuda": None}, Limits()) is None
+    seen = []
+    monkeypatch.setattr(runner, "cuda_build_refused",
+                        lambda facts, limits: seen.append(facts) or runner.GraderError("refused, as a CUDA build"))
+    sub = tmp_path / "rmsnorm.py"
+    sub.write_text("# nothing\n")
+    with pytest.raises(runner.GraderError, match="refused, as a CUDA build"):
+        runner.run_job(sub, {}, {})
+    assert seen and {"torch", "cuda", "python"} <= set(seen[0])
 
 
 def test_a_preflight_without_a_runtime_folder_gets_one_that_is_removed_after_it(monkeypatch, tmp_path):

@@ -90,7 +90,8 @@ def grade(submission: Path, results: Path, env: dict | None = None, select: str 
             code = warm.pytest(["-q", "-p", "autograder.plugin", "-p", "no:cacheprovider", "-p", "no:timeout",
                                 "-p", "no:unraisableexception", str(HERE / "hidden"),
                                 *(["-k", select] if select else [])],
-                               env=env, cwd=HERE.parent, out=log, timeout=config.grading_s())
+                               env=env, cwd=HERE.parent, out=log, timeout=config.grading_s(),
+                               preload=warm.GRADER_PRELOAD)
         except warm.ServerLost as e:
             write_results(results, FALLBACK)           # a run lost with the warm server: no grade
             raise GraderError(str(e), "grade it again; if it recurs, see whether the machine ran short of "
@@ -184,7 +185,8 @@ def start_preflight():
     if not env.get(RUNTIME_VAR):              # a runtime folder made here and removed here: a child forked from the
         made = Path(tempfile.mkdtemp(prefix="rmsnorm-runtime-"))    # warm server ends without its exit handlers
         env[RUNTIME_VAR] = str(runtime.copy_into(made))
-    return key, warm.start("autograder.preflight", [], env=env, cwd=config.ROOT, out=out.name), out, made
+    return key, warm.start("autograder.preflight", [], env=env, cwd=config.ROOT, out=out.name,
+                           preload=warm.GRADER_PRELOAD), out, made
 
 
 def check_preflight(started) -> None:

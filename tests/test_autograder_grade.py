@@ -253,7 +253,7 @@ def test_a_preflight_without_a_runtime_folder_gets_one_that_is_removed_after_it(
         def wait(self, timeout=None):
             return 0
 
-    def start(module, args, *, env, cwd, out):
+    def start(module, args, *, env, cwd, out, preload=None):
         seen["folder"] = env.get(config.RUNTIME_VAR)
         seen["held_job"] = (Path(seen["folder"]) / "autograder" / "job" / "__main__.py").is_file()
         return Done()

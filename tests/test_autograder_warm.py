@@ -67,6 +67,24 @@ def test_the_grader_process_itself_never_imports_torch():
     assert out.stdout.strip() == "False", out.stdout
 
 
+def test_a_gradings_server_leaves_out_what_only_the_public_tests_backward_needs(tmp_path):
+    """A grading's server imports torch and pytest, not autograd's symbolic shapes (sympy: 0.3 s of CPU on each
+    grading's critical path), which only a backward(gradient) in the run's own process needs: the public tests'.
+    The hidden tests' run does without them (they run in its jobs)."""
+    probe = textwrap.dedent("""
+        import multiprocessing.forkserver, sys
+        from pathlib import Path
+        from autograder import grade
+        res = grade.grade(Path("starter/rmsnorm.py"), Path(sys.argv[1]), select="static_checks")
+        print(sorted(multiprocessing.forkserver._forkserver._preload_modules), len(res["tests"]))
+    """)
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "results.json")], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split("]")[0] + "]" == str(sorted(warm.GRADER_PRELOAD)) and out.stdout.split()[-1] == "1", out
+    assert "torch" in warm.GRADER_PRELOAD and not any("symbolic" in m for m in warm.GRADER_PRELOAD)
+
+
 def test_the_cpu_time_of_ended_runs_is_counted_with_their_children(tmp_path):
     """What resource.RUSAGE_CHILDREN counts of a fresh interpreter: a run's CPU time, a child it waited for
     included (a grading's jobs), once it has ended."""

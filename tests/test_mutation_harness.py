@@ -73,6 +73,27 @@ def test_the_properties_are_computed_from_the_public_tests_and_the_grading(publi
     assert {k: judged[k] for k in holds} == holds, judged
 
 
+HOST = "error: ValueError: g must have shape (N,) = ({n},), got (33,) (rmsnorm.py line 306) [{task}]"
+
+
+@pytest.mark.parametrize("parts, causes, once", [
+    (["2"], {"2": ["dot_not_divided"]}, True),
+    (["2", "9"], {"2": ["dot_not_divided"], "9": ["dot_not_divided"]}, True),      # item 9 falls with the backward
+    (["1", "2"], {"1": ["y_without_g"], "2": ["dot_not_divided"]}, False),
+    (["4.1", "4.3", "4.6"], {p: [HOST.format(n=n, task=f"ag_{p}")] for p, n in (("4.1", 64), ("4.3", 200),
+                                                                                ("4.6", 48))}, True),
+    (["4.1", "4.3"], {"4.1": [HOST.format(n=64, task="a")], "4.3": [HOST.replace("306", "307").format(n=2, task="b")]},
+     False),                                                                       # two lines: two errors
+    (["4.1", "4.3"], {"4.1": [HOST.format(n=64, task="a")], "4.3": ["error: OutOfBoundsError: out-of-bounds load in k "
+                                                                    "line 58"]}, False),   # a kernel's crash: once
+])
+def test_c_by_the_handouts_rules_allows_item_9_beside_another_part_and_a_host_error_where_it_stops(parts, causes,
+                                                                                                   once):
+    assert run.charged_once_by_the_rules(parts, causes) is once
+    judged = run.assess(MASK, "FAILED x", {"failed": dict.fromkeys(parts, "m"), "notes": {}, "causes": causes})
+    assert judged["c_rules"] is once and judged["c"] is (len(parts) == 1)
+
+
 def test_every_mutant_has_a_name_of_its_own(domain):
     twice = mutants.named(domain + domain)                # each code once, whatever made it
     assert len(twice) == len(domain) and len({m.name for m in twice}) == len(twice)

@@ -3,10 +3,11 @@
 
     python tests/mutation/run.py [--sample N] [--seed S] [--out build/mutants.md]     # make mutants [SAMPLE=N]
 
-(a) a mutant that fails a public test loses points in the grader; (c) it is charged in one part; (d) the grader's
-first message names its concept (domain operators: CONCEPTS); (e) every "charged once, in part P" the feedback says
-names a part that failed. "silent" counts the mutants that neither fail a public test nor lose a point: an
-equivalent change, or a mistake nothing sees. The table goes to --out, each mutant's verdict beside it (.json).
+(a) a mutant that fails a public test loses points in the grader; (c) it is charged in one part (and, beside it,
+as the handout's rules allow: item 9 beside another part, a host error in every part whose case it stops); (d) the
+grader's first message names its concept (domain operators: CONCEPTS); (e) every "charged once, in part P" the
+feedback says names a part that failed. "silent" counts the mutants that neither fail a public test nor lose a point:
+an equivalent change, or a mistake nothing sees. The table goes to --out, each mutant's verdict beside it (.json).
 """
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ CONCEPTS = {"mask_dropped": ("mask", "out-of-bounds", "out of bounds"), "other_d
             "cast_dropped": ("dtype", "cast", "fp32", "float32"), "contiguous_dropped": ("contiguous", "stride"),
             "grid_truncates": ("grid", "program", "rows"), "eps_dropped": ("eps",)}
 PART = re.compile(r"charged once, in part ([\d.]+)")
+# A host error's cause (judge/outputs.error_cause): its site, then the task it stopped, in brackets
+HOST_ERROR = re.compile(r"^error: (\w+):.*(\(rmsnorm\.py line \d+\)) \[[^\]]+\]$")
 RUBRIC_ORDER = ("1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "5", "6", "7", "8", "9")
 
 
@@ -51,6 +54,23 @@ def public_tests(path: Path, log: Path) -> str | None:
     return (first or f"exit code {code}")[:300]
 
 
+def charged_once_by_the_rules(parts: list, causes: dict) -> bool:
+    """(c) as the handout counts a charge ("One mistake, one charge" in handout/README.md): item 9's extra credit
+    goes only to a fused, deterministic backward with an exact dg whatever part charged their mistake, so it falls
+    with another part; and an error the file's host code raises (its type at its line) is charged in every part whose
+    case it stops. Beyond those, one part."""
+    rest = [p for p in parts if p != "9"] or parts
+    if len(rest) <= 1:
+        return True
+    sites = set()
+    for p in rest:
+        hosts = {m.groups() for c in causes.get(p, []) for m in [HOST_ERROR.match(c)] if m}
+        if not hosts:
+            return False
+        sites |= hosts
+    return len(sites) == 1
+
+
 def assess(m, public, verdict) -> dict:
     failed = verdict["failed"]
     parts = [p for p in RUBRIC_ORDER if p in failed]
@@ -61,6 +81,7 @@ def assess(m, public, verdict) -> dict:
     return {"mutant": m.name, "operator": m.operator, "line": m.line, "before": m.before.strip(),
             "after": m.after.strip(), "public": public, "parts": parts, "first": first[:400],
             "a": public is None or bool(parts), "c": len(parts) <= 1,
+            "c_rules": charged_once_by_the_rules(parts, verdict.get("causes", {})),
             "d": None if kind not in CONCEPTS or not parts else any(w in first.lower() for w in CONCEPTS[kind]),
             "e": claimed <= set(parts), "silent": public is None and not parts}
 
@@ -79,15 +100,16 @@ def run(chosen: list, workers: int = 2) -> list:
     return [assess(m, public[m.name], graded[m.name]) for m in chosen]
 
 
-HEADER = ("| operator | mutants | fail a public test | lose points | (a) | (c) one part | (d) names it | (e) "
-          "| silent |\n|---|---|---|---|---|---|---|---|---|")
+HEADER = ("| operator | mutants | fail a public test | lose points | (a) | (c) one part | (c) by the handout's rules "
+          "| (d) names it | (e) | silent |\n|---|---|---|---|---|---|---|---|---|---|")
 
 
 def row(name: str, rs: list) -> str:
     """One line of the table: counts of the mutants ``rs`` for which each property holds."""
     d = [r["d"] for r in rs if r["d"] is not None]
     counts = [len(rs), sum(r["public"] is not None for r in rs), sum(bool(r["parts"]) for r in rs),
-              sum(r["a"] for r in rs), sum(r["c"] for r in rs), f"{sum(d)}/{len(d)}" if d else "n/a",
+              sum(r["a"] for r in rs), sum(r["c"] for r in rs), sum(r["c_rules"] for r in rs),
+              f"{sum(d)}/{len(d)}" if d else "n/a",
               sum(r["e"] for r in rs), sum(r["silent"] for r in rs)]
     return f"| {name} | " + " | ".join(str(c) for c in counts) + " |"
 

@@ -82,7 +82,7 @@ PY
     python3 tests/probe_shared_memory.py 2>&1 | tee "$out/shared.txt" ;;
   item10)                         # item 10 alone of the named entries (speed_hostile's, or "solution"), at once
     python3 -m autograder.accounts create >/dev/null
-    script=$(mktemp --suffix=.py)       # a file, not stdin: the grader's preflight starts processes that import it
+    script=$(mktemp --suffix=.py)       # a file, not stdin: the warm server's processes import it again
     cat > "$script" <<'PY'
 import concurrent.futures, json, os, sys, tempfile
 from pathlib import Path
@@ -104,7 +104,7 @@ def one(name, i):
                       select="gpu_speed")
     parts = {t["number"]: t for t in res["tests"] if t["number"].startswith("10.")}
     return name, sum(t["score"] for t in parts.values()), {n: t.get("output", "")[:240] for n, t in parts.items()}
-if __name__ == "__main__":            # (the preflight's processes import this file again: nothing runs then)
+if __name__ == "__main__":            # (the warm server imports this file again: nothing runs then)
     with concurrent.futures.ThreadPoolExecutor(int(os.environ.get("AT_ONCE", len(sys.argv) - 1))) as pool:
         for done in concurrent.futures.as_completed([pool.submit(one, n, i) for i, n in enumerate(sys.argv[1:])]):
             name, score, said = done.result()                   # each as it ends

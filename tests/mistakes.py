@@ -208,6 +208,8 @@ EDITS = {
                              "    y_rows = y_ptr + rows[:, None] * x_row_stride")],
     # the autograd Function saves y instead of r
     "saves_y_not_r": [("ctx.save_for_backward(x, g, r)", "ctx.save_for_backward(x, g, y)")],
+    # the saved tensors unpacked in another order than they were saved
+    "saved_in_another_order": [("ctx.save_for_backward(x, g, r)", "ctx.save_for_backward(g, r, x)")],
     # y multiplied by the RMS where it should be divided by it
     "y_times_rms": [(Y_STORE, Y_STORE.replace("x * r[:, None]", "x / r[:, None]")),
                     (Y_STORE_CHUNKED, Y_STORE_CHUNKED.replace("x * r[:, None]", "x / r[:, None]"))],

@@ -104,6 +104,10 @@ CHARGED = {
     "dy_uses_x_row_stride": ((), ["4.3"], "OutOfBoundsError: out-of-bounds load in load_tile line"),
     "y_uses_x_row_stride": ((), ["4.3"], "OutOfBoundsError: out-of-bounds store in rmsnorm_fwd_kernel"),
     "saves_y_not_r": (("no_r_saved",), ["4.6"], "and the backward needs r: (256,) fp32"),
+    # rmsnorm_backward's own check of g's shape refuses what the Function passes it: an error raised on the host,
+    # charged in every part whose case it stops (the handout's rule), each message naming the Function's call
+    "saved_in_another_order": ((), ["4.1", "4.2", "4.3", "4.4", "4.5", "4.6"],
+                               "but rmsnorm_backward runs when called directly: look at how TritonRMSNorm.backward"),
     "y_times_rms": (("y_times_rms",), ["1"], "multiplied by the RMS instead of divided by it"),
     "dot_over_block": (("dot_over_block",), ["2"], "the dot product divided by the block's 128 lanes"),
     "dot_without_g": (("dot_without_g",), ["2"], "g is missing from the dot product"),

@@ -20,7 +20,7 @@ import torch
 from rmsnorm_testkit import causes, diagnose, text
 from rmsnorm_testkit.compare import apply_view, describe, reference
 
-from ..hidden.cases import kind_of, task_name
+from ..hidden.cases import CORE, kind_of, task_name
 from ..job.wire.errors import Crash
 from ..job.wire.phases import MADE_BY, MADE_IN
 from ..job.wire.protocol import output_key
@@ -507,7 +507,12 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
         return Finding("dx", f"your backward failed for {story}: {err}. The cause: {swap[1]}", swap[0])
     if outcome.task_error(task_name("ag", "d")) is None:
         return Finding("dx", f"your backward failed for {story}: {err}", cause)
-    return no_r_saved(outcome, task, x, story, err) or Finding("dx", err, cause)
+    said = err
+    if saved and not any(outcome.task_error(task_name("bwd", k)) for k in CORE):
+        # rmsnorm_backward runs where items 2 and 3 call it directly: the Function's call of it is the suspect (the
+        # message says so; the charge is the error's own, by the crash rules)
+        said = diagnose.called_wrong([(tuple(s), text.dtype_name(d)) for s, d in saved], err, story)
+    return no_r_saved(outcome, task, x, story, err) or Finding("dx", said, cause)
 
 
 def overlap_cause(outcome, task, phase, race) -> str | None:

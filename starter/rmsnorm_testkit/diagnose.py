@@ -595,6 +595,17 @@ def saved_too_few(kinds, error: str, story) -> str:
             f"only, so save them all in one call, ctx.save_for_backward(x, g, r)")
 
 
+def called_wrong(kinds, error: str, story) -> str:
+    """The message for an autograd step whose backward raised where rmsnorm_backward itself, called directly, runs:
+    the Function's call of it is at fault (the saved tensors unpacked in another order than they were saved, or
+    passed in another order than rmsnorm_backward's parameters)."""
+    shapes = ", ".join(f"{s} {d}" for s, d in kinds or []) or "nothing"
+    return (f"y.backward(dy) failed for {story} ({error}), but rmsnorm_backward runs when called directly: look at how "
+            f"TritonRMSNorm.backward calls it. Your forward saved {shapes}, in that order: unpack ctx.saved_tensors "
+            f"in the order ctx.save_for_backward was given them, and pass them in rmsnorm_backward's order "
+            f"(dy, x, g, r)")
+
+
 def no_r_saved(kinds, rows, story) -> str:
     """The message for an autograd Function that saved no r."""
     shapes = ", ".join(f"{s} {d}" for s, d in kinds) or "nothing"

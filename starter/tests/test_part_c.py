@@ -14,8 +14,9 @@ from rmsnorm_testkit.compare import (DTYPE_NAMES, STRIDED_SHAPE, apply_view, ass
                                      leave_garbage, partial_dtype_problem, random_inputs, reference, strided_inputs,
                                      transposed_inputs)
 from rmsnorm_testkit.causes import backward_alternatives, backward_plain, dg_rows, forward_alternatives, pick
-from rmsnorm_testkit.diagnose import (KernelLog, diagnose, diagnose_all, fail_if, no_r_saved, read_instead,
-                                      read_instead_fwd, saved_r, saved_r_finding, saved_too_few, simulated)
+from rmsnorm_testkit.diagnose import (KernelLog, called_wrong, diagnose, diagnose_all, fail_if, no_r_saved,
+                                      read_instead, read_instead_fwd, saved_r, saved_r_finding, saved_too_few,
+                                      simulated)
 from rmsnorm_testkit.text import autograd_hint
 from rmsnorm_testkit import dataflow, readbacks
 
@@ -74,6 +75,16 @@ def forward_first(impl, x, g, story=None):
     return y
 
 
+def _runs_directly(impl, dy, x, g) -> bool:
+    """Does rmsnorm_backward, called directly on these tensors (and the reference r), run without raising? (Its
+    values are the other tests' business.)"""
+    try:
+        impl.rmsnorm_backward(dy, x, g, reference(x.float(), g.float())[1].float())
+        return True
+    except Exception:                               # noqa: BLE001 -- the question is only whether it runs
+        return False
+
+
 def leaf_like(t):
     """A leaf copy of ``t`` that needs its gradient, with t's strides: clone() would make a view whose rows are
     apart, or whose columns are, contiguous, and the layout is what a strided case tests."""
@@ -115,6 +126,8 @@ class Step:
                 hint = autograd_hint(str(e))
                 if hint:
                     raise AssertionError(f"y.backward(dy) failed for {self.story}: {e}{hint}") from e
+                if _runs_directly(impl, dy, x, g):
+                    raise AssertionError(called_wrong(kinds, f"{type(e).__name__}: {e}", self.story)) from e
                 raise
         self.dx, self.dg, self.kinds, self.rows, self.impl = xg.grad, gg.grad, kinds, rows, impl
         self.read = self.log.traffic("bwd", {"x": xg, "dy": dy, "g": gg, "dx": self.dx}, x)

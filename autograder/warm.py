@@ -170,8 +170,8 @@ def start(module: str, args, *, env: dict, cwd, out, preload=None) -> Run:
                                         stdout=f, stderr=subprocess.STDOUT))
     fd, code_file = tempfile.mkstemp(prefix="rmsnorm-warm-", suffix=".code")
     os.close(fd)
-    p = _context(preload).Process(target=_child, args=(module, [str(a) for a in args], dict(env), str(cwd), str(out),
-                                                code_file))
+    p = _context(preload).Process(target=_child, args=(module, [str(a) for a in args], dict(env), str(cwd),
+                                                       str(out), code_file))
     p.start()
     return Run(p, code_file)
 

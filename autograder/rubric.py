@@ -91,12 +91,13 @@ CAUSE_OWNERS = {
     **dict.fromkeys(("mean_over_block", "sum_not_mean", "r_is_rms", "y_without_g", "y_times_rms", "r_not_stored",
                      "rows_not_stored_fwd", "elements_not_stored_fwd", "masked_nan", "y_not_from_kernels",
                      "r_not_from_kernels", "r_from_forward", "wrong_tensor_fwd", "unread_fwd", "r_rounded",
-                     "r_rounded_bf16"), "1"),
+                     "r_rounded_bf16", "held_in_16_bits_fwd"), "1"),
     # item 2, dx: the backward's formula and grid
     **dict.fromkeys(("r_squared", "dot_not_divided", "dot_over_block", "g_missing_dx", "g_missing_first_term",
                      "dot_without_g",
                      "second_term_missing", "second_term_sign", "rows_not_stored_bwd", "elements_not_stored_bwd",
-                     "dx_not_from_kernels", "wrong_tensor_bwd", "unread_bwd", "r_read_from_g"), "2"),
+                     "dx_not_from_kernels", "wrong_tensor_bwd", "unread_bwd", "r_read_from_g", "held_in_16_bits_bwd"),
+                    "2"),
     # item 3, dg
     **dict.fromkeys(("dg_without_r", "dg_with_g", "dg_some_rows", "dg_not_from_kernels", "old_memory_nan",
                      "no_dg_backward"), "3"),

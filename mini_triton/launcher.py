@@ -63,6 +63,7 @@ class Launch:
         self.waits = 0                         # reductions across a block, summed over programs (perf.py)
         self.rounds = {}                       # load waits by bytes per thread (runtime.Chunk.note_load)
         self.issued = 0                        # float block operations per thread, summed over programs (perf.py)
+        self.lone_axes = set()                 # axes tl.program_id asked for where the grid has one program
 
     def lock_id(self, key) -> int:
         return self.lock_ids.setdefault(key, len(self.lock_ids))

@@ -302,6 +302,18 @@ def _message(launch, rec, writer_rec, byte_addr, p, q, what):
     return site, msg, what
 
 
+def _lone_axes(launch) -> str:
+    """What a race says when the kernel asked for tl.program_id of an axis the grid has one program along: every
+    program got 0 there, so programs that should differ by it store the same elements."""
+    if not launch.lone_axes or launch.programs < 2:
+        return ""
+    axis = min(launch.lone_axes)
+    grid = launch.grid[:max(launch.rank, axis + 1)]
+    return (f" The kernel asks for tl.program_id({axis}), but the grid {grid} has one program along axis {axis}: "
+            f"every program gets 0 there. Number the programs by the axis the grid spreads them over "
+            f"(tl.program_id(0) for a grid of one dimension).")
+
+
 def _said(launch, rec, writer_rec, byte_addr, p, q, what):
     off = byte_addr // rec.buf.tensor_element_size - rec.buf.storage_offset
     where = rec.buf.index_of(off)
@@ -311,15 +323,15 @@ def _said(launch, rec, writer_rec, byte_addr, p, q, what):
     if what == "store":
         return rec.site, (f"data race in {launch.name}: {pa.replace('program', 'programs')} and {pb} both write "
                 f"{where} ({rec.line}) without an atomic. Programs of one launch run concurrently, so the "
-                f"result depends on timing. If each element belongs to one program (a row of an output, like "
-                f"dx), the programs' shares overlap: check which rows and columns each program stores, masks "
-                f"included (a last tile that reaches into the next program's rows, say). If several programs "
-                f"contribute to the element (a sum over rows, like dg), give each program its own output slot "
-                f"(a per-program partial buffer, reduced afterwards in a fixed order: deterministic). "
-                f"tl.atomic_add or a lock also remove that race, but cost more on a GPU: every program's "
-                f"atomics on one address queue behind each other, and float sums then depend on the order "
-                f"programs run, which changes from run to run (the grader's item 4.7 wants identical results "
-                f"from two runs).")
+                f"result depends on timing.{_lone_axes(launch)} If each element belongs to one program (a row of "
+                f"an output, like dx), the programs' shares overlap: check which rows and columns each program "
+                f"stores, masks included (a last tile that reaches into the next program's rows, say). If "
+                f"several programs contribute to the element (a sum over rows, like dg), give each program its "
+                f"own output slot (a per-program partial buffer, reduced afterwards in a fixed order: "
+                f"deterministic). tl.atomic_add or a lock also remove that race, but cost more on a GPU: every "
+                f"program's atomics on one address queue behind each other, and float sums then depend on the "
+                f"order programs run, which changes from run to run (the grader's item 4.7 wants identical "
+                f"results from two runs).")
     if what.startswith("atomic"):
         pa, pb = launch.describe(p), launch.describe(q).replace("program ", "")
         does = "writes" if what.endswith("store") else "reads"

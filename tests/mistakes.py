@@ -104,6 +104,11 @@ EDITS = {
     # the squares of 16-bit x are summed in x's dtype (8 bits of mantissa for bf16), not in fp32
     "squares_summed_in_16_bits": [(FWD_R, FWD_R.replace("tl.sum(x * x, axis=1)",
                                                         "tl.sum((x * x).to(x_ptr.dtype.element_ty), axis=1)"))],
+    # y rounded to fp16 before its store ("half is faster"): fp32 outputs keep only 16 bits' worth of digits
+    "y_rounded_to_half": [(Y_STORE, Y_STORE.replace("x * r[:, None] * g[None, :]",
+                                                    "(x * r[:, None] * g[None, :]).to(tl.float16)"))],
+    # the backward's dy·g held in fp16: dx's first term and its dot product round to 11 bits (dg, from dy, is right)
+    "dy_times_g_in_half": [("    dyg = dy * g[None, :]\n", "    dyg = (dy * g[None, :]).to(tl.float16)\n")],
     # the wrapper takes the partial dg buffer from torch.empty, and the chunked backward adds into it
     "partial_dg_not_zeroed": [("alloc = torch.empty if single else torch.zeros", "alloc = torch.empty")],
     # the forward ignores SINGLE_PASS=False: a long row gets one tile of BLOCK_N columns

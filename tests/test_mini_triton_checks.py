@@ -205,6 +205,28 @@ def test_store_store_race_names_tensor_index_and_both_programs():
     assert "per-program partial buffer" in msg and "order programs run" in msg
 
 
+@triton.jit
+def copy_rows_by_axis(x_ptr, y_ptr, n_cols, AXIS: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(AXIS)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    tl.store(y_ptr + row * n_cols + cols, tl.load(x_ptr + row * n_cols + cols, mask=mask), mask=mask)
+
+
+def test_a_race_says_when_every_program_got_0_from_an_axis_the_grid_does_not_spread():
+    x = torch.randn(4, 10)
+    with pytest.raises(triton.DataRaceError) as e:
+        copy_rows_by_axis[(4,)](x, torch.empty(4, 10), 10, AXIS=1, BLOCK=16)
+    assert "asks for tl.program_id(1), but the grid (4, 1) has one program along axis 1" in str(e.value)
+    assert "tl.program_id(0) for a grid of one dimension" in str(e.value)
+    y = torch.empty(4, 10)
+    copy_rows_by_axis[(4,)](x, y, 10, AXIS=0, BLOCK=16)
+    assert torch.equal(y, x)
+    with pytest.raises(triton.DataRaceError) as e:           # a race of its own: nothing said of the axes
+        racy_column_sum[(4,)](x, torch.zeros(10), 10, BLOCK=16)
+    assert "tl.program_id(" not in str(e.value)
+
+
 def test_load_of_another_programs_store_is_a_race():
     @triton.jit
     def shift(x_ptr, BLOCK: tl.constexpr):

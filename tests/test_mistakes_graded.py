@@ -65,6 +65,8 @@ CHARGED = {
     "dg_into_one_row": (("race",), ["8", "9"], "data race in rmsnorm_bwd_kernel: programs 0 and 1 both write"),
     "x_loaded_twice": ((), ["5"], "your forward loaded x 2.0 times per element"),
     "squares_summed_in_16_bits": (("sum_in_16_bits",), ["4.1"], "a sum of squares kept in fp16 rounds at every step"),
+    "y_rounded_to_half": (("held_in_16_bits_fwd",), ["1"], "a value was held in a 16-bit dtype such as fp16"),
+    "dy_times_g_in_half": (("held_in_16_bits_bwd",), ["2"], "each by about what one rounding to 16 bits does"),
     "partial_dg_not_zeroed": (("old_memory_nan",), ["4.4"], "Memory from torch.empty holds old data"),
     "no_chunked_path": (("columns_not_stored",), ["4.4"], "the columns from 4096 on were never written in any row"),
     "y_on_the_host": (("y_not_from_kernels",), ["1"], "your forward returned y without any kernel storing it"),

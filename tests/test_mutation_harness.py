@@ -60,9 +60,11 @@ MASK = mutants.Mutant("domain/mask_dropped", 91, "tl.store(p, v, mask=m)", "tl.s
 
 @pytest.mark.parametrize("public, got, holds", [
     ("FAILED test_part_a.py::test_forward", verdict({"1": "an out-of-bounds store: mask it"}),
-     {"a": True, "c": True, "d": True, "e": True, "silent": False}),
+     {"a": True, "c": True, "d": True, "d_public": False, "e": True, "silent": False}),
+    ("FAILED test_part_a.py::test_forward AssertionError: an out-of-bounds store of y", verdict({"1": "x"}),
+     {"a": True, "d": False, "d_public": True}),
     ("FAILED test_part_a.py::test_forward", verdict(), {"a": False, "silent": False}),        # a silent 90 / 90
-    (None, verdict(), {"a": True, "silent": True}),
+    (None, verdict(), {"a": True, "d_public": None, "silent": True}),
     (None, verdict({"1": "check the formula", "4.2": "check the formula (that mistake is charged once, in part 6: x)"}),
      {"c": False, "d": False, "e": False}),
     (None, verdict({"4.4": "y was never written"}, {"5": ["(that mistake is charged once, in part 4.4: N)"]}),

@@ -115,6 +115,37 @@ def test_rounding_and_formula_are_told_apart():
     assert found.cause is None and "check the formula" in found.message and "rounding" not in found.message
 
 
+@pytest.mark.parametrize("name, want, phase", [("y", Y, "fwd"), ("dx", DX, "bwd"), ("dg", DG, "bwd")])
+def test_fp32_outputs_rounded_to_16_bits_are_named_a_16_bit_dtype(name, want, phase):
+    """fp32 inputs whose output went through fp16 on the way: off in many elements, each by about one rounding to
+    11 bits. Named as a 16-bit dtype, charged in the phase's own item; not for 16-bit inputs, whose tolerance is
+    16 bits', and not for a formula's mistake of 1%, or a few elements off."""
+    found = diagnose.diagnose(name, want.half().float(), want, X)
+    assert found.cause == f"held_in_16_bits_{phase}", found.message
+    assert "a 16-bit dtype such as fp16" in found.message and "check the formula" not in found.message
+    assert diagnose.diagnose(name, want.float() * 1.01, want, X).cause is None
+    few = want.float().clone()
+    few.view(-1)[:3] = want.view(-1)[:3].half().float() + 1e-3
+    assert diagnose.diagnose(name, few, want, X).cause is None
+    x16 = X.to(torch.bfloat16)
+    bf16 = diagnose.diagnose(name, (want * 1.05).to(torch.bfloat16), want, x16)
+    assert bf16 is not None and bf16.cause is None, bf16.message
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_rows_stored_a_column_stride_apart_are_named_by_the_stride(k):
+    """y stored with its column stride (1) passed as its row stride: the elements stored are the first (M−1)·k + N
+    in memory, and the finding says which stride to pass; other patterns of missing elements say nothing of it."""
+    stored = torch.zeros(37 * 100, dtype=torch.bool)
+    stored[:36 * k + 100] = True
+    found = diagnose.diagnose("y", Y.float(), Y, X, stored=stored.reshape(37, 100))
+    assert f"step {k} element" in found.message and "y.stride(0), not its column stride" in found.message
+    assert found.cause == "elements_not_stored_fwd", found.cause
+    rows = torch.ones(37, 100, dtype=torch.bool)
+    rows[20:] = False
+    assert "stride" not in diagnose.diagnose("y", Y.float(), Y, X, stored=rows).message
+
+
 def test_the_diagnosis_the_grader_uses_is_the_one_the_tests_import():
     from autograder.judge import outputs
     from autograder.judge.charge import Finding

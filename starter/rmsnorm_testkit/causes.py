@@ -28,6 +28,9 @@ DX = "dx = r·dy·g − x·r³·sum(dy·g·x)/N"
 UNREAD_FIX = ("each row's result needs every element of its row: pass each tensor's own row stride (x.stride(0), "
               "not x.stride(1)), and make each tl.load's offsets reach the end of the row (a loop over the row "
               "steps by BLOCK_N)")
+HELD_SAYS = ("many of its elements are off, each by about what one rounding to 16 bits does (at most {share} of "
+             "its largest value): on the way from the fp32 inputs, a value was held in a 16-bit dtype such as fp16")
+TF32 = "a tl.dot of fp32 values rounds them to tf32, the same 11 bits, unless given input_precision=\"ieee\""
 CAUSES = {c.key: c for c in (
     # -- elements never written ------------------------------------------------------------------------------
     Cause("r_not_stored", "no kernel stored r at all",
@@ -86,6 +89,11 @@ CAUSES = {c.key: c for c in (
           "dy.reshape(-1, N).contiguous() makes such rows (or pass the column stride to the kernel as well)"),
     Cause("sum_in_16_bits", "r is off by a little: a sum of squares kept in {dtype} rounds at every step",
           "convert x to fp32 before squaring (tl.load(...).to(tl.float32)); tl.sum adds 16-bit values in 16 bits"),
+    # fp32 inputs, outputs off everywhere by about one rounding to 11 bits (fp16, or tf32 in a tl.dot)
+    Cause("held_in_16_bits_fwd", HELD_SAYS, "keep fp32 inputs in fp32 from load to store: no .to(tl.float16) of x "
+          "or g, no 16-bit buffer or accumulator (" + TF32 + ")"),
+    Cause("held_in_16_bits_bwd", HELD_SAYS, "keep fp32 inputs in fp32 from load to store: no .to(tl.float16) of x, "
+          "dy or g, no 16-bit buffer for dx, dg's partial sums or an accumulator (" + TF32 + ")"),
     # -- the backward's formula ----------------------------------------------------------------------------
     Cause("r_recomputed_without_eps", "it matches the gradients with r recomputed from x without eps, "
           "r = 1/sqrt(mean(x²)), in place of the r the kernel was given",

@@ -225,7 +225,7 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
                 f"{cause.says.format(**values)}. {_sentence(cause.fix.format(**values))}")
         text += ("; the elements that were stored are right" if right else
                  "" if not bool(stored.any()) else "; the elements that were stored are wrong too")
-        return Finding(name, text, key, right)
+        return Finding(name, text + _rows_apart_said(name, stored), key, right)
     if race:
         subset = _subset_rows(g64, x, alternatives, atol, rtol) if name == "dg" else None
         return Finding(name, said("race", race=race), "race", subset is not None)
@@ -259,7 +259,47 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
     # a sum of squares in 16 bits: off by less than 1% on short rows, by more on long ones (N = 65536)
     if name == "r" and dtype != torch.float32 and float(((g64 - w64).abs() / w64.abs().clamp_min(1e-30)).max()) < 0.2:
         return Finding(name, said("sum_in_16_bits"), "sum_in_16_bits")
+    share = _rounded_to_16_bits(g64, w64, dtype, atol, rtol)
+    if share:
+        return Finding(name, said(f"held_in_16_bits_{phase}", share=share), f"held_in_16_bits_{phase}")
     return Finding(name, first + _story_note(name, g64, w64, atol, rtol))
+
+
+ROUNDED_16 = 4 * 2.0 ** -11        # four roundings to fp16's 11 significant bits, relative to the largest value
+
+
+def _rows_apart_said(name, stored) -> str:
+    """What to say when the elements stored are exactly the first (M−1)·k + N of the output in memory order, 1 ≤ k <
+    N: the programs stored their rows k elements apart (a column stride, stride(1) = 1, passed as the row stride)."""
+    if name not in ("y", "dx") or stored.dim() < 2:
+        return ""
+    rows = stored.reshape(-1, stored.shape[-1])
+    m, n = rows.shape
+    flat = rows.reshape(-1)
+    count = int(flat.sum())
+    if m < 2 or count == flat.numel() or not bool(flat[:count].all()):
+        return ""
+    k, rest = divmod(count - n, m - 1)
+    if rest or not 1 <= k < n:
+        return ""
+    return (f". The elements stored are the first {count} of {name} in memory, as programs that step {k} element"
+            f"{'s' if k > 1 else ''} from row to row store them, while {name}'s rows are {n} apart: pass the kernel "
+            f"{name}'s row stride, {name}.stride(0), not its column stride, {name}.stride(1)")
+
+
+def _rounded_to_16_bits(g64, w64, dtype, atol, rtol) -> str | None:
+    """For fp32 inputs: the error as a share of the output's largest value ("0.03%") when many elements are off
+    (a tenth or more: a few are _story_note's rounding), none by more than a few roundings to fp16 would make (a
+    16-bit cast or buffer on the way); else None. A formula's mistake moves values by far more, and rounding in
+    fp32 by far less."""
+    if dtype != torch.float32 or not bool(torch.isfinite(g64).all()) or g64.numel() < 2:
+        return None
+    scale = float(w64.abs().max())
+    err = (g64 - w64).abs()
+    off = err > atol + rtol * w64.abs()
+    if scale == 0 or float(off.double().mean()) < 0.1 or float(err.max()) > ROUNDED_16 * scale:
+        return None
+    return f"{100 * float(err.max()) / scale:.2g}%"
 
 
 def launch_swap(phase: str, args) -> tuple | None:

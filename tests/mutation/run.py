@@ -5,7 +5,8 @@
 
 (a) a mutant that fails a public test loses points in the grader; (c) it is charged in one part (and, beside it,
 as the handout's rules allow: item 9 beside another part, a host error in every part whose case it stops); (d) the
-grader's first message names its concept (domain operators: CONCEPTS); (e) every "charged once, in part P" the
+grader's first message names its concept (domain operators: CONCEPTS), and so does the first failure of the public
+tests; (e) every "charged once, in part P" the
 feedback says names a part that failed. "silent" counts the mutants that neither fail a public test nor lose a point:
 an equivalent change, or a mistake nothing sees. The table goes to --out, each mutant's verdict beside it (.json).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures
+import itertools
 import json
 import os
 import random
@@ -41,7 +43,7 @@ RUBRIC_ORDER = ("1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", 
 
 
 def public_tests(path: Path, log: Path) -> str | None:
-    """The first public test the file fails, with the first line of its message; None if all pass."""
+    """The first public test the file fails and its message, as the summary gives them; None if all pass."""
     from autograder import warm
     env = dict(os.environ, RMSNORM_IMPL=str(path), PYTHONDONTWRITEBYTECODE="1")
     log.touch()
@@ -49,9 +51,12 @@ def public_tests(path: Path, log: Path) -> str | None:
                        out=log, timeout=600)
     if code == 0:
         return None
-    text = log.read_text(errors="replace")
-    first = next((ln for ln in text.splitlines() if ln.startswith(("FAILED ", "ERROR "))), None)
-    return (first or f"exit code {code}")[:300]
+    lines = log.read_text(errors="replace").splitlines()
+    at = next((i for i, ln in enumerate(lines) if ln.startswith(("FAILED ", "ERROR "))), None)
+    if at is None:
+        return f"exit code {code}"
+    said = [lines[at], *itertools.takewhile(lambda ln: ln.startswith("    "), lines[at + 1:])]
+    return " ".join(ln.strip() for ln in said)
 
 
 def charged_once_by_the_rules(parts: list, causes: dict) -> bool:
@@ -83,6 +88,8 @@ def assess(m, public, verdict) -> dict:
             "a": public is None or bool(parts), "c": len(parts) <= 1,
             "c_rules": charged_once_by_the_rules(parts, verdict.get("causes", {})),
             "d": None if kind not in CONCEPTS or not parts else any(w in first.lower() for w in CONCEPTS[kind]),
+            "d_public": None if kind not in CONCEPTS or public is None else any(w in public.lower()
+                                                                               for w in CONCEPTS[kind]),
             "e": claimed <= set(parts), "silent": public is None and not parts}
 
 
@@ -101,16 +108,18 @@ def run(chosen: list, workers: int = 2) -> list:
 
 
 HEADER = ("| operator | mutants | fail a public test | lose points | (a) | (c) one part | (c) by the handout's rules "
-          "| (d) names it | (e) | silent |\n|---|---|---|---|---|---|---|---|---|---|")
+          "| (d) the grader names it | (d) the public tests name it | (e) | silent |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def row(name: str, rs: list) -> str:
     """One line of the table: counts of the mutants ``rs`` for which each property holds."""
-    d = [r["d"] for r in rs if r["d"] is not None]
+    def share(key):
+        held = [r[key] for r in rs if r[key] is not None]
+        return f"{sum(held)}/{len(held)}" if held else "n/a"
     counts = [len(rs), sum(r["public"] is not None for r in rs), sum(bool(r["parts"]) for r in rs),
               sum(r["a"] for r in rs), sum(r["c"] for r in rs), sum(r["c_rules"] for r in rs),
-              f"{sum(d)}/{len(d)}" if d else "n/a",
-              sum(r["e"] for r in rs), sum(r["silent"] for r in rs)]
+              share("d"), share("d_public"), sum(r["e"] for r in rs), sum(r["silent"] for r in rs)]
     return f"| {name} | " + " | ".join(str(c) for c in counts) + " |"
 
 

@@ -21,7 +21,7 @@ help:
 	@echo "make test         public tests against starter/ (IMPL=solution or IMPL=path/to/rmsnorm.py)"
 	@echo "make bench        time the implementation against PyTorch"
 	@echo "make bench-sim    mini_triton against Triton's interpreter, side by side"
-	@echo "make mutants [SAMPLE=N]   the solution's mutants through the public tests and the grader (build/mutants.md)"
+	@echo "make mutants [SAMPLE=N] [ONLY=OPS]   the solution's mutants through the public tests and the grader (build/mutants.md)"
 	@echo "make grade SUBMISSION=path [RESULTS=path]   grade one submission (file or folder)"
 	@echo "make grade-all EXPORT=dir [JOBS=N] [OUT=csv] [SHARD=K/N] [NAMES=1] regrade a Gradescope export into a CSV"
 	@echo "make autograder   build dist/autograder.zip, the Gradescope autograder"
@@ -106,7 +106,7 @@ bench-sim: setup
 	$(PY) tests/bench_simulator.py $(SHAPES)
 
 mutants: setup
-	$(PY) tests/mutation/run.py $(if $(SAMPLE),--sample $(SAMPLE))
+	$(PY) tests/mutation/run.py $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(ONLY),--only $(ONLY))
 
 clean:
 	rm -rf build dist .pytest_cache

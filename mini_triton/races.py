@@ -222,7 +222,10 @@ def _exact(launch, recs):
         i = int(bad[0])
         addr, r = int(sa[i]), stores[int(s_rec[i])]
         writers = torch.unique(sp[sa == addr])           # the first two programs (in launch order) that write it
-        return _message(launch, r, None, (addr + lo) * unit, int(writers[0]), int(writers[1]), "store")
+        p, q = int(writers[0]), int(writers[1])
+        site, msg, what = _message(launch, r, None, (addr + lo) * unit, p, q, "store")
+        step = (int(sa[sp == q].min()) - int(sa[sp == p].min())) * unit // r.buf.tensor_element_size
+        return site, msg + _starts_said(r, p, q, step), what
     found = _against_atomics(launch, recs, lo, hi, unit)
     if found is not None or not loads:
         return found
@@ -300,6 +303,18 @@ def _message(launch, rec, writer_rec, byte_addr, p, q, what):
     atomic)."""
     site, msg = _said(launch, rec, writer_rec, byte_addr, p, q, what)
     return site, msg, what
+
+
+def _starts_said(rec, p, q, step) -> str:
+    """What a store race says when program ``q`` began storing less than one of the tensor's rows after program ``p``
+    (``step`` elements): the kernel stepped from row to row by less than the row stride (a column stride passed)."""
+    t = rec.buf.tensor
+    if t is None or t.dim() < 2 or not t.is_contiguous() or not 0 < step < t.stride(-2):
+        return ""
+    name = rec.buf.name
+    return (f" Their first stores are {step} element{'s' if step > 1 else ''} apart, while {name}'s rows are "
+            f"{t.stride(-2)} elements apart: step from row to row by the tensor's row stride (stride(0)), not by a "
+            f"column stride (stride(1)).")
 
 
 def _lone_axes(launch) -> str:

@@ -227,6 +227,28 @@ def test_a_race_says_when_every_program_got_0_from_an_axis_the_grid_does_not_spr
     assert "tl.program_id(" not in str(e.value)
 
 
+@triton.jit
+def copy_rows_with_stride(x_ptr, y_ptr, n_cols, y_row_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask)
+    tl.store(y_ptr + row * y_row_stride + cols, x, mask=mask)
+
+
+def test_a_store_race_of_programs_less_than_a_row_apart_names_the_row_stride():
+    x, y = torch.randn(4, 10), torch.empty(4, 10)
+    with pytest.raises(triton.DataRaceError) as e:
+        copy_rows_with_stride[(4,)](x, y, 10, y.stride(1), BLOCK=16)
+    assert "Their first stores are 1 element apart, while y_ptr's rows are 10 elements apart" in str(e.value)
+    assert "row stride (stride(0)), not by a column stride (stride(1))" in str(e.value)
+    with pytest.raises(triton.DataRaceError) as e:           # every program at the same place: another mistake
+        racy_column_sum[(4,)](x, torch.zeros(10), 10, BLOCK=16)
+    assert "first stores are" not in str(e.value)
+    copy_rows_with_stride[(4,)](x, y, 10, y.stride(0), BLOCK=16)
+    assert torch.equal(y, x)
+
+
 def test_load_of_another_programs_store_is_a_race():
     @triton.jit
     def shift(x_ptr, BLOCK: tl.constexpr):

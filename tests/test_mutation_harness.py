@@ -107,3 +107,13 @@ def test_the_sample_takes_every_operator_in_turn():
     chosen = run.sample(every, 6, seed=1)
     assert len(chosen) == 6 and sorted(m.operator for m in chosen) == ["g/a", "g/a", "g/b", "g/b", "g/c", "g/c"]
     assert run.sample(every, None, 0) == every
+
+
+def test_only_takes_the_mutants_of_the_operators_named_and_refuses_a_name_that_makes_none(domain):
+    every = domain
+    chosen = run.only(every, ["stride_dim", "eps_dropped"])
+    assert chosen and {m.operator for m in chosen} == {"domain/stride_dim", "domain/eps_dropped"}
+    assert len(chosen) == sum(m.operator in ("domain/stride_dim", "domain/eps_dropped") for m in every)
+    with pytest.raises(SystemExit, match="no_such_operator"):
+        run.only(every, ["stride_dim", "no_such_operator"])
+

@@ -1,7 +1,8 @@
 """Run mutants of the solution through the public tests and the grader, and report the properties of issue
 "Every mistake named and charged once", operator by operator:
 
-    python tests/mutation/run.py [--sample N] [--seed S] [--out build/mutants.md]     # make mutants [SAMPLE=N]
+    python tests/mutation/run.py [--sample N] [--seed S] [--only OPS] [--out build/mutants.md]
+                                                                  # make mutants [SAMPLE=N] [ONLY=OPS]
 
 (a) a mutant that fails a public test loses points in the grader; (c) it is charged in one part (and, beside it,
 as the handout's rules allow: item 9 beside another part, a host error in every part whose case it stops); (d) the
@@ -148,13 +149,24 @@ def sample(every: list, n: int | None, seed: int) -> list:
     return chosen
 
 
+def only(every: list, names: list) -> list:
+    """The mutants of the operators ``names`` (by their last name: "dtype_changed", "NumberReplacer")."""
+    unknown = set(names) - {m.operator.rpartition("/")[2] for m in every}
+    if unknown:
+        raise SystemExit(f"no mutants of the operators {sorted(unknown)}")
+    return [m for m in every if m.operator.rpartition("/")[2] in names]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sample", type=int)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", help="operators, by their last name, comma-separated (dtype_changed,stride_dim)")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "mutants.md")
     args = ap.parse_args(argv)
     every = mutants.every()
+    if args.only:
+        every = only(every, args.only.split(","))
     rows = run(sample(every, args.sample, args.seed))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     text = f"{len(rows)} of {len(every)} mutants of solution/rmsnorm.py\n\n" + table(rows)

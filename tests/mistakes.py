@@ -181,6 +181,9 @@ EDITS = {
     # y allocated in fp32 whatever x's dtype
     "y_in_fp32": [("    y = torch.empty((m, n), dtype=x.dtype, device=x.device)",
                    "    y = torch.empty((m, n), dtype=torch.float32, device=x.device)")],
+    # dx allocated in fp32 whatever x's dtype ("to keep precision"): autograd converts what the Function returns
+    "dx_in_fp32": [("    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)",
+                    "    dx = torch.empty((m, n), dtype=torch.float32, device=x.device)")],
     # one block per row, capped at 4096 columns, and no chunked path for longer rows (forward and backward)
     "block_capped_at_4096": [("    if n_cols <= MAX_FUSED_N:\n        return triton.next_power_of_2(n_cols), True",
                               "    if n_cols <= MAX_FUSED_N:\n"

@@ -94,6 +94,8 @@ CHARGED = {
     "y_allocated_like_x": (("elements_not_stored_fwd",), ["4.3"], "transposes of (80, 24) tensors"),
     "two_gradients_for_three_inputs": (("gradient_count",), ["4.6"], "3 in all, in that order: return dx, dg, None"),
     "y_in_fp32": (("output_dtype",), ["4.6"], "y has dtype float32 for x of shape (256, 128) fp16"),
+    # item 7 sees x.grad, autograd's conversion of the fp32 dx: the dtype's mistake, noted there, not host work
+    "dx_in_fp32": (("output_dtype",), ["4.6"], "dx from rmsnorm_backward has dtype float32"),
     "block_capped_at_4096": (("columns_not_stored",), ["4.4"], "the columns from 4096 on were never written"),
     "eps_left_out_of_backward": (("r_recomputed_without_eps", "padding_nan"), ["4.5"], "oad r from r_ptr"),
     "r_recomputed_in_backward": (("r_recomputed",), ["4.5"], "with r recomputed from x with eps = 1e-05"),

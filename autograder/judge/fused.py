@@ -12,7 +12,7 @@ import dataclasses
 
 from rmsnorm_testkit import compare, dataflow, text
 
-from ..hidden.cases import CORE, HOST_CHECK, all_sim_cases, reduction_cases, task_name, traffic_cases
+from ..hidden.cases import CORE, HOST_CHECK, all_sim_cases, kind_of, reduction_cases, task_name, traffic_cases
 from .charge import Finding, Ledger
 from .correctness import robust_part
 from .counts import (IO_ROLES, backward_io_problems, by_role, extent, io, order_dependence,
@@ -274,6 +274,16 @@ def stale_output(outcome, task, forward: bool, where: str) -> Finding | None:
                          f"op or kernel shows the work")
 
 
+def autograds_cast(outcome, k, task, out, dtype) -> str | None:
+    """The dtype of the dx that rmsnorm_backward returns for case ``k``, when it is not x's (``dtype``): then the
+    dx of the autograd step ``task`` is autograd's own conversion of it, which no kernel stores. An output's
+    dtype is 4.6's (output_dtype), not a sign of host work."""
+    if out != "dx" or kind_of(task) != "ag":
+        return None
+    returned = (outcome.info.get(task_name("bwd", k)) or {}).get("dtypes", {}).get("dx")
+    return returned if isinstance(returned, str) and returned != dtype else None
+
+
 def item_7(inputs, outcome) -> Ledger:
     """No value a host-side op computed from an M·N activation reaches a kernel or an output (the judge's replay
     follows it: host_problem), in any dtype: the forward, the backward given the reference r,
@@ -332,6 +342,12 @@ def item_7(inputs, outcome) -> Ledger:
                                if out in roles_of(a) and a["stored"]), default=0)
             if covered != M * N:
                 whole = wrote_a_whole_output(phase["launches"], M, N, IO_ROLES)
+                cast = autograds_cast(outcome, k, task, out, c.dtype) if whole and not covered else None
+                if cast:
+                    L.add(Finding(out, f"{out} returned by your {where} is autograd's conversion of the {cast} {out} "
+                                       f"your backward returns (x.grad takes x's dtype), not a tensor your kernels "
+                                       f"stored", "output_dtype"))
+                    continue
                 cause = (f"{out}_not_from_kernels" if whole else None) if not covered else \
                     coverage_cause(outcome, task, out)
                 L.add(Finding(out, f"{out} returned by your {where} was not written by kernel stores ({covered} of "

@@ -107,7 +107,8 @@ CAUSE_OWNERS = {
     **dict.fromkeys(("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3", "padding_nan",
                      "r_recomputed_without_eps", "r_recomputed", "lanes_undefined"), "4.5"),
     **dict.fromkeys(("dy_modified", "input_modified", "no_dg", "no_r_saved", "output_dtype", "output_shape",
-                     "gradient_count", "ctx_tensors", "saved_tensors", "partial_dtype", "needs_input_grad"), "4.6"),
+                     "gradient_count", "ctx_tensors", "saved_tensors", "partial_dtype", "needs_input_grad",
+                     "output_type"), "4.6"),
     "order_dependent": "4.7",
     "race": "8",
 }

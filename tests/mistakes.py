@@ -181,6 +181,9 @@ EDITS = {
     # y allocated in fp32 whatever x's dtype
     "y_in_fp32": [("    y = torch.empty((m, n), dtype=x.dtype, device=x.device)",
                    "    y = torch.empty((m, n), dtype=torch.float32, device=x.device)")],
+    # the Function's forward returns r beside y "so that the caller can see it": rmsnorm(x, g) gives a tuple
+    "function_returns_y_and_r": [("        ctx.save_for_backward(x, g, r)\n        return y\n",
+                                  "        ctx.save_for_backward(x, g, r)\n        return y, r\n")],
     # dx allocated in fp32 whatever x's dtype ("to keep precision"): autograd converts what the Function returns
     "dx_in_fp32": [("    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)",
                     "    dx = torch.empty((m, n), dtype=torch.float32, device=x.device)")],

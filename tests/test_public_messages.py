@@ -134,6 +134,9 @@ EXPECTED = {
     "y_in_fp32": ("test_part_c.py::test_half_precision[fp16]",
                   ["y from rmsnorm_forward has dtype torch.float32 for x of shape (33, 200) fp16",
                    "it must keep x's dtype"]),
+    "function_returns_y_and_r": ("test_part_c.py::test_the_eps_the_caller_passes",
+                                 ["y from rmsnorm(x, g, 0.1) (your TritonRMSNorm.forward) should be a torch.Tensor, "
+                                  "got tuple"]),
     "dx_in_fp32": ("test_part_c.py::test_backward_wrapper_keeps_the_input_dtypes[fp16]",
                    ["dx from rmsnorm_backward has dtype torch.float32 for x of shape (33, 200) fp16",
                     "it must be torch.float16"]),

@@ -229,6 +229,19 @@ def undefined_lanes(outcome, task, phase) -> str | None:
                  if L.get("undefined_lanes")), None)
 
 
+def function_output(outcome, task, story) -> Finding | None:
+    """What an autograd step says when rmsnorm (TritonRMSNorm.apply) returned no tensor at all (a tuple (y, r),
+    say): the Function's output is 4.6's (output_type), in every part whose step it stops, and the grader's own
+    y.backward(dy) that then fails is no second mistake. None for any other task, and for a tensor the grader
+    cannot read (a quantized one: named by its dtype where it is compared)."""
+    what = outcome.info.get(task, {}).get("not_tensors", {}).get("y")
+    if kind_of(task) != "ag" or not what or " " in what:      # a type's name ("tuple"), not a tensor described
+        return None
+    return Finding("y", f"y was not returned for {story}: rmsnorm (your TritonRMSNorm.forward, through apply) gave "
+                        f"{got_instead(what)}, so y.backward(dy) could not run. A Function's forward returns y alone; "
+                        f"keep r for the backward with ctx.save_for_backward", "output_type")
+
+
 def got_instead(what: str) -> str:
     """What came back instead of a tensor, as the feedback says it: a type's name, "NoneType instead of a
     tensor"; a description (a subclass of torch.Tensor, a tensor on another device) as it is."""
@@ -272,6 +285,10 @@ def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(),
     returned = got(outcome, task, name)
     if returned is None:
         what = outcome.info.get(task, {}).get("not_tensors", {}).get(name)
+        made = function_output(outcome, task, story)
+        if name == "y" and made:
+            ledger.add(made)
+            return made
         cause, fix = no_dg(outcome, task) if name == "dg" and what == "NoneType" else (None, "")
         f = Finding(name, f"{name} was not returned for {story}" + (f" (got {got_instead(what)})" if what else "")
                     + fix, cause)
@@ -487,6 +504,9 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
     err = outcome.task_error(task)
     if not err or outcome.info.get(task, {}).get("failed_in") != "bwd":
         return None
+    made = function_output(outcome, task, story)
+    if made:                                        # no y to call backward on: the Function's output, 4.6's
+        return made
     cause = error_cause(outcome, task, err)
     if cause == "compile_rule":                     # a backward kernel Triton refuses
         return Finding("dx", f"your backward failed for {story}: {err}", "compile_rule")

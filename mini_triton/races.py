@@ -225,7 +225,7 @@ def _exact(launch, recs):
         p, q = int(writers[0]), int(writers[1])
         site, msg, what = _message(launch, r, None, (addr + lo) * unit, p, q, "store")
         step = (int(sa[sp == q].min()) - int(sa[sp == p].min())) * unit // r.buf.tensor_element_size
-        return site, msg + _starts_said(r, p, q, step), what
+        return site, msg + _starts_said(r, step), what
     found = _against_atomics(launch, recs, lo, hi, unit)
     if found is not None or not loads:
         return found
@@ -305,9 +305,10 @@ def _message(launch, rec, writer_rec, byte_addr, p, q, what):
     return site, msg, what
 
 
-def _starts_said(rec, p, q, step) -> str:
-    """What a store race says when program ``q`` began storing less than one of the tensor's rows after program ``p``
-    (``step`` elements): the kernel stepped from row to row by less than the row stride (a column stride passed)."""
+def _starts_said(rec, step) -> str:
+    """What a store race says when the second of its two programs began storing less than one of the tensor's rows
+    after the first (``step`` elements): the kernel stepped from row to row by less than the row stride (a column
+    stride passed)."""
     t = rec.buf.tensor
     if t is None or t.dim() < 2 or not t.is_contiguous() or not 0 < step < t.stride(-2):
         return ""

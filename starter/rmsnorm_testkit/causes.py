@@ -89,7 +89,7 @@ CAUSES = {c.key: c for c in (
           "dy.reshape(-1, N).contiguous() makes such rows (or pass the column stride to the kernel as well)"),
     Cause("sum_in_16_bits", "r is off by a little: a sum of squares kept in {dtype} rounds at every step",
           "convert x to fp32 before squaring (tl.load(...).to(tl.float32)); tl.sum adds 16-bit values in 16 bits"),
-    # fp32 inputs, outputs off everywhere by about one rounding to 11 bits (fp16, or tf32 in a tl.dot)
+    # fp32 inputs, outputs off in many elements by about one rounding to 11 bits (fp16, or tf32 in a tl.dot)
     Cause("held_in_16_bits_fwd", HELD_SAYS, "keep fp32 inputs in fp32 from load to store: no .to(tl.float16) of x "
           "or g, no 16-bit buffer or accumulator (" + TF32 + ")"),
     Cause("held_in_16_bits_bwd", HELD_SAYS, "keep fp32 inputs in fp32 from load to store: no .to(tl.float16) of x, "

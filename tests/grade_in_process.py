@@ -10,7 +10,9 @@ out, which tests/test_autograder_*.py test on their own.
                                                            "causes": {part: [cause, ...]}}}
 
 With ``gpu_cases=True`` the GPU jobs' robustness cases (cases.gpu_jobs(), all but "speed") run too, on the
-simulator, and are judged as the GPU job's: what the GPU grading's judge makes of them, without a GPU;
+simulator, and are judged as the GPU job's: what the GPU grading's judge makes of them, without a GPU (each case
+at its own row length but on GPU_ROWS rows at most: what these gradings test is how the judge charges the GPU's
+cases, and millions of elements on the simulator cost a make check about a minute);
 ``gpu_cases="as_written"`` runs them with every launch as the submission passed it, as a GPU does (no arguments
 exchanged: job.judge.launches.Launcher.exchange), and ``gpu_cases="bare"`` also reports them as a GPU does, without
 the simulator's record of the launches' reads and stores.
@@ -22,6 +24,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+GPU_ROWS = 8        # the most rows of a GPU job's case run here (``gpu_cases``)
 
 
 def _context():
@@ -68,6 +71,8 @@ def _grade(path: str, gpu_cases: bool | str = False, drawn: tuple | None = None,
     outcome = _run(triton, submission, groups, flat(inputs))
     gpu = None
     if gpu_cases:
+        for k, c in GPU_ROBUST.items():                   # in place: the judge reads the same dict
+            GPU_ROBUST[k] = _on_fewer_rows(c)
         robust = {name: {k: v for k, v in task.items() if k != "device"}
                   for job, tasks in gpu_jobs().items() if job != "speed" for name, task in tasks.items()}
         gpu_inputs = make_inputs(GPU_ROBUST)
@@ -84,6 +89,12 @@ def _grade(path: str, gpu_cases: bool | str = False, drawn: tuple | None = None,
     return {"failed": {p: v.failure for p, v in verdicts.items() if v.failure},
             "notes": {p: v.notes for p, v in verdicts.items() if v.notes},
             "causes": {p: sorted({f.cause for f in L.findings if f.cause}) for p, L in found.items()}}
+
+
+def _on_fewer_rows(c):
+    """A GPU job's case at its own row length, on GPU_ROWS rows at most, its story saying so."""
+    shape = (min(c.shape[0], GPU_ROWS), *c.shape[1:])
+    return c._replace(shape=shape, story=c.story.replace(str(tuple(c.shape)), str(shape)))
 
 
 def _as_a_gpu_reports_it(outcome):

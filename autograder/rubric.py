@@ -104,11 +104,11 @@ CAUSE_OWNERS = {
     "sum_in_16_bits": "4.1",                        # 16-bit inputs: a sum of squares kept in 16 bits
     **dict.fromkeys(("x_rows_by_n", "dy_rows_by_n", "x_cols_adjacent", "dy_cols_adjacent"), "4.3"),          # strides
     **dict.fromkeys(("columns_not_stored", "sum_stops_early"), "4.4"),       # rows longer than one block
-    **dict.fromkeys(("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3", "padding_nan",
-                     "r_recomputed_without_eps", "r_recomputed", "lanes_undefined"), "4.5"),
+    **dict.fromkeys(("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_over_n", "eps_forgotten_in_r3",
+                     "padding_nan", "r_recomputed_without_eps", "r_recomputed", "lanes_undefined"), "4.5"),
     **dict.fromkeys(("dy_modified", "input_modified", "no_dg", "no_r_saved", "output_dtype", "output_shape",
-                     "gradient_count", "ctx_tensors", "saved_tensors", "partial_dtype", "needs_input_grad",
-                     "output_type"), "4.6"),
+                     "gradient_count", "ctx_tensors", "saved_tensors", "saved_tensor_swapped", "partial_dtype",
+                     "needs_input_grad", "output_type"), "4.6"),
     "order_dependent": "4.7",
     "race": "8",
 }
@@ -121,10 +121,13 @@ FIRST_FINDER = frozenset({"compile_rule"})
 # So are elements never stored: which pattern they make (whole rows, some elements) depends on the input; and rows
 # the backward's grid misses show as rows its kernels never loaded where dg is the only gradient checked (a step
 # where x does not require grad: 4.6's).
+# And eps used the wrong way looks like eps left out where the case's eps is too small to tell (1e-6 beside rows of
+# mean square 1), or like the default eps where the caller's is near it (eps/N for eps = 0.5 and N = 20001).
+_EPS = ("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_over_n", "eps_forgotten_in_r3",
+        "r_recomputed_without_eps", "r_recomputed")
 _UNSTORED_FWD = ("r_not_stored", "rows_not_stored_fwd", "elements_not_stored_fwd")
 _UNSTORED_BWD = ("rows_not_stored_bwd", "elements_not_stored_bwd")
-CAUSE_FAMILIES = {"padding_nan": ("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_forgotten_in_r3",
-                                  "r_recomputed_without_eps", "r_recomputed"),
+CAUSE_FAMILIES = {"padding_nan": _EPS, **{k: _EPS for k in _EPS},
                   **{k: _UNSTORED_FWD for k in _UNSTORED_FWD}, **{k: _UNSTORED_BWD for k in _UNSTORED_BWD},
                   "unread_bwd": _UNSTORED_BWD}
 # Rules of the whole submission rather than of one case's output: charged in their owner wherever they show

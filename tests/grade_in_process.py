@@ -7,7 +7,8 @@ job.judge.remote.run_tasks) and the grader's judge (judge.ledgers, judge.charge)
 out, which tests/test_autograder_*.py test on their own.
 
     verdicts({"name": Path("rmsnorm.py"), ...}) -> {name: {"failed": {part: message}, "notes": {...},
-                                                           "causes": {part: [cause, ...]}}}
+                                                           "causes": {part: [cause, ...]},
+                                                           "checked": {part: outputs it could check}}}
 
 With ``gpu_cases=True`` the GPU jobs' robustness cases (cases.gpu_jobs(), all but "speed") run too, on the
 simulator, and are judged as the GPU job's: what the GPU grading's judge makes of them, without a GPU (each case
@@ -88,7 +89,8 @@ def _grade(path: str, gpu_cases: bool | str = False, drawn: tuple | None = None,
     verdicts = charge(found)
     return {"failed": {p: v.failure for p, v in verdicts.items() if v.failure},
             "notes": {p: v.notes for p, v in verdicts.items() if v.notes},
-            "causes": {p: sorted({f.cause for f in L.findings if f.cause}) for p, L in found.items()}}
+            "causes": {p: sorted({f.cause for f in L.findings if f.cause}) for p, L in found.items()},
+            "checked": {p: L.checked for p, L in found.items()}}
 
 
 def _on_fewer_rows(c):

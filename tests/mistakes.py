@@ -156,6 +156,8 @@ EDITS = {
     # --- the causes the diagnosis names (starter/rmsnorm_testkit/diagnose.py), each in the part that owns it ---
     # the forward leaves eps out of r
     "eps_left_out": [(FWD_R, FWD_R.replace(" + eps)", ")")), (FWD_R_CHUNKED, FWD_R_CHUNKED.replace(" + eps)", ")"))],
+    "eps_added_before_mean": [(FWD_R, "r = tl.rsqrt((tl.sum(x * x, axis=1) + eps) / n_cols)"),
+                              (FWD_R_CHUNKED, "r = tl.rsqrt((tl.sum(sq, axis=1) + eps) / n_cols)")],
     # eps added outside the square root
     "eps_outside_sqrt": [(FWD_R, "r = 1.0 / (tl.sqrt(tl.sum(x * x, axis=1) / n_cols) + eps)"),
                          (FWD_R_CHUNKED, "r = 1.0 / (tl.sqrt(tl.sum(sq, axis=1) / n_cols) + eps)")],
@@ -219,6 +221,7 @@ EDITS = {
                              "    y_rows = y_ptr + rows[:, None] * x_row_stride")],
     # the autograd Function saves y instead of r
     "saves_y_not_r": [("ctx.save_for_backward(x, g, r)", "ctx.save_for_backward(x, g, y)")],
+    "saves_y_not_x": [("ctx.save_for_backward(x, g, r)", "ctx.save_for_backward(y, g, r)")],
     # the saved tensors unpacked in another order than they were saved
     "saved_in_another_order": [("ctx.save_for_backward(x, g, r)", "ctx.save_for_backward(g, r, x)")],
     # y multiplied by the RMS where it should be divided by it

@@ -80,6 +80,7 @@ CHARGED = {
     # one mistake (a race), charged once: not again as order dependence (4.7) or as scratch traffic (6)
     "dg_lost_update": (("race",), ["8", "9"], "reads dg_partial_ptr[0, 0] (rmsnorm_bwd_kernel line"),
     "eps_left_out": (("eps_forgotten",), ["4.5"], "it matches the formula with eps left out"),
+    "eps_added_before_mean": (("eps_over_n",), ["4.5"], "eps is added to the sum of squares before the division by N"),
     "eps_outside_sqrt": (("eps_outside_sqrt",), ["4.5"], "eps is outside the square root"),
     "eps_fixed": (("eps_ignored",), ["4.5"], "instead of the eps = 0.01 the caller passed"),
     "mean_over_block": (("mean_over_block",), ["1"], "over the block's 128 lanes instead of the row's N = 100"),
@@ -112,6 +113,9 @@ CHARGED = {
     "dy_uses_x_row_stride": ((), ["4.3"], "OutOfBoundsError: out-of-bounds load in load_tile line"),
     "y_uses_x_row_stride": ((), ["4.3"], "OutOfBoundsError: out-of-bounds store in rmsnorm_fwd_kernel"),
     "saves_y_not_r": (("no_r_saved",), ["4.6"], "and the backward needs r: (256,) fp32"),
+    "saves_y_not_x": (("saved_tensor_swapped",), ["4.6"], "your backward (TritonRMSNorm.backward) passes y as "
+                                                          "rmsnorm_bwd_kernel's x_ptr, where rmsnorm_backward called "
+                                                          "directly passes x"),
     # rmsnorm_backward's own check of g's shape refuses what the Function passes it: an error raised on the host,
     # charged in every part whose case it stops (the handout's rule), each message naming the Function's call
     "saved_in_another_order": ((), ["4.1", "4.2", "4.3", "4.4", "4.5", "4.6"],

@@ -96,6 +96,24 @@ def test_c_by_the_handouts_rules_allows_item_9_beside_another_part_and_a_host_er
     assert judged["c_rules"] is once and judged["c"] is (len(parts) == 1)
 
 
+CRASH = "error: OutOfBoundsError in load_tile line 61"
+
+
+@pytest.mark.parametrize("parts, causes, checked, once", [
+    (["1", "4.2"], {"1": [CRASH], "4.2": [CRASH]}, {"1": 0, "4.2": 0}, True),     # nothing else of 4.2 to check
+    (["1", "4.2"], {"1": [CRASH], "4.2": [CRASH]}, {"1": 0, "4.2": 3}, False),    # 4.2 had more: it keeps its points
+    (["1", "4.2"], {"1": [CRASH], "4.2": [CRASH]}, None, False),                  # unknown: not by the rules
+    (["1", "4.2"], {"1": [CRASH], "4.2": [CRASH.replace("61", "62")]}, {}, False),  # two lines: two crashes
+    (["1", "4.2"], {"1": [CRASH], "4.2": [CRASH, "eps_forgotten"]}, {}, False),   # and another mistake
+])
+def test_c_by_the_handouts_rules_allows_a_kernels_crash_only_where_nothing_else_could_be_checked(parts, causes,
+                                                                                                 checked, once):
+    assert run.charged_once_by_the_rules(parts, causes, checked) is once
+    judged = run.assess(MASK, "FAILED x", {"failed": dict.fromkeys(parts, "m"), "notes": {}, "causes": causes,
+                                           "checked": checked})
+    assert judged["c_rules"] is once and judged["c"] is (len(parts) == 1)
+
+
 def test_every_mutant_has_a_name_of_its_own(domain):
     twice = mutants.named(domain + domain)                # each code once, whatever made it
     assert len(twice) == len(domain) and len({m.name for m in twice}) == len(twice)

@@ -110,6 +110,8 @@ EXPECTED = {
     "eps_left_out": ("test_part_a.py::test_n_not_a_power_of_two[N=1]",
                      ["it matches the formula with eps left out: r = 1/sqrt(mean(x²))", "Add eps inside the square "
                       "root"]),
+    "eps_added_before_mean": ("test_part_a.py::test_the_eps_the_caller_passes",
+                              ["it matches r = 1/sqrt((sum(x²) + eps)/N)", "Add eps after the mean"]),
     "eps_outside_sqrt": ("test_part_a.py::test_n_not_a_power_of_two[N=1]",
                          ["it matches r = 1/(sqrt(mean(x²)) + eps): eps is outside the square root"]),
     "eps_fixed": ("test_part_c.py::test_the_eps_the_caller_passes",
@@ -171,6 +173,9 @@ EXPECTED = {
                                ["but rmsnorm_backward runs when called directly",
                                 "Your forward saved (100,) fp32, (37,) fp32, (37, 100) fp32, in that order",
                                 "unpack ctx.saved_tensors in the order ctx.save_for_backward was given them"]),
+    "saves_y_not_x": ("test_part_c.py::test_backward_dx[(37, 100)]",
+                      ["your backward (TritonRMSNorm.backward) passes y as rmsnorm_bwd_kernel's x_ptr",
+                       "ctx.save_for_backward(x, g, r)"]),
     "saves_y_not_r": ("test_part_c.py::test_backward_dx[(37, 100)]",
                       ["your TritonRMSNorm.forward saved (37, 100) fp32, (100,) fp32, (37, 100) fp32",
                        "the backward needs r: (37,) fp32", "ctx.save_for_backward(x, g, r)"]),

@@ -269,6 +269,22 @@ def traffic(outcome, task, phase, x, dy=None) -> tuple | None:
     return diagnose.traffic_cause(phase, args, x.numel() // max(1, N), N, strides) if args else None
 
 
+def through_the_function(outcome, task, read) -> tuple | None:
+    """An autograd step's backward that passes one input's tensor where a kernel's parameter names another (y or g as
+    x_ptr, say), where rmsnorm_backward called directly passes each where it belongs: the autograd Function handed
+    rmsnorm_backward the wrong tensor (what it saved, or the order it unpacked ctx.saved_tensors in), 4.6's
+    mistake, not the launch's. ``read``: traffic()'s finding of the step's backward, returned as it is otherwise."""
+    if not read or read[0] != "wrong_tensor_bwd":
+        return read
+    direct = task_name("bwd", "d")
+    swap = diagnose.swapped_argument(launch_args(outcome, task, "bwd"))
+    if swap is None or not outcome.info.get(direct, {}).get("ok") or \
+            diagnose.swapped_argument(launch_args(outcome, direct, "bwd")) is not None or \
+            any(outcome.info.get(t, {}).get("bwd", {}).get("exchanged") for t in (task, direct)):
+        return read                       # rmsnorm_backward's own launch passes them the other way round
+    return diagnose.handed_by_the_function(swap, read[2])
+
+
 def launch_args(outcome, task, phase) -> list:
     """(kernel, parameter, roles, elements loaded, distinct elements loaded) of every tensor argument of a task's
     phase's launches; a host copy of a tensor (x.contiguous(), found in memory) has the role of what it copies."""
@@ -398,6 +414,8 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
     nan_cause = "masked_nan" if undefined_lanes(outcome, task, "bwd") or undefined_lanes(outcome, task, "fwd") \
         else None
     read = traffic(outcome, task, "bwd", x, dy)
+    if kind_of(task) == "ag":
+        read = through_the_function(outcome, task, read)
     for key, grads, says in diagnose.read_instead(read, x, g, dy, r_used):   # from the tensors the kernels read instead
         extra = {n: [*extra.get(n, []), (key, grads[i], says)] for i, n in enumerate(("dx", "dg"))}
     for ledger, name, want, i in ((ledger_dx, "dx", dx_ref, 0), (ledger_dg, "dg", dg_ref, 1)):

@@ -55,6 +55,9 @@ CAUSES = {c.key: c for c in (
           "add eps inside the square root, r = 1/sqrt(mean(x²) + eps), with the eps the caller passed"),
     Cause("eps_outside_sqrt", "it matches r = 1/(sqrt(mean(x²)) + eps): eps is outside the square root",
           "put eps inside: r = 1/sqrt(mean(x²) + eps)"),
+    Cause("eps_over_n", "it matches r = 1/sqrt((sum(x²) + eps)/N): eps is added to the sum of squares before the "
+          "division by N, so the formula has eps/N where eps belongs", "add eps after the mean: r = 1/sqrt(sum(x²)/N + "
+          "eps)"),
     Cause("eps_ignored", "it matches the formula with eps = 1e-05 instead of the eps = {eps:g} the caller passed",
           "pass the caller's eps through rmsnorm_forward and TritonRMSNorm.forward to the kernel; do not fix it"),
     Cause("mean_over_block", "it matches a mean of x² over the block's {B} lanes instead of the row's N = {N} "
@@ -153,6 +156,8 @@ CAUSES = {c.key: c for c in (
           "in the order of the kernel's parameters"),
     Cause("wrong_tensor_bwd", "{traffic}", "check each tl.load's pointer, and that the launch passes the tensors "
           "in the order of the kernel's parameters"),
+    Cause("saved_tensor_swapped", "{traffic}", "save what the backward needs, ctx.save_for_backward(x, g, r), and "
+          "unpack ctx.saved_tensors in that order (x, g, r = ctx.saved_tensors) before passing them on"),
     Cause("unread_fwd", "{traffic}", UNREAD_FIX),
     Cause("unread_bwd", "{traffic}", UNREAD_FIX),
     Cause("r_read_from_g", "it matches the gradients with each row's r read from g (r of row i = g[i]): a tl.load "
@@ -198,6 +203,8 @@ def forward_alternatives(x, g, eps=DEFAULT_EPS, block_n=None) -> dict:
             "r_rounded": (out(r)[0], r.half().double()), "r_rounded_bf16": (out(r)[0], r.bfloat16().double())}
     if n > 1:
         alts["sum_not_mean"] = out(torch.rsqrt(ms * n + eps))
+        if _tells_apart(ms, eps / n, (0.0, eps, DEFAULT_EPS)):
+            alts["eps_over_n"] = out(torch.rsqrt(ms + eps / n))
     if eps != DEFAULT_EPS:
         alts["eps_ignored"] = out(torch.rsqrt(ms + DEFAULT_EPS))
     for b in block_widths(n, block_n):
@@ -213,6 +220,13 @@ def forward_alternatives(x, g, eps=DEFAULT_EPS, block_n=None) -> dict:
     if x_c is not None:
         alts["x_cols_adjacent"] = forward_alternatives_plain(x_c, g, eps)
     return alts
+
+
+def _tells_apart(ms, eps_used, others) -> bool:
+    """Whether r = 1/sqrt(ms + eps_used) differs from r with each of ``others`` in its place by far more than any
+    tolerance in some row (a row of zeros, or a large eps): else the outputs cannot tell them apart, and the
+    diagnosis keeps to the simpler cause (eps left out, say)."""
+    return all(bool(((eps_used - e) / (ms + min(eps_used, e) + 1e-30)).abs().max() > 1e-2) for e in others)
 
 
 def forward_alternatives_plain(x, g, eps):

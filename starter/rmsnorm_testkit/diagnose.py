@@ -302,19 +302,41 @@ def _rounded_to_16_bits(g64, w64, dtype, atol, rtol) -> str | None:
     return f"{100 * float(err.max()) / scale:.2g}%"
 
 
-def launch_swap(phase: str, args) -> tuple | None:
-    """traffic_cause's first kind alone: a parameter named for one role that gets another role's tensor."""
-    which = "backward" if phase == "bwd" else "forward"
+def swapped_argument(args) -> tuple | None:
+    """(kernel, parameter, the role it is named for, the role of the tensor it got, the parameter named for that
+    role which got the first's tensor, or None) of the first parameter named for one role that gets another role's
+    tensor; None when there is none."""
     for kernel, param, roles, *_ in args:
         named = param_role(param)
         if named and roles and named not in roles and set(roles) <= set(PARAM_ROLES.values()):
             passed = roles[0]
             back = next((p for k, p, rs, *_ in args if k == kernel and param_role(p) == passed and named in rs), None)
-            also = f", and {named} as {back}" if back else ""
-            return (f"wrong_tensor_{phase}", f"your {which} passes {passed} as {kernel}'s {param}{also}: the "
-                    f"launch's arguments are not in the order of the kernel's parameters",
-                    {named: passed, passed: named} if back else {named: passed})
+            return kernel, param, named, passed, back
     return None
+
+
+def handed_by_the_function(swap, mapping) -> tuple:
+    """traffic_cause's finding for an autograd step whose backward gets one tensor for another (``swap``, from
+    swapped_argument) where rmsnorm_backward itself passes each where it belongs: the autograd Function handed
+    rmsnorm_backward the wrong tensor (what it saved, or the order it unpacked ctx.saved_tensors in)."""
+    kernel, param, named, passed, _ = swap
+    return ("saved_tensor_swapped", f"your backward (TritonRMSNorm.backward) passes {passed} as {kernel}'s {param}, "
+                                    f"where rmsnorm_backward called directly passes {named}: the Function hands "
+                                    f"rmsnorm_backward {passed} in place of {named}, so what it saved or the order it "
+                                    f"unpacked ctx.saved_tensors in is off", mapping)
+
+
+def launch_swap(phase: str, args) -> tuple | None:
+    """traffic_cause's first kind alone: a parameter named for one role that gets another role's tensor."""
+    swap = swapped_argument(args)
+    if swap is None:
+        return None
+    kernel, param, named, passed, back = swap
+    which = "backward" if phase == "bwd" else "forward"
+    also = f", and {named} as {back}" if back else ""
+    return (f"wrong_tensor_{phase}", f"your {which} passes {passed} as {kernel}'s {param}{also}: the launch's "
+            f"arguments are not in the order of the kernel's parameters",
+            {named: passed, passed: named} if back else {named: passed})
 
 
 def traffic_cause(phase: str, args, M: int, N: int, strides: dict | None = None) -> tuple | None:
@@ -586,6 +608,16 @@ class KernelLog:
     def traffic(self, phase: str, tensors: dict, x) -> tuple | None:
         """traffic_cause of the block's launches (None off the simulator): ``tensors`` ({role: tensor}, the
         tensors as the kernels were given them) says which memory is which."""
+        args = self.args(tensors, x)
+        if args is None:
+            return None
+        N = x.shape[-1] if x.dim() else 1
+        strides = {role: t.stride() for role, t in tensors.items() if isinstance(t, torch.Tensor) and t.dim() == 2}
+        return traffic_cause(phase, args, x.numel() // max(1, N), N, strides) if args else None
+
+    def args(self, tensors: dict, x) -> list | None:
+        """traffic_cause's (kernel, parameter, roles, elements loaded, distinct elements loaded) of every tensor
+        argument of the block's launches (None off the simulator); ``tensors`` as for :meth:`traffic`."""
         if self.rec is None:
             return None
         roles = {}
@@ -593,11 +625,8 @@ class KernelLog:
             if isinstance(t, torch.Tensor):
                 roles.setdefault(t.untyped_storage().data_ptr(), []).append(role)
         copy = lambda a: ["copy"] if a.numel == x.numel() else []       # noqa: E731 -- x-sized, unknown: maybe a copy
-        args = [(L.kernel, name, roles.get(a.storage) or copy(a), a.loaded, a.distinct_loaded)
+        return [(L.kernel, name, roles.get(a.storage) or copy(a), a.loaded, a.distinct_loaded)
                 for L in self.rec.launches for name, a in L.args.items()]
-        N = x.shape[-1] if x.dim() else 1
-        strides = {role: t.stride() for role, t in tensors.items() if isinstance(t, torch.Tensor) and t.dim() == 2}
-        return traffic_cause(phase, args, x.numel() // max(1, N), N, strides) if args else None
 
     def nan_source(self) -> tuple:
         """(nan_cause, fmt) for diagnose: NaN from masked tl.loads without other=, and the first such load's line,

@@ -14,9 +14,9 @@ from rmsnorm_testkit.compare import (DTYPE_NAMES, STRIDED_SHAPE, apply_view, ass
                                      leave_garbage, partial_dtype_problem, random_inputs, reference, strided_inputs,
                                      transposed_inputs)
 from rmsnorm_testkit.causes import backward_alternatives, backward_plain, dg_rows, forward_alternatives, pick
-from rmsnorm_testkit.diagnose import (KernelLog, called_wrong, diagnose, diagnose_all, fail_if, no_r_saved,
-                                      read_instead, read_instead_fwd, saved_r, saved_r_finding, saved_too_few,
-                                      simulated)
+from rmsnorm_testkit.diagnose import (KernelLog, called_wrong, diagnose, diagnose_all, fail_if,
+                                      handed_by_the_function, no_r_saved, read_instead, read_instead_fwd, saved_r,
+                                      saved_r_finding, saved_too_few, simulated, swapped_argument)
 from rmsnorm_testkit.text import autograd_hint
 from rmsnorm_testkit import dataflow, readbacks
 
@@ -130,7 +130,12 @@ class Step:
                     raise AssertionError(called_wrong(kinds, f"{type(e).__name__}: {e}", self.story)) from e
                 raise
         self.dx, self.dg, self.kinds, self.rows, self.impl = xg.grad, gg.grad, kinds, rows, impl
-        self.read = self.log.traffic("bwd", {"x": xg, "dy": dy, "g": gg, "dx": self.dx}, x)
+        tensors = {"x": xg, "dy": dy, "g": gg, "dx": self.dx, "y": y}
+        self.read = self.log.traffic("bwd", tensors, x)
+        swap = swapped_argument(self.log.args(tensors, x) or []) if self.read else None
+        if self.read and self.read[0] == "wrong_tensor_bwd" and swap and swap[3] == "y":
+            # y reaches rmsnorm_backward only through the Function (what it saved, or how it unpacked it)
+            self.read = handed_by_the_function(swap, self.read[2])
         if self.read and self.read[0] == "wrong_tensor_bwd" and not torch.equal(dy, before):
             # a launch that passes dx and dy the other way round writes into dy: the launch is the cause
             raise AssertionError(f"your backward (y.backward(dy) through rmsnorm) wrote into dy for {self.story}: "

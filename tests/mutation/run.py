@@ -40,6 +40,8 @@ CONCEPTS = {"mask_dropped": ("mask", "out-of-bounds", "out of bounds"), "other_d
 PART = re.compile(r"charged once, in part ([\d.]+)")
 # A host error's cause (judge/outputs.error_cause): its site, then the task it stopped, in brackets
 HOST_ERROR = re.compile(r"^error: (\w+):.*(\(rmsnorm\.py line \d+\)) \[[^\]]+\]$")
+# A kernel's crash (judge/outputs.error_cause): its type, then the kernel or helper and line where it was raised
+KERNEL_ERROR = re.compile(r"^error: (\w+) in (\w+ line \d+)$")
 RUBRIC_ORDER = ("1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "5", "6", "7", "8", "9")
 
 
@@ -60,11 +62,13 @@ def public_tests(path: Path, log: Path) -> str | None:
     return " ".join(ln.strip() for ln in said)
 
 
-def charged_once_by_the_rules(parts: list, causes: dict) -> bool:
-    """(c) as the handout counts a charge ("One mistake, one charge" in handout/README.md): item 9's extra credit
-    goes only to a fused, deterministic backward with an exact dg whatever part charged their mistake, so it falls
-    with another part; and an error the file's host code raises (its type at its line) is charged in every part whose
-    case it stops. Beyond those, one part."""
+def charged_once_by_the_rules(parts: list, causes: dict, checked: dict | None = None) -> bool:
+    """(c) as the handout counts a charge ("Each mistake costs points once" in handout/README.md): item 9's extra
+    credit goes only to a fused, deterministic backward with an exact dg whatever part charged their mistake, so it
+    falls with another part; an error the file's host code raises (its type at its line) is charged in every part
+    whose case it stops; and one kernel's crash (the same error at the same line) in the first part that meets it and
+    in each other part where it is all there is and nothing else of the part could be checked (``checked``: {part:
+    the outputs of the part that could be checked}, from the judge's ledgers). Beyond those, one part."""
     rest = [p for p in parts if p != "9"] or parts
     if len(rest) <= 1:
         return True
@@ -72,9 +76,13 @@ def charged_once_by_the_rules(parts: list, causes: dict) -> bool:
     for p in rest:
         hosts = {m.groups() for c in causes.get(p, []) for m in [HOST_ERROR.match(c)] if m}
         if not hosts:
-            return False
+            break
         sites |= hosts
-    return len(sites) == 1
+    else:
+        return len(sites) == 1
+    first = set(causes.get(rest[0], []))
+    return (checked is not None and len(first) == 1 and KERNEL_ERROR.match(next(iter(first))) is not None
+            and all(set(causes.get(p, [])) == first and not checked.get(p) for p in rest[1:]))
 
 
 def assess(m, public, verdict) -> dict:
@@ -87,7 +95,7 @@ def assess(m, public, verdict) -> dict:
     return {"mutant": m.name, "operator": m.operator, "line": m.line, "before": m.before.strip(),
             "after": m.after.strip(), "public": public, "parts": parts, "first": first[:400],
             "a": public is None or bool(parts), "c": len(parts) <= 1,
-            "c_rules": charged_once_by_the_rules(parts, verdict.get("causes", {})),
+            "c_rules": charged_once_by_the_rules(parts, verdict.get("causes", {}), verdict.get("checked")),
             "d": None if kind not in CONCEPTS or not parts else any(w in first.lower() for w in CONCEPTS[kind]),
             "d_public": None if kind not in CONCEPTS or public is None else any(w in public.lower()
                                                                                for w in CONCEPTS[kind]),

@@ -94,7 +94,7 @@ CAUSE_OWNERS = {
                      "r_rounded_bf16", "held_in_16_bits_fwd"), "1"),
     # item 2, dx: the backward's formula and grid
     **dict.fromkeys(("r_squared", "dot_not_divided", "dot_over_block", "g_missing_dx", "g_missing_first_term",
-                     "dot_without_g",
+                     "dot_without_g", "dot_carried_over_rows",
                      "second_term_missing", "second_term_sign", "rows_not_stored_bwd", "elements_not_stored_bwd",
                      "dx_not_from_kernels", "wrong_tensor_bwd", "unread_bwd", "r_read_from_g", "held_in_16_bits_bwd"),
                     "2"),
@@ -103,7 +103,8 @@ CAUSE_OWNERS = {
                      "no_dg_backward"), "3"),
     "sum_in_16_bits": "4.1",                        # 16-bit inputs: a sum of squares kept in 16 bits
     **dict.fromkeys(("x_rows_by_n", "dy_rows_by_n", "x_cols_adjacent", "dy_cols_adjacent"), "4.3"),          # strides
-    **dict.fromkeys(("columns_not_stored", "sum_stops_early"), "4.4"),       # rows longer than one block
+    # rows longer than one block
+    **dict.fromkeys(("columns_not_stored", "sum_stops_early", "g_without_chunk_offset"), "4.4"),
     **dict.fromkeys(("eps_forgotten", "eps_outside_sqrt", "eps_ignored", "eps_over_n", "eps_forgotten_in_r3",
                      "padding_nan", "r_recomputed_without_eps", "r_recomputed", "lanes_undefined"), "4.5"),
     **dict.fromkeys(("dy_modified", "input_modified", "no_dg", "no_r_saved", "output_dtype", "output_shape",

@@ -222,6 +222,22 @@ EDITS = {
     # the autograd Function saves y instead of r
     "saves_y_not_r": [("ctx.save_for_backward(x, g, r)", "ctx.save_for_backward(x, g, y)")],
     "saves_y_not_x": [("ctx.save_for_backward(x, g, r)", "ctx.save_for_backward(y, g, r)")],
+    # the chunked backward's dot product set to zero once, before the loop over the program's rows
+    "chunked_dot_not_reset_per_row": [
+        ("        for i in range(0, rows_per_program, BLOCK_M):\n"
+         "            rows, row_mask = row_tile(first_row, i, rows_per_program, n_rows, BLOCK_M)\n"
+         "            r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)\n"
+         "            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)\n",
+         "        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)\n"
+         "        for i in range(0, rows_per_program, BLOCK_M):\n"
+         "            rows, row_mask = row_tile(first_row, i, rows_per_program, n_rows, BLOCK_M)\n"
+         "            r = tl.load(r_ptr + rows, mask=row_mask, other=0.0)\n")],
+    # the chunked backward's second loop loads g at the first chunk's columns
+    "chunked_g_without_offset": [
+        ("                g = tl.load(g_ptr + c, mask=c < n_cols, other=0.0).to(tl.float32)\n"
+         "                tl.store(dx_ptr",
+         "                g = tl.load(g_ptr + cols, mask=c < n_cols, other=0.0).to(tl.float32)\n"
+         "                tl.store(dx_ptr")],
     # the saved tensors unpacked in another order than they were saved
     "saved_in_another_order": [("ctx.save_for_backward(x, g, r)", "ctx.save_for_backward(g, r, x)")],
     # y multiplied by the RMS where it should be divided by it

@@ -40,3 +40,24 @@ def test_a_second_m_by_n_pass_through_scratch_is_one_in_any_dtype(dtype):
     launches = [launch(M + 8192, p={"dtype": dtype, "stored": M * N, "numel": M * N, "distinct": M * N},
                        q={"dtype": dtype, "stored": M * N, "numel": M * N, "distinct": M * N})]
     assert "stored 65536 elements into scratch" in counts.scratch_problem(launches, M, N)
+
+
+def io_launch(x_loaded, x_distinct):
+    """A backward launch that loads x ``x_loaded`` times over ``x_distinct`` elements, and moves dy and dx once."""
+    return [launch(32, x={"roles": ["x"], "loaded": x_loaded, "distinct": x_distinct, "numel": M * N},
+                   dy={"roles": ["dy"], "loaded": M * N, "distinct": M * N, "numel": M * N},
+                   dx={"roles": ["dx"], "stored": M * N, "distinct": M * N, "numel": M * N})]
+
+
+@pytest.mark.parametrize("x_loaded, x_distinct, kind, words", [
+    (2 * M * N, M * N, "repeat", "loaded x 2.0 times per element"),               # a second pass over x
+    (3 * M * N // 2, M * N // 2, "repeat", "loaded x 3.0 times per element"),     # more than one pass in all
+    (M * N, M * N // 2, "coverage", "for only 16384 of the 32768 elements, some of them 2.0 times"),   # an address
+    (M * N // 2, M * N // 2, "coverage", "for only 16384 of the 32768 elements"),
+])
+def test_elements_loaded_twice_while_others_never_are_an_address_not_a_second_pass(x_loaded, x_distinct, kind,
+                                                                                      words):
+    """One tile's rows loaded twice and another's never, in no more loads than one pass: the index that picks the
+    rows (a prefetch of the tile the program holds, say) is wrong; its cause is the rows never stored, not fusion."""
+    problems = counts.backward_io_problems(io_launch(x_loaded, x_distinct), M, N)
+    assert [(k, words in m) for k, m in problems] == [(kind, True)], problems

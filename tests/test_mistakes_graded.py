@@ -113,6 +113,10 @@ CHARGED = {
     "dy_uses_x_row_stride": ((), ["4.3"], "OutOfBoundsError: out-of-bounds load in load_tile line"),
     "y_uses_x_row_stride": ((), ["4.3"], "OutOfBoundsError: out-of-bounds store in rmsnorm_fwd_kernel"),
     "saves_y_not_r": (("no_r_saved",), ["4.6"], "and the backward needs r: (256,) fp32"),
+    "chunked_dot_not_reset_per_row": (("dot_carried_over_rows",), ["4.4"], "carried into the rows after it: an "
+                                                                          "accumulator set to zero once"),
+    "chunked_g_without_offset": (("g_without_chunk_offset",), ["4.4"], "with g read at the row's first 4096 columns "
+                                                                       "in every chunk"),
     "saves_y_not_x": (("saved_tensor_swapped",), ["4.6"], "your backward (TritonRMSNorm.backward) passes y as "
                                                           "rmsnorm_bwd_kernel's x_ptr, where rmsnorm_backward called "
                                                           "directly passes x"),

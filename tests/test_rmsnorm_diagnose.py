@@ -241,3 +241,34 @@ def test_a_backward_that_reads_r_through_g_is_named():
     alts = [(k, v[0]) for k, v in causes.backward_alternatives(x, g, dy, r.float()).items()]
     found = diagnose.diagnose("dx", wrong, dx, x, alternatives=alts)
     assert found.cause == "r_read_from_g" and "g's pointer where r's is meant" in found.message, found
+
+
+def test_alternatives_are_made_when_first_read_and_once():
+    """A grader checks many outputs and most are right: diagnose reads the alternatives only of a wrong one."""
+    made = []
+    later = causes.Later(lambda: made.append(1) or [("eps_forgotten", torch.zeros(3))])
+    assert diagnose.diagnose("r", R.float(), R, X, alternatives=later) is None and made == []
+    assert [k for k, _ in later] == [k for k, _ in later] == ["eps_forgotten"] and made == [1]
+    pair = causes.Made(lambda: made.append(2) or torch.ones(2), torch.zeros(1))
+    assert pair[1] is pair.r and made == [1]                        # r alone: y not made
+    y, r = pair
+    assert torch.equal(y, torch.ones(2)) and torch.equal(pair[0], y) and made == [1, 2]
+
+
+def test_the_forward_alternatives_y_is_the_formulas_when_made_late():
+    x, g = random_inputs((6, 300))[:2]
+    r0 = torch.rsqrt(x.double().pow(2).mean(-1))
+    y, r = causes.forward_alternatives(x, g)["eps_forgotten"]
+    assert torch.equal(r, r0) and torch.allclose(y, x.double() * r0[:, None] * g.double(), rtol=0, atol=1e-12)
+    kept = x.double()[:, :256].pow(2).sum(-1) / 300                 # a loop that stops at 256 of 300 columns
+    _, r_early = causes.forward_alternatives(x, g)["sum_stops_early@44"]
+    assert torch.allclose(r_early, torch.rsqrt(kept + 1e-5), rtol=1e-12, atol=0)
+
+
+def test_an_r_as_right_as_fp32_holds_it_is_near_no_wrong_formula():
+    """closest_cause names a formula only for an r whose error, within its tolerance, is ten times nearer that
+    formula; an r rounded once to fp32 is as right as it can be stored, whatever formula lies within a rounding."""
+    near = [("eps_outside_sqrt", R * (1 + 2.0 ** -30))]
+    assert diagnose.closest_cause(R.float(), R, near) is None
+    off = R * (1 + 1e-5)                                             # within r's tolerance, but not a rounding
+    assert diagnose.closest_cause(off.float(), R, [("eps_outside_sqrt", off)]) == "eps_outside_sqrt"

@@ -351,7 +351,7 @@ def fmt_of(x, dy, eps):
 def forward_outputs(ledger, outcome, task, x, g, eps, story, names=("r", "y")):
     """r and y of a forward task (r first: y is made from it)."""
     y, r, _, _ = reference(x, g, eps=eps)
-    alts = causes.forward_alternatives(x, g, eps)
+    alts = causes.once(lambda: causes.forward_alternatives(x, g, eps))    # for an output found wrong
     order = [("r", r, 1), ("y", y, 0)]
     unstored = [n for n, _, _ in order if _partly_stored(outcome, task, n)]
     if unstored:                                   # elements never stored come first: y is made from r
@@ -363,7 +363,8 @@ def forward_outputs(ledger, outcome, task, x, g, eps, story, names=("r", "y")):
         if name not in names:
             continue
         mine = [(k, yr[i], says) for k, yr, says in instead]
-        choices = causes.pick(alts, i) + mine + (extra if name == "y" else [])
+        choices = causes.Later(lambda i=i, mine=mine, more=extra if name == "y" else []:
+                               causes.pick(alts(), i) + mine + more)
         f = output(ledger, outcome, task, name, x, want, story, choices,
                    fmt=fmt_of(x, None, eps), rewrite=rewrite, read=read)
         got_r = got(outcome, task, "r")
@@ -395,7 +396,8 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
     dx that is right for the r the forward saved gets that r's cause."""
     _, r_ref, dx_ref, dg_ref = reference(x, g, dy, eps)
     r_used = r_ref.float() if r is None else r
-    alts = causes.backward_alternatives(x, g, dy, r_used, eps)
+    # the known wrong gradients, made once, for the first output found wrong
+    alts = causes.once(lambda: causes.backward_alternatives(x, g, dy, r_used, eps))
     fmt = {**fmt_of(x, dy, eps), "old_memory": _adds_into_scratch(outcome, task)}
     extra, rewrite = {}, {}
     wrong_r = _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) if kind_of(task) == "ag" else None
@@ -421,7 +423,8 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
     for ledger, name, want, i in ((ledger_dx, "dx", dx_ref, 0), (ledger_dg, "dg", dg_ref, 1)):
         if name not in names:
             continue
-        choices = causes.pick(alts, i) + extra.get(name, []) + ([causes.dg_rows(x, dy, r_used)] if name == "dg" else [])
+        choices = causes.Later(lambda i=i, name=name: causes.pick(alts(), i) + extra.get(name, []) +
+                               ([causes.dg_rows(x, dy, r_used)] if name == "dg" else []))
         f = output(ledger, outcome, task, name, x, want, story, choices, fmt=fmt, rewrite=rewrite, nan_cause=nan_cause,
                    read=read)
         if f is not None and f.cause == "masked_nan":

@@ -108,6 +108,12 @@ CAUSES = {c.key: c for c in (
           "has no eps to recompute it with)"),
     Cause("eps_forgotten_in_r3", "it matches " + DX + " with eps left out of the r³ term only",
           "use the r the forward saved (it has eps in it) in both terms, rather than recomputing it"),
+    Cause("dot_carried_over_rows", "it matches " + DX + " with each row's sum(dy·g·x) carried into the rows after "
+          "it: an accumulator set to zero once, before the loop over rows, keeps adding row after row",
+          "set the accumulator to zero at the start of each row (or tile of rows), inside the loop over rows"),
+    Cause("g_without_chunk_offset", "it matches dx with g read at the row's first {variant} columns in every chunk: "
+          "g's offsets in a loop over the row's chunks lack the chunk's start",
+          "load g at the chunk's own columns, g_ptr + start + cols, as x and dy are, in every loop over the row"),
     Cause("r_squared", "it matches r·dy·g − x·r²·sum(dy·g·x)/N: r² where the derivation gives r³",
           "the second term is x·r³·sum(dy·g·x)/N (dr/dx_j = −r³·x_j/N)"),
     Cause("dot_not_divided", "it matches r·dy·g − x·r³·sum(dy·g·x): the sum is not divided by N",
@@ -182,9 +188,38 @@ def next_pow2(n):
     return 1 << max(0, int(n) - 1).bit_length()
 
 
+def chunk_widths(n) -> list:
+    """The chunk widths a loop over a row of n might step by: powers of 2 from 16 that leave two chunks or more."""
+    return [1 << k for k in range(4, 16) if 2 << k <= n]
+
+
 def block_widths(n, block_n=None):
     """Block widths a kernel might have averaged over instead of N."""
     return sorted({b for b in (block_n, next_pow2(n)) if b and b != n})
+
+
+class Made:
+    """(y, r) of one wrong forward, y made when first read: a check of r alone (the r an autograd Function saved,
+    say) reads many alternatives' r and none of their y, which is as large as x."""
+    __slots__ = ("_make", "_y", "r")
+
+    def __init__(self, make_y, r):
+        self._make, self._y, self.r = make_y, None, r
+
+    def __getitem__(self, i):
+        if i in (1, -1):
+            return self.r
+        if i not in (0, -2):
+            raise IndexError(i)
+        if self._y is None:
+            self._y = self._make()
+        return self._y
+
+    def __len__(self):
+        return 2
+
+    def __iter__(self):
+        return iter((self[0], self[1]))
 
 
 def forward_alternatives(x, g, eps=DEFAULT_EPS, block_n=None) -> dict:
@@ -194,13 +229,15 @@ def forward_alternatives(x, g, eps=DEFAULT_EPS, block_n=None) -> dict:
     ms = x64.pow(2).mean(-1)
     r = torch.rsqrt(ms + eps)
 
-    def out(r_alt):
-        return (x64 * r_alt[:, None] * g64).reshape(x.shape), r_alt
+    def out(r_alt, y_of=None):
+        """(y, r) of one wrong forward: y made from r_alt, or by ``y_of``, when first read."""
+        return Made(y_of or (lambda: (x64 * r_alt[:, None] * g64).reshape(x.shape)), r_alt)
+    right_y = once(lambda: (x64 * r[:, None] * g64).reshape(x.shape))
     alts = {"eps_forgotten": out(torch.rsqrt(ms)), "eps_outside_sqrt": out(1 / (ms.sqrt() + eps)),
-            "r_is_rms": (out(r)[0], 1 / r), "y_without_g": ((x64 * r[:, None]).reshape(x.shape), r),
-            "y_times_rms": ((x64 / r[:, None] * g64).reshape(x.shape), r),
+            "r_is_rms": out(1 / r, right_y), "y_without_g": out(r, lambda: (x64 * r[:, None]).reshape(x.shape)),
+            "y_times_rms": out(r, lambda: (x64 / r[:, None] * g64).reshape(x.shape)),
             # y made from the fp32 r, which was then rounded when it was stored (x's dtype, say)
-            "r_rounded": (out(r)[0], r.half().double()), "r_rounded_bf16": (out(r)[0], r.bfloat16().double())}
+            "r_rounded": out(r.half().double(), right_y), "r_rounded_bf16": out(r.bfloat16().double(), right_y)}
     if n > 1:
         alts["sum_not_mean"] = out(torch.rsqrt(ms * n + eps))
         if _tells_apart(ms, eps / n, (0.0, eps, DEFAULT_EPS)):
@@ -209,9 +246,11 @@ def forward_alternatives(x, g, eps=DEFAULT_EPS, block_n=None) -> dict:
         alts["eps_ignored"] = out(torch.rsqrt(ms + DEFAULT_EPS))
     for b in block_widths(n, block_n):
         alts["mean_over_block"] = out(torch.rsqrt(ms * n / b + eps))
+    running = None                                     # each row's sums of squares up to each column
     for c in (1 << k for k in range(4, 16)):           # a chunk loop that stops one chunk of c columns early
         if c < n:
-            kept = x64[:, :(n - 1) // c * c].pow(2).sum(-1) / n
+            running = x64.pow(2).cumsum(-1) if running is None else running
+            kept = running[:, (n - 1) // c * c - 1] / n
             alts[f"sum_stops_early@{n - (n - 1) // c * c}"] = out(torch.rsqrt(kept + eps))
     x_n = rows_n_apart(x)
     if x_n is not None:
@@ -303,6 +342,13 @@ def backward_alternatives(x, g, dy, r, eps=DEFAULT_EPS, block_n=None) -> dict:
     }
     if x64.shape[0] <= n:
         alts["r_read_from_g"] = grads(g64[:x64.shape[0]].reshape(-1, 1))
+    if x64.shape[0] > 1:                              # one program's rows, the dot product never set back to 0
+        alts["dot_carried_over_rows"] = (dx_of(dyg * r64, x64 * r64 ** 3 * dot.cumsum(0) / n), dg)
+    for b in chunk_widths(n):                         # g loaded at the first chunk's columns in a chunk loop
+        gb = g64[torch.arange(n) % b]
+        dot_b = (dy64 * gb * x64).sum(-1, keepdim=True)
+        alts[f"g_without_chunk_offset@{b}"] = (dx_of(dy64 * gb * r64, x64 * r64 ** 3 * dot / n), dg)
+        alts[f"g_without_chunk_offset@{b}/dot"] = (dx_of(dy64 * gb * r64, x64 * r64 ** 3 * dot_b / n), dg)
     if eps != DEFAULT_EPS:
         alts["r_recomputed"] = grads(torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + DEFAULT_EPS))
     for b in block_widths(n, block_n):
@@ -329,6 +375,30 @@ def dg_rows(x, dy, r) -> tuple:
     """The alternative that lets diagnose find a dg summed over only some rows: each row's contribution."""
     n = x.shape[-1]
     return ("_dg_rows", rows64(dy, n) * rows64(x, n) * r.detach().cpu().double().reshape(-1, 1))
+
+
+def once(make):
+    """``make``, called the first time the function it returns is, and its result kept for every later call."""
+    made = []
+
+    def get():
+        if not made:
+            made.append(make())
+        return made[0]
+    return get
+
+
+class Later:
+    """Alternatives made when first read: diagnose reads them only for an output that is wrong, and most are
+    right, so a grader that checks many outputs makes them for the few that need them."""
+
+    def __init__(self, make):
+        self._make, self._made = make, None
+
+    def __iter__(self):
+        if self._made is None:
+            self._made = list(self._make())
+        return iter(self._made)
 
 
 def pick(alternatives: dict, index: int) -> list:

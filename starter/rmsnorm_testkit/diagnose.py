@@ -26,7 +26,7 @@ import dataclasses
 
 import torch
 
-from .causes import (CAUSES, DEFAULT_EPS, FORMULA, backward_plain, forward_alternatives,
+from .causes import (CAUSES, DEFAULT_EPS, FORMULA, Later, backward_plain, forward_alternatives,
                             cols_adjacent, forward_alternatives_plain, next_pow2, pick, rows_k_apart)
 from .compare import DTYPE_NAMES, compare, describe, saved_for_backward, tolerance
 from .text import PARAM_ROLES, param_role  # noqa: F401 -- the launch check's words, re-exported
@@ -108,15 +108,20 @@ def _unstored(name, got, want, stored, atol, rtol, phase):
     return key, _region(missing), words, right, first
 
 
+FP32_NOISE = 2.0 ** -21          # a few roundings to fp32 (its 24 bits), relative
+
+
 def closest_cause(got, want, alternatives) -> str | None:
     """The alternative ``got`` is nearest to, when it is far nearer (10 times) to it than to ``want``: the
     cause of an output whose error is within the tolerance, but shows through a later step (the r a
     backward is given: 1/(sqrt(mean) + eps) differs from the right r by less than its tolerance at N = 1,
     and dx there is a small difference of large terms)."""
-    g64 = got.detach().cpu().double().reshape(-1)
-    base = float((g64 - want.detach().cpu().double().reshape(-1)).abs().max())
+    g64, w64 = got.detach().cpu().double().reshape(-1), want.detach().cpu().double().reshape(-1)
+    base = float((g64 - w64).abs().max())
     if not base or not bool(torch.isfinite(g64).all()):
         return None
+    if bool(((g64 - w64).abs() <= FP32_NOISE * w64.abs()).all()):
+        return None                     # as right as fp32 holds it: no formula can be ten times nearer and differ
     dist = {k: float((g64 - alt.reshape(-1)).abs().max()) for k, alt, _ in _alternatives(alternatives)}
     key = min(dist, key=dist.get, default=None)
     return key if key is not None and dist[key] * 10 < base else None
@@ -139,8 +144,8 @@ def saved_r_finding(saved, want, x, g, eps=DEFAULT_EPS, *, story=None, stored=No
     cause (it can still show in dx: at N = 1, dx is a small difference of large terms). ``traffic``: the
     forward's traffic_cause."""
     story = story or describe(x)
-    choices = pick(forward_alternatives(x, g, eps), 1) + [(k, yr[1], "") for k, yr, _ in
-                                                           read_instead_fwd(traffic, x, g, eps)]
+    choices = Later(lambda: pick(forward_alternatives(x, g, eps), 1) + [(k, yr[1], "") for k, yr, _ in
+                                                                       read_instead_fwd(traffic, x, g, eps)])
     found = diagnose("r", saved, want, x, alternatives=choices, stored=stored, story=story,
                      source=" (saved by your TritonRMSNorm.forward)", fmt=fmt,
                      traffic=traffic[:2] if traffic else None)
@@ -150,7 +155,7 @@ def saved_r_finding(saved, want, x, g, eps=DEFAULT_EPS, *, story=None, stored=No
     if key is None:
         return None
     key, _, variant = key.partition("@")
-    words = _words(x, fmt={"eps": eps, "variant": variant, **(fmt or {})})
+    words = _words(x, fmt={"eps": eps, "variant": variant.partition("/")[0], **(fmt or {})})
     return Finding("r", f"r (saved by your TritonRMSNorm.forward) for {story} is within its tolerance, but "
                         f"{CAUSES[key].says.format(**words)}", key, True)
 
@@ -202,6 +207,7 @@ def diagnose(name, got, want, x, *, alternatives=(), stored=None, race=None, sto
 
     def said(key, evidence=True, says=None, **extra):
         key, _, variant = key.partition("@")           # "sum_stops_early@4096": the cause and its number
+        variant = variant.partition("/")[0]             # ("@256/dot": one of the number's several forms)
         cause = CAUSES[key]
         values = {**fmt, "variant": variant, **extra}
         says = says or cause.says.format(**values)

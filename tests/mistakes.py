@@ -177,6 +177,8 @@ EDITS = {
     "r_never_stored": [(R_STORE, "")],
     # the forward's grid covers half the rows
     "grid_misses_rows": [("rmsnorm_fwd_kernel[(cdiv(m, block_m),)](", "rmsnorm_fwd_kernel[(cdiv(m, 2 * block_m),)](")],
+    # the forward's grid rounded down: no program at all where M < BLOCK_M
+    "grid_rounds_down": [("rmsnorm_fwd_kernel[(cdiv(m, block_m),)](", "rmsnorm_fwd_kernel[(m // block_m,)](")],
     # the wrappers take x's shape as (M, N): only 2-D inputs work
     "only_2d_inputs": [("    m, n = x2.shape\n    y = torch.empty", "    m, n = x.shape\n    y = torch.empty"),
                        ("    m, n = x2.shape\n    if tuple(r.shape)", "    m, n = x.shape\n    if tuple(r.shape)")],

@@ -131,7 +131,7 @@ def forward_traffic(inputs, outcome, k) -> Ledger:
     M, N = traffic_cases()[k].shape
     launches = info["fwd"]["launches"]
     if not launches:
-        L.add(Finding("y", "your forward launched no kernel"))
+        L.add(no_kernel(outcome, task, "forward", ("y", "r"), (M, N)))
         return L
     moved = other_work(outcome, task, "forward", "y")
     if moved:
@@ -229,7 +229,7 @@ def backward_traffic(inputs, outcome, k, idle: bool | frozenset = False) -> Ledg
         return L
     problems = backward_io_problems(outcome.info[task]["bwd"]["launches"], M, N, idle)
     if problems and problems[0][0] == "none":
-        L.add(Finding("dx", problems[0][1]))
+        L.add(no_kernel(outcome, task, "backward", ("dx",), (M, N)))
         return L
     launches = outcome.info[task]["bwd"]["launches"]
     host_dx = (not made(outcome, task, "dx") and (outcome.info[task].get("host_made") or {}).get("dx")
@@ -244,6 +244,16 @@ def backward_traffic(inputs, outcome, k, idle: bool | frozenset = False) -> Ledg
     for _ in range(4 - len(problems)):
         L.right()                                     # the checks that passed
     return L
+
+
+def no_kernel(outcome, task, where: str, outputs: tuple, shape: tuple) -> Finding:
+    """A phase that launched no kernel at a core shape. Where its outputs are not the host's either, no row of them
+    was written: a grid of no programs (one that rounds M / BLOCK_M down, say), the grid's mistake, charged where
+    rows never stored are; otherwise the work was done without kernels."""
+    host = any((outcome.info[task].get("host_made") or {}).get(o) for o in outputs)
+    cause = None if host else next(filter(None, (coverage_cause(outcome, task, o) for o in outputs)), None)
+    rows = f": no row of {outputs[0]} was written, so the grid had no programs" if cause else ""
+    return Finding(outputs[0], f"your {where} launched no kernel for x of shape {shape}{rows}", cause)
 
 
 def other_work(outcome, task, where: str, output: str) -> Finding | None:

@@ -44,7 +44,12 @@ def _in_a_process(fn, *args, timeout: float | None = None):
         return pool.submit(fn, *args).result(timeout=timeout)
 
 
-def _start():
+def _start(memory_bytes: int | None = None):
+    """A grading process set up as a job's (runner.py); ``memory_bytes``: the job's address-space cap
+    (config.SIM_LIMITS.memory_bytes), which the sandbox sets and these processes leave out unless asked."""
+    if memory_bytes is not None:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     os.environ["MINI_TRITON"] = "1"
     os.environ["MINI_TRITON_RACES"] = "record"           # as a job runs: a race is noted, not raised
     os.environ["OMP_NUM_THREADS"] = "1"                  # as a simulator job computes (runner.py), whatever the
@@ -166,14 +171,22 @@ class Pool:
 
 
 def verdicts(paths: dict, workers: int = 2, gpu_cases: bool | str = False, drawn: tuple | None = None,
-             tall: tuple | None = None) -> dict:
+             tall: tuple | None = None, memory_bytes: int | None = None) -> dict:
     """{name: verdicts} of each submission (a path to its rmsnorm.py); ``drawn``: the shape items 5, 6 and 9 read
     besides the core ones (cases.DRAWN), and ``tall``: item 9's shape of many rows (cases.TALL), each drawn once for
-    all the files unless given."""
+    all the files unless given. With ``memory_bytes``, each grading runs in a fresh process under that address-space
+    cap, as a job does (config.SIM_LIMITS.memory_bytes): a file whose kernels the simulator cannot hold within it is
+    charged as a grading charges it (a process that graded others before holds more, and would fail sooner)."""
     drawn, tall = (d or new for d, new in zip((drawn, tall), _draw()))    # one draw for every file compared
-    context = _context()
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start) as pool:
-        jobs = [str(p) for p in paths.values()]
+    jobs = [str(p) for p in paths.values()]
+    if memory_bytes is not None:
+        def fresh(job):
+            with concurrent.futures.ProcessPoolExecutor(1, mp_context=_context(), initializer=_start,
+                                                        initargs=(memory_bytes,)) as pool:
+                return pool.submit(_grade, job, gpu_cases, drawn, tall).result()
+        with concurrent.futures.ThreadPoolExecutor(workers) as threads:
+            return dict(zip(paths, threads.map(fresh, jobs)))
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=_context(), initializer=_start) as pool:
         return dict(zip(paths, pool.map(_grade, jobs, [gpu_cases] * len(jobs), [drawn] * len(jobs),
                                         [tall] * len(jobs))))
 

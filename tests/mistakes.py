@@ -328,6 +328,14 @@ EDITS = {
     # every program takes the same rows: program_id of an axis the grid does not have; rows not scaled by BLOCK_M
     "program_id_axis_1": [(FWD_PID, FWD_PID.replace("tl.program_id(0)", "tl.program_id(1)"))],
     "rows_not_scaled_by_block": [(FWD_PID, FWD_PID.replace("pid * BLOCK_M +", "pid +"))],
+    # the backward's programs all take program 0's rows (no program stores the others, and all store the same):
+    # one address fault, charged where rows never stored are, in the step that asks only g's gradient too
+    "backward_program_id_axis_1": [("    pid = tl.program_id(0)\n    cols = tl.arange(0, BLOCK_N)\n",
+                                    "    pid = tl.program_id(1)\n    cols = tl.arange(0, BLOCK_N)\n")],
+    # a program's row mask one row too wide: it also stores the next program's first row (a race, item 8's) and
+    # prefetches that row again (item 6's extra load, where the stores miss each other)
+    "row_share_one_too_wide": [("(local < rows_per_program) & (rows < n_rows)",
+                                "(local <= rows_per_program) & (rows < n_rows)")],
     # the first pass over a long row stops one chunk early
     "chunk_loop_stops_a_chunk_early": [(SQ_LOOP, SQ_LOOP.replace("range(0, n_cols, BLOCK_N)",
                                                                  "range(0, n_cols - BLOCK_N, BLOCK_N)"))],

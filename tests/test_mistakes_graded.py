@@ -172,6 +172,11 @@ CHARGED = {
                                                            "rmsnorm_bwd_kernel"),
     # addresses: programs that share rows race and leave others unstored, one fault, item 1's (not item 5's or 8's)
     "program_id_axis_1": (("rows_not_stored_fwd",), ["1"], "programs that store the same rows"),
+    "backward_program_id_axis_1": (("rows_not_stored_bwd",), ["2", "9"], "the backward's grid misses some rows"),
+    # the overlap is a race where two programs store one row, and at the drawn shape, where their stores miss each
+    # other, a second load of the next program's first row: item 6 charges that load, since a race may not excuse
+    # an unfused backward's loads (a file could add one to a two-pass backward and trade item 6 for item 8)
+    "row_share_one_too_wide": (("race",), ["6", "8", "9"], "your backward loaded x 1.1 times per element"),
     "rows_not_scaled_by_block": (("rows_not_stored_fwd",), ["1"], "programs that store the same rows"),
     "chunk_loop_stops_a_chunk_early": (("sum_stops_early",), ["4.4"], "all but the row's last 4096 columns"),
     # traffic

@@ -105,8 +105,13 @@ CRASH = "error: OutOfBoundsError in load_tile line 61"
     (["1", "4.2"], {"1": [CRASH], "4.2": [CRASH]}, None, False),                  # unknown: not by the rules
     (["1", "4.2"], {"1": [CRASH], "4.2": [CRASH.replace("61", "62")]}, {}, False),  # two lines: two crashes
     (["1", "4.2"], {"1": [CRASH], "4.2": [CRASH, "eps_forgotten"]}, {}, False),   # and another mistake
+    (["1", "4.2", "4.5"], {p: ["r_not_stored", "rows_not_stored_fwd"] for p in ("1", "4.2", "4.5")},
+     {"1": 2, "4.2": 0, "4.5": 0}, True),                                      # no rows stored: nothing to check
+    (["1", "4.2"], {p: ["r_not_stored", "rows_not_stored_fwd"] for p in ("1", "4.2")}, {"1": 0, "4.2": 1}, False),
+    (["4.2", "4.6"], {"4.2": ["output_type"], "4.6": ["output_type"]}, {"4.2": 0, "4.6": 0}, True),  # y not returned
+    (["4.2", "4.6"], {"4.2": ["eps_forgotten"], "4.6": ["output_type"]}, {"4.2": 0, "4.6": 0}, False),
 ])
-def test_c_by_the_handouts_rules_allows_a_kernels_crash_only_where_nothing_else_could_be_checked(parts, causes,
+def test_c_by_the_handouts_rules_allows_a_mistake_that_leaves_nothing_to_check_only_where_it_does(parts, causes,
                                                                                                  checked, once):
     assert run.charged_once_by_the_rules(parts, causes, checked) is once
     judged = run.assess(MASK, "FAILED x", {"failed": dict.fromkeys(parts, "m"), "notes": {}, "causes": causes,

@@ -559,11 +559,34 @@ def backward_failure(outcome, task, x, story) -> Finding | None:
 def overlap_cause(outcome, task, phase, race) -> str | None:
     """The cause of a race on an output some of whose rows no program stored, in the same task: programs whose
     shares overlap where others are missing (a row index that ignores the program, say) make both, one address
-    fault, charged once where rows never stored are; None for any other race."""
+    fault, charged once where rows never stored are; None for any other race. In a step that returned no such
+    output (only g asks for a gradient, and dx goes to a buffer of the file's own), the same kernel's race through
+    the same argument in a step that returned it tells."""
     for Lc in outcome.info[task][phase]["launches"]:
         if Lc.get("race") != race or Lc.get("race_kind") != "store":
             continue
         for name, a in Lc["args"].items():
-            if name in (Lc.get("race_on") or ()) and a.get("role") in ("y", "r", "dx"):
+            if name not in (Lc.get("race_on") or ()):
+                continue
+            if a.get("role") in ("y", "r", "dx") and got(outcome, task, a["role"]) is not None:
                 return coverage_cause(outcome, task, a["role"])
+            if a.get("role") is None:
+                return _overlap_elsewhere(outcome, task, phase, Lc["kernel"], name)
+    return None
+
+
+def _overlap_elsewhere(outcome, task, phase, kernel, arg) -> str | None:
+    """overlap_cause of ``kernel``'s store race through argument ``arg`` in another task, where that argument was
+    an output the task returned."""
+    for other in sorted(outcome.info):
+        info = outcome.info[other]
+        if other == task or not isinstance(info, dict) or not isinstance(info.get(phase), dict):
+            continue
+        for Lc in info[phase].get("launches", []):
+            a = Lc["args"].get(arg) or {}
+            if (Lc.get("kernel") == kernel and Lc.get("race_kind") == "store" and arg in (Lc.get("race_on") or ())
+                    and a.get("role") in ("y", "r", "dx") and got(outcome, other, a["role"]) is not None):
+                cause = coverage_cause(outcome, other, a["role"])
+                if cause:
+                    return cause
     return None

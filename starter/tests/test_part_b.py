@@ -168,11 +168,17 @@ def test_backward_reads_x_and_dy_once_and_writes_dx_once(sim_impl):
         dx, _, how, _ = launch_backward(sim_impl, x, g, dy)
     args = {a.data_ptr: a for a in rec.launches[0].args.values()}
     for name, t, kind in (("x", x, "loaded"), ("dy", dy, "loaded"), ("dx", dx, "stored")):
-        per_elem = getattr(args[t.data_ptr()], kind) / (M * N)
+        arg = args[t.data_ptr()]
+        per_elem = getattr(arg, kind) / (M * N)
         if per_elem != 1.0:
+            # each program loads each of its elements once, yet some twice in all: programs load each other's rows
+            shared = kind == "loaded" and per_elem > 1 and arg.loaded_per_program() == arg.loaded
+            fix = ("no program loads an element twice, but programs load each other's rows: their shares overlap. "
+                   "Check which rows each program loads, masks included (a row mask that lets a program reach one "
+                   "row past its share, say)" if shared else
+                   "keep each tile in registers for both the dot product and dx")
             raise AssertionError(f"your backward {kind} {name} {per_elem:.1f} times per element (launched with "
-                                 f"{how}); a fused backward reads x and dy once and writes dx once: keep each "
-                                 f"tile in registers for both the dot product and dx")
+                                 f"{how}); a fused backward reads x and dy once and writes dx once: {fix}")
 
 
 @pytest.mark.parametrize("M, N, BLOCK_N", [(3, 300, 128), (2, 32768, 4096)], ids=["3x300", "2x32768"])

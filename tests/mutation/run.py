@@ -40,8 +40,6 @@ CONCEPTS = {"mask_dropped": ("mask", "out-of-bounds", "out of bounds"), "other_d
 PART = re.compile(r"charged once, in part ([\d.]+)")
 # A host error's cause (judge/outputs.error_cause): its site, then the task it stopped, in brackets
 HOST_ERROR = re.compile(r"^error: (\w+):.*(\(rmsnorm\.py line \d+\)) \[[^\]]+\]$")
-# A kernel's crash (judge/outputs.error_cause): its type, then the kernel or helper and line where it was raised
-KERNEL_ERROR = re.compile(r"^error: (\w+) in (\w+ line \d+)$")
 RUBRIC_ORDER = ("1", "2", "3", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "4.7", "5", "6", "7", "8", "9")
 
 
@@ -66,9 +64,10 @@ def charged_once_by_the_rules(parts: list, causes: dict, checked: dict | None = 
     """(c) as the handout counts a charge ("Each mistake costs points once" in handout/README.md): item 9's extra
     credit goes only to a fused, deterministic backward with an exact dg whatever part charged their mistake, so it
     falls with another part; an error the file's host code raises (its type at its line) is charged in every part
-    whose case it stops; and one kernel's crash (the same error at the same line) in the first part that meets it and
-    in each other part where it is all there is and nothing else of the part could be checked (``checked``: {part:
-    the outputs of the part that could be checked}, from the judge's ledgers). Beyond those, one part."""
+    whose case it stops; and a mistake that leaves nothing to check (a kernel's crash, rows no program stored, a
+    Function's forward that returns no tensor) is charged in one part and in each other part where it is all there
+    is and nothing else of the part could be checked (``checked``: {part: the outputs of the part that could be
+    checked}, from the judge's ledgers). Beyond those, one part."""
     rest = [p for p in parts if p != "9"] or parts
     if len(rest) <= 1:
         return True
@@ -80,9 +79,14 @@ def charged_once_by_the_rules(parts: list, causes: dict, checked: dict | None = 
         sites |= hosts
     else:
         return len(sites) == 1
-    first = set(causes.get(rest[0], []))
-    return (checked is not None and len(first) == 1 and KERNEL_ERROR.match(next(iter(first))) is not None
-            and all(set(causes.get(p, [])) == first and not checked.get(p) for p in rest[1:]))
+    return checked is not None and nothing_else_to_check(rest[0], rest, causes, checked)
+
+
+def nothing_else_to_check(charging: str, parts: list, causes: dict, checked: dict) -> bool:
+    """Whether each of ``parts`` but ``charging`` saw the causes ``charging`` charged and no other, and could check
+    nothing of its own."""
+    own = set(causes.get(charging, []))
+    return bool(own) and all(set(causes.get(p, [])) == own and not checked.get(p) for p in parts if p != charging)
 
 
 def assess(m, public, verdict) -> dict:
@@ -104,15 +108,19 @@ def assess(m, public, verdict) -> dict:
 
 def run(chosen: list, workers: int = 2) -> list:
     from grade_in_process import verdicts
-    d = Path(tempfile.mkdtemp(prefix="mutants-"))
-    paths = {}
-    for m in chosen:
-        paths[m.name] = d / m.name.replace("@", "_").replace(".", "_") / "rmsnorm.py"
-        paths[m.name].parent.mkdir()
-        paths[m.name].write_text(m.source)
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        public = dict(zip(paths, pool.map(lambda n: public_tests(paths[n], paths[n].parent / "public.log"), paths)))
-    graded = verdicts(paths, workers=workers)
+    from autograder import config
+    with tempfile.TemporaryDirectory(prefix="mutants-") as tmp:
+        d, paths = Path(tmp), {}
+        for m in chosen:
+            paths[m.name] = d / m.name.replace("@", "_").replace(".", "_") / "rmsnorm.py"
+            paths[m.name].parent.mkdir()
+            paths[m.name].write_text(m.source)
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            public = dict(zip(paths, pool.map(lambda n: public_tests(paths[n], paths[n].parent / "public.log"),
+                                              paths)))
+        # each grading process capped as the sandbox caps a job's (a file whose kernels the simulator cannot hold
+        # within it is charged as a grading charges it, and never takes the machine's memory)
+        graded = verdicts(paths, workers=workers, memory_bytes=config.SIM_LIMITS.memory_bytes)
     return [assess(m, public[m.name], graded[m.name]) for m in chosen]
 
 

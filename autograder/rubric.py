@@ -112,6 +112,9 @@ CAUSE_OWNERS = {
                      "needs_input_grad", "output_type"), "4.6"),
     "order_dependent": "4.7",
     "race": "8",
+    # a wrong y, r or dx that matches no known wrong formula: the formula's, items 1 and 2 (OWNER_ONLY)
+    "formula_fwd": "1",
+    "formula_bwd": "2",
 }
 # Causes no one part owns: charged once, in the first part (in the rubric's order) that finds them. A compile rule
 # broken (a kernel Triton refuses, run as written on the simulator) costs the first part whose outputs that kernel
@@ -134,6 +137,11 @@ CAUSE_FAMILIES = {"padding_nan": _EPS, **{k: _EPS for k in _EPS},
 # Rules of the whole submission rather than of one case's output: charged in their owner wherever they show
 # (a tl.load without other= whose lanes, read as 0.0, give the right output: at most 4.5's 2 points, once).
 SUBMISSION_RULES = frozenset({"lanes_undefined"})
+# Causes that excuse the other parts only where their owner finds them too: a wrong y (or dx) that matches no known
+# formula, in a 4.x part, is the formula's mistake when item 1 (item 2) finds its y (dx) wrong the same way; where
+# item 1 does not, each part that finds it charges it (two parts' own mistakes look alike). No file gains by it: the
+# 4.x parts it excuses are worth 14 points, item 1 or 2 alone 15.
+OWNER_ONLY = frozenset({"formula_fwd", "formula_bwd"})
 # Parts whose requirements are the point: extra credit is earned, so another part's charge does not excuse it.
 NEVER_EXCUSED = frozenset({"9"})
 

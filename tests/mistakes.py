@@ -298,6 +298,10 @@ EDITS = {
     # a formula no known mistake explains: the feedback can only say "check the formula"
     "unknown_formula": [(Y_STORE, Y_STORE.replace("x * r[:, None] * g[None, :]", "x * r[:, None] * g[None, :] * 1.5")),
                         (Y_STORE_CHUNKED, Y_STORE_CHUNKED.replace("x * r[:, None]", "x * r[:, None] * 1.5"))],
+    # dx scaled by 1.5 in both paths: no known formula; charged in item 2, where the 4.x parts see it too
+    "unknown_dx_formula": [(DX_STORE, DX_STORE.replace(", dx, mask", ", dx * 1.5, mask")),
+                           ("dy * g[None, :] * r[:, None] - x * coef[:, None], mask=mask)",
+                            "(dy * g[None, :] * r[:, None] - x * coef[:, None]) * 1.5, mask=mask)")],
     # -- outside the formula: the autograd Function's contract --------------------------------------------------
     # the gradients in another order than forward's inputs
     "backward_returns_dx_for_g": [("        return dx, dg, None\n", "        return dg, dx, None\n")],

@@ -152,8 +152,9 @@ CHARGED = {
     "triton_2_name": (("compile_rule",), ["1"], "Triton has no tl.math.fast_powf either"),
     # a formula no cause explains, the kernels' traffic and launches the reference's: only then "check the formula"
     # (unnamed, it is charged wherever it shows: nothing ties the wrong y of one part's inputs to another's)
-    "unknown_formula": ((), ["1", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6"], "Most rows are off, by far: check the "
-                                                                              "formula, y = x·r·g"),
+    # a wrong value no known formula explains is the formula's (item 1's, item 2's), where the 4.x parts see it too
+    "unknown_formula": (("formula_fwd",), ["1"], "Most rows are off, by far: check the formula, y = x·r·g"),
+    "unknown_dx_formula": (("formula_bwd",), ["2"], "check the formula"),
     # outside the formula: the Function's contract, charged once in 4.6 whatever the inputs
     "backward_returns_dx_for_g": (("gradient_count",), ["4.6"], "the one at index 0 (the gradient of x) has another "
                                                                 "shape than x"),

@@ -264,6 +264,7 @@ EXPECTED = {
     "dx_allocated_like_dy2": (None, ["passed in"]),                 # correct: every public test passes
     "g_loaded_twice": (None, ["passed in"]),                        # correct: g no more often than once per row
     "unknown_formula": ("test_part_a.py::test_one_row_per_program", ["check the formula"]),
+    "unknown_dx_formula": ("test_part_b.py::test_one_row_per_program", ["check the formula, dx = r·dy·g"]),
     "chunk_mask_from_the_first_chunk": ("test_part_a.py::test_long_rows_in_chunks[3x300-fp32]",
                                         ["OutOfBoundsError", "x_ptr[2, 300:384] are past the end of x_ptr",
                                          "Columns 300 and up are past the end of a row of 300: mask them"]),

@@ -10,7 +10,7 @@ import dataclasses
 
 from rmsnorm_testkit import diagnose
 
-from ..rubric import CAUSE_FAMILIES, CAUSE_OWNERS, NEVER_EXCUSED, PARTS, SUBMISSION_RULES
+from ..rubric import CAUSE_FAMILIES, CAUSE_OWNERS, NEVER_EXCUSED, OWNER_ONLY, PARTS, SUBMISSION_RULES
 
 Finding = diagnose.Finding
 
@@ -91,7 +91,7 @@ def owners(ledgers: dict) -> dict:
         return owner in parts or (owner in ledgers and any(f.cause in CAUSE_FAMILIES.get(cause, ())
                                                            for f in ledgers[owner].findings))
     return {cause: CAUSE_OWNERS.get(cause) if found_by_owner(cause, parts) else parts[0]
-            for cause, parts in seen.items()}
+            for cause, parts in seen.items() if cause not in OWNER_ONLY or found_by_owner(cause, parts)}
 
 
 def _charged_in(f: Finding, owner: dict) -> str:

@@ -293,6 +293,10 @@ def launch_args(outcome, task, phase) -> list:
              a.get("distinct_loaded")) for L in launches for name, a in L["args"].items()]
 
 
+# the cause of a wrong y, r or dx that matches no known wrong formula (rubric.OWNER_ONLY)
+FORMULA = {"y": "formula_fwd", "r": "formula_fwd", "dx": "formula_bwd"}
+
+
 def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(), n_rows=None, fmt=None,
            rewrite=None, nan_cause=None, read=None) -> Finding | None:
     """Check one output of a task into ``ledger``. ``rewrite``: {cause key: Finding} that stands for a
@@ -326,6 +330,8 @@ def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(),
     for also in (rule_broken(outcome, task, MADE_IN[name]), exchanged(outcome, task, MADE_IN[name])):
         if also is not None:
             ledger.add(also)
+    if f is not None and f.cause is None and name in FORMULA and returned.numel() == want.numel():
+        f = dataclasses.replace(f, cause=FORMULA[name])     # a wrong value no known formula explains: the formula's
     if f is not None and name == "r" and returned.dtype != torch.float32:
         # r in another dtype holds r rounded to it: the dtype is the mistake (4.6's), not what the values say
         f = dataclasses.replace(f, message=f"{f.message}; r has dtype {text.dtype_name(returned.dtype)}, and it must "

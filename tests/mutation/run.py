@@ -98,6 +98,7 @@ def assess(m, public, verdict) -> dict:
     first = failed[parts[0]] if parts else ""
     return {"mutant": m.name, "operator": m.operator, "line": m.line, "before": m.before.strip(),
             "after": m.after.strip(), "public": public, "parts": parts, "first": first[:400],
+            "causes": {p: c for p, c in verdict.get("causes", {}).items() if c}, "checked": verdict.get("checked"),
             "a": public is None or bool(parts), "c": len(parts) <= 1,
             "c_rules": charged_once_by_the_rules(parts, verdict.get("causes", {}), verdict.get("checked")),
             "d": None if kind not in CONCEPTS or not parts else any(w in first.lower() for w in CONCEPTS[kind]),

@@ -569,16 +569,21 @@ def overlap_cause(outcome, task, phase, race) -> str | None:
     output (only g asks for a gradient, and dx goes to a buffer of the file's own), the same kernel's race through
     the same argument in a step that returned it tells."""
     for Lc in outcome.info[task][phase]["launches"]:
-        if Lc.get("race") != race or Lc.get("race_kind") != "store":
+        if Lc.get("race") != race:
             continue
         for name, a in Lc["args"].items():
-            if name not in (Lc.get("race_on") or ()):
+            if not _stored_racing(Lc, name):
                 continue
             if a.get("role") in ("y", "r", "dx") and got(outcome, task, a["role"]) is not None:
                 return coverage_cause(outcome, task, a["role"])
             if a.get("role") is None:
                 return _overlap_elsewhere(outcome, task, phase, Lc["kernel"], name)
     return None
+
+
+def _stored_racing(Lc, arg) -> bool:
+    """Whether launch record ``Lc``'s race is programs storing into one element through argument ``arg``."""
+    return Lc.get("race_kind") == "store" and arg in (Lc.get("race_on") or ())
 
 
 def _overlap_elsewhere(outcome, task, phase, kernel, arg) -> str | None:
@@ -590,8 +595,8 @@ def _overlap_elsewhere(outcome, task, phase, kernel, arg) -> str | None:
             continue
         for Lc in info[phase].get("launches", []):
             a = Lc["args"].get(arg) or {}
-            if (Lc.get("kernel") == kernel and Lc.get("race_kind") == "store" and arg in (Lc.get("race_on") or ())
-                    and a.get("role") in ("y", "r", "dx") and got(outcome, other, a["role"]) is not None):
+            if (Lc.get("kernel") == kernel and _stored_racing(Lc, arg) and a.get("role") in ("y", "r", "dx")
+                    and got(outcome, other, a["role"]) is not None):
                 cause = coverage_cause(outcome, other, a["role"])
                 if cause:
                     return cause

@@ -201,19 +201,17 @@ def block_widths(n, block_n=None):
 class Made:
     """(y, r) of one wrong forward, y made when first read: a check of r alone (the r an autograd Function saved,
     say) reads many alternatives' r and none of their y, which is as large as x."""
-    __slots__ = ("_make", "_y", "r")
+    __slots__ = ("_y", "r")
 
     def __init__(self, make_y, r):
-        self._make, self._y, self.r = make_y, None, r
+        self._y, self.r = once(make_y), r
 
     def __getitem__(self, i):
         if i in (1, -1):
             return self.r
         if i not in (0, -2):
             raise IndexError(i)
-        if self._y is None:
-            self._y = self._make()
-        return self._y
+        return self._y()
 
     def __len__(self):
         return 2
@@ -393,12 +391,10 @@ class Later:
     right, so a grader that checks many outputs makes them for the few that need them."""
 
     def __init__(self, make):
-        self._make, self._made = make, None
+        self._made = once(lambda: list(make()))
 
     def __iter__(self):
-        if self._made is None:
-            self._made = list(self._make())
-        return iter(self._made)
+        return iter(self._made())
 
 
 def pick(alternatives: dict, index: int) -> list:

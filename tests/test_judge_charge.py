@@ -7,14 +7,15 @@ from autograder.judge.charge import Finding, Ledger, charge
 
 
 def ledgers(**found) -> dict:
-    """{part: Ledger} of every part: ``found`` {part (with "_" for "."): [cause, ...]} findings of y, one output
-    checked right beside them in each part."""
+    """{part: Ledger} of every part: ``found`` {part (with "_" for "."): [cause, ...]} findings of y (of dx for
+    formula_bwd), one output checked right beside them in each part."""
     out = {}
     for part in rubric.PARTS:
         L = Ledger()
         L.right()
         for cause in found.get(part.replace(".", "_"), []):
-            L.add(Finding("y", f"y differs ({cause} in {part})", cause))
+            name = rubric.OWNER_ONLY.get(cause, ("y",))[0]
+            L.add(Finding(name, f"{name} differs ({cause} in {part})", cause))
         out[part] = L
     return out
 
@@ -28,6 +29,34 @@ def test_a_value_no_known_formula_explains_is_charged_once_where_its_owner_finds
     verdicts = charge(ledgers(**{owner: [cause], "4_2": [cause], "4_5": [cause]}))
     assert failed(verdicts) == [owner]
     assert all(f"charged once, in part {owner}" in n for p in ("4.2", "4.5") for n in verdicts[p].notes)
+
+
+@pytest.mark.parametrize("cause, owner, named", [("formula_fwd", "1", "held_in_16_bits_fwd"),
+                                                 ("formula_bwd", "2", "second_term_sign")])
+def test_a_value_no_known_formula_explains_is_excused_where_its_owner_finds_the_output_wrong_for_another_cause(
+        cause, owner, named):
+    """A 15-bit r: many of its elements off in item 1's case ("held in 16 bits"), a few of y's in 4.6's, where it
+    matches no formula. One mistake, charged in item 1."""
+    out = rubric.OWNER_ONLY[cause][0]
+    found = ledgers()
+    found[owner].add(Finding(out, f"{out} differs ({named})", named))
+    for part in ("4.2", "4.6"):
+        found[part].add(Finding(out, f"{out} differs (no known formula)", cause))
+    verdicts = charge(found)
+    assert failed(verdicts) == [owner]
+    assert all(f"charged once, in part {owner}" in n for p in ("4.2", "4.6") for n in verdicts[p].notes)
+
+
+@pytest.mark.parametrize("cause", sorted(rubric.OWNER_ONLY))
+def test_a_value_no_known_formula_explains_is_not_excused_by_a_cause_the_owner_does_not_own(cause):
+    """Item 1 sees eps left out, which 4.5 owns and charges: item 1 charges nothing, so it cannot stand for the
+    4.x parts' unknown formula."""
+    owner = rubric.CAUSE_OWNERS[cause]
+    out = rubric.OWNER_ONLY[cause][0]
+    found = ledgers(**{"4_5": ["eps_forgotten"]})
+    found[owner].add(Finding(out, f"{out} differs (eps)", "eps_forgotten"))
+    found["4.2"].add(Finding(out, f"{out} differs (no known formula)", cause))
+    assert failed(charge(found)) == ["4.2", "4.5"]
 
 
 @pytest.mark.parametrize("cause", sorted(rubric.OWNER_ONLY))
@@ -50,3 +79,12 @@ def test_owner_only_causes_are_owned_by_the_formulas_items_and_can_excuse_no_mor
     excusable = sum(rubric.PARTS[p].points for p in ("4.1", "4.2", "4.3", "4.4", "4.5", "4.6"))
     for cause in rubric.OWNER_ONLY:
         assert rubric.PARTS[rubric.CAUSE_OWNERS[cause]].points > excusable
+
+
+def test_a_sum_of_squares_in_16_bits_is_item_1s_where_item_1_finds_fp32_inputs_held_in_16_bits():
+    """One .to(tl.float16) of x: fp32 inputs held in 16 bits in item 1's cases, 16-bit inputs summed in 16 bits in
+    4.1's. Where item 1 finds nothing, 4.1 charges its own."""
+    both = charge(ledgers(**{"1": ["held_in_16_bits_fwd"], "4_1": ["sum_in_16_bits"]}))
+    assert failed(both) == ["1"] and "charged once, in part 1" in both["4.1"].notes[0]
+    assert failed(charge(ledgers(**{"4_1": ["sum_in_16_bits"]}))) == ["4.1"]
+    assert failed(charge(ledgers(**{"1": ["y_without_g"], "4_1": ["sum_in_16_bits"]}))) == ["1", "4.1"]

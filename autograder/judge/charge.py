@@ -10,7 +10,7 @@ import dataclasses
 
 from rmsnorm_testkit import diagnose
 
-from ..rubric import CAUSE_FAMILIES, CAUSE_OWNERS, NEVER_EXCUSED, OWNER_ONLY, PARTS, SUBMISSION_RULES
+from ..rubric import CAUSE_FAMILIES, CAUSE_OWNERS, NEVER_EXCUSED, OWNER_ONLY, PARTS, SHOWN_AS, SUBMISSION_RULES
 
 Finding = diagnose.Finding
 
@@ -88,10 +88,17 @@ def owners(ledgers: dict) -> dict:
         owner = CAUSE_OWNERS.get(cause)
         if owner in ledgers and cause in SUBMISSION_RULES:
             return True                                  # charged in its owner wherever it showed
+        if cause in OWNER_ONLY:             # the owner found the same outputs wrong, for a cause of its own
+            return owner in ledgers and any(f.output in OWNER_ONLY[cause] and CAUSE_OWNERS.get(f.cause) == owner
+                                            for f in ledgers[owner].findings)
         return owner in parts or (owner in ledgers and any(f.cause in CAUSE_FAMILIES.get(cause, ())
                                                            for f in ledgers[owner].findings))
-    return {cause: CAUSE_OWNERS.get(cause) if found_by_owner(cause, parts) else parts[0]
-            for cause, parts in seen.items() if cause not in OWNER_ONLY or found_by_owner(cause, parts)}
+    charged = {cause: CAUSE_OWNERS.get(cause) if found_by_owner(cause, parts) else parts[0]
+               for cause, parts in seen.items() if cause not in OWNER_ONLY or found_by_owner(cause, parts)}
+    for cause, other in SHOWN_AS.items():         # the other's mistake, where the other's owner found that
+        if cause in charged and CAUSE_OWNERS[other] in seen.get(other, ()):
+            charged[cause] = CAUSE_OWNERS[other]
+    return charged
 
 
 def _charged_in(f: Finding, owner: dict) -> str:

@@ -166,6 +166,11 @@ def not_made(outcome, task, name, story) -> Finding | None:
                              f"scalars, by skipping stores, or through torch ops the grader did not see) are not your "
                              f"kernels' work", f"{name}_not_from_kernels")
     if (info.get("tainted") or {}).get(name):
+        if name in ("dx", "dg") and kind_of(task) == "ag" and info.get("saved_r_made") is False:
+            # the backward loaded the r its forward saved, which no kernel made: that r's mistake, item 1's
+            return Finding(name, laundered_message(name, outcome, task) + f", for {story}: the r your forward saved "
+                                 f"was not made by its kernels, and the backward computed {name} from it",
+                           "r_not_from_kernels")
         return Finding(name, laundered_message(name, outcome, task) + f", for {story}: points for correct values go "
                              f"only to values your Triton kernels compute from the inputs", f"{name}_not_from_kernels")
     mask = got(outcome, task, name, "stored")
@@ -476,9 +481,11 @@ def _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) -> Finding | Non
     saved = _saved_r(outcome, task)
     if saved is None or saved.numel() != r_ref.numel():
         return None
-    return diagnose.saved_r_finding(saved, r_ref, x, g, eps, story=story,
-                                    stored=got(outcome, task, "r_saved", "stored"),
-                                    traffic=traffic(outcome, task, "fwd", x), fmt=fmt)
+    f = diagnose.saved_r_finding(saved, r_ref, x, g, eps, story=story, stored=got(outcome, task, "r_saved", "stored"),
+                                 traffic=traffic(outcome, task, "fwd", x), fmt=fmt)
+    if f is not None and f.cause is None:
+        f = dataclasses.replace(f, cause=FORMULA["r"])     # the forward's formula, as output() names a wrong r
+    return f
 
 
 def _saved_r(outcome, task):

@@ -252,6 +252,8 @@ class Task:
             value = summed.to(value.dtype).reshape(value.shape)        # wrote it (a correction of its own, say)
             self.tensors[k] = value
         made = (made or partials == "made") and claim.get("made") is True
+        if k == "r_saved":
+            info["saved_r_made"] = made              # a backward's values tainted through it are the forward's
         if MADE_IN.get(k) == phase or k == "r_saved":
             key = k if k != "r_saved" else None
             if key:

@@ -94,7 +94,7 @@ CAUSE_OWNERS = {
                      "r_rounded_bf16", "held_in_16_bits_fwd"), "1"),
     # item 2, dx: the backward's formula and grid
     **dict.fromkeys(("r_squared", "dot_not_divided", "dot_over_block", "g_missing_dx", "g_missing_first_term",
-                     "dot_without_g", "dot_carried_over_rows",
+                     "dot_without_g", "dot_carried_over_rows", "dot_not_summed",
                      "second_term_missing", "second_term_sign", "rows_not_stored_bwd", "elements_not_stored_bwd",
                      "dx_not_from_kernels", "wrong_tensor_bwd", "unread_bwd", "r_read_from_g", "held_in_16_bits_bwd"),
                     "2"),
@@ -137,16 +137,19 @@ CAUSE_FAMILIES = {"padding_nan": _EPS, **{k: _EPS for k in _EPS},
 # Rules of the whole submission rather than of one case's output: charged in their owner wherever they show
 # (a tl.load without other= whose lanes, read as 0.0, give the right output: at most 4.5's 2 points, once).
 SUBMISSION_RULES = frozenset({"lanes_undefined"})
-# Causes that excuse the other parts only where their owner finds the same outputs wrong: a wrong y (or dx) that
-# matches no known formula, in a 4.x part, is the formula's mistake when item 1's cases find y or r wrong too (item
-# 2's find dx wrong), for any cause it owns (a 15-bit r is "held in 16 bits" where many elements are off, and
-# matches nothing where a few are); where item 1 does not, each part that finds it charges it (two parts' own
-# mistakes look alike). No file gains by it: the 4.x parts it excuses are worth 14 points, item 1 or 2 alone 15.
+# The formulas' items own the values of their outputs: where item 1's own cases find y or r wrong (item 2's dx), for
+# a cause item 1 owns, every cause of item 1's that another part finds is charged in item 1, under whatever name it
+# shows there (a 15-bit r is "held in 16 bits" where many elements are off, and matches no formula where a few are).
+# A wrong y (or dx) that matches no known formula is item 1's (item 2's) only so: where item 1 does not find y or r
+# wrong, each part that finds it charges it (two parts' own mistakes look alike). No file gains by it: the 4.x
+# parts it excuses are worth 14 points, item 1 or 2 alone 15. Keyed by cause: the outputs its item owns.
 OWNER_ONLY = {"formula_fwd": ("y", "r"), "formula_bwd": ("dx",)}
 # A cause that is another's mistake where that other's owner finds it: fp32 inputs held in 16 bits somewhere (item
 # 1's) and the sum of squares of 16-bit inputs kept in 16 bits (4.1's) are one .to(tl.float16) where the file has
-# one; charged in item 1 where item 1 finds its own. No file gains by it: 4.1 is worth less than item 1.
-SHOWN_AS = {"sum_in_16_bits": "held_in_16_bits_fwd"}
+# one; charged in item 1 where item 1 finds its own. No file gains by it: 4.1 is worth less than item 1. And dg
+# summed over some rows only, where item 2 finds rows the backward's grid never stored, is those rows (a step
+# where only g requires grad shows no dx).
+SHOWN_AS = {"sum_in_16_bits": "held_in_16_bits_fwd", "dg_some_rows": "rows_not_stored_bwd"}
 # Parts whose requirements are the point: extra credit is earned, so another part's charge does not excuse it.
 NEVER_EXCUSED = frozenset({"9"})
 

@@ -252,6 +252,10 @@ EDITS = {
     # g left out of dx's first term only
     "g_left_out_of_first_term": [("    dx = dyg * r[:, None] - x * c[:, None]\n",
                                   "    dx = dy * r[:, None] - x * c[:, None]\n")],
+    # dy·g·x not summed over the row: each element scales by its own product
+    "dot_not_summed": [("    c = tl.sum(dyg * x, axis=1) * (r * r * r) / n_cols        "
+                        "# (r^3 / N) * sum_i dy_i g_i x_i\n    dx = dyg * r[:, None] - x * c[:, None]\n",
+                        "    c = dyg * x * (r * r * r)[:, None] / n_cols\n    dx = dyg * r[:, None] - x * c\n")],
     # the second term of dx added, not subtracted
     "second_term_sign": [("    dx = dyg * r[:, None] - x * c[:, None]\n",
                           "    dx = dyg * r[:, None] + x * c[:, None]\n")],
@@ -336,6 +340,13 @@ EDITS = {
     # one address fault, charged where rows never stored are, in the step that asks only g's gradient too
     "backward_program_id_axis_1": [("    pid = tl.program_id(0)\n    cols = tl.arange(0, BLOCK_N)\n",
                                     "    pid = tl.program_id(1)\n    cols = tl.arange(0, BLOCK_N)\n")],
+    # y stored into x's own memory, to save an allocation: x changes, and the autograd backward reads the changed x
+    "y_written_into_x": [("    y = torch.empty((m, n), dtype=x.dtype, device=x.device)\n",
+                          "    y = x2                                        # normalise in place\n")],
+    # the prefetching row loop stops a tile early, so a program's last tile (its only one, often) is never done
+    "row_loop_one_tile_short": [("            for i in range(0, rows_per_program, BLOCK_M):\n                next_rows",
+                                 "            for i in range(0, rows_per_program - BLOCK_M, BLOCK_M):\n"
+                                 "                next_rows")],
     # a program's row mask one row too wide: it also stores the next program's first row (a race, item 8's) and
     # prefetches that row again (item 6's extra load, where the stores miss each other)
     "row_share_one_too_wide": [("(local < rows_per_program) & (rows < n_rows)",

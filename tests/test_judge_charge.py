@@ -88,3 +88,20 @@ def test_a_sum_of_squares_in_16_bits_is_item_1s_where_item_1_finds_fp32_inputs_h
     assert failed(both) == ["1"] and "charged once, in part 1" in both["4.1"].notes[0]
     assert failed(charge(ledgers(**{"4_1": ["sum_in_16_bits"]}))) == ["4.1"]
     assert failed(charge(ledgers(**{"1": ["y_without_g"], "4_1": ["sum_in_16_bits"]}))) == ["1", "4.1"]
+
+
+@pytest.mark.parametrize("owner, there, elsewhere", [("2", "formula_bwd", "held_in_16_bits_bwd"),
+                                                      ("1", "r_is_rms", "y_without_g")])
+def test_a_cause_of_a_formulas_item_is_charged_there_where_that_item_finds_its_outputs_wrong(owner, there, elsewhere):
+    """dx with the ½ of the derivative dropped: item 2 finds no known formula; 4.5's zero rows make the error small,
+    so there it reads as a 16-bit rounding. One mistake, item 2's."""
+    verdicts = charge(ledgers(**{owner: [there], "4_5": [elsewhere]}))
+    assert failed(verdicts) == [owner]
+    assert f"charged once, in part {owner}" in verdicts["4.5"].notes[0]
+
+
+def test_dg_over_some_rows_is_the_rows_the_backward_never_stored_where_item_2_finds_them():
+    """A step where only g requires grad returns no dx: the rows the grid missed show as dg over some rows."""
+    verdicts = charge(ledgers(**{"2": ["rows_not_stored_bwd"], "4_6": ["dg_some_rows"]}))
+    assert failed(verdicts) == ["2"]
+    assert failed(charge(ledgers(**{"3": ["dg_some_rows"]}))) == ["3"]

@@ -131,6 +131,7 @@ CHARGED = {
     "dot_over_block": (("dot_over_block",), ["2"], "the dot product divided by the block's 128 lanes"),
     "dot_without_g": (("dot_without_g",), ["2"], "g is missing from the dot product"),
     "second_term_sign": (("second_term_sign",), ["2"], "the second term has the wrong sign"),
+    "dot_not_summed": (("dot_not_summed",), ["2"], "the sum over the row is missing"),
     "g_left_out_of_first_term": (("g_missing_first_term",), ["2"], "g is missing from the first term"),
     "dg_with_g": (("dg_with_g",), ["3", "9"], "g should not be in dg"),
     "dy_rows_by_n": (("dy_rows_by_n",), ["4.3"], "it matches dy read with its rows N = 80 elements apart"),
@@ -179,6 +180,10 @@ CHARGED = {
     # an unfused backward's loads (a file could add one to a two-pass backward and trade item 6 for item 8)
     "row_share_one_too_wide": (("race",), ["6", "8", "9"], "your backward loaded x 1.1 times per element"),
     "rows_not_scaled_by_block": (("rows_not_stored_fwd",), ["1"], "programs that store the same rows"),
+    # the changed x makes every autograd step's dx wrong: the write's mistake, not a formula's
+    "y_written_into_x": (("input_modified",), ["4.6"], "your code wrote into x"),
+    # rows never stored: item 7's "no dx stored" and a g-only step's dg over some rows are those rows too
+    "row_loop_one_tile_short": (("rows_not_stored_bwd",), ["2", "9"], "the backward's grid misses some rows"),
     "chunk_loop_stops_a_chunk_early": (("sum_stops_early",), ["4.4"], "all but the row's last 4096 columns"),
     # traffic
     "dx_stored_twice": ((), ["6", "9"], "your backward stored dx 2.0 times per element"),

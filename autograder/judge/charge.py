@@ -13,6 +13,8 @@ from rmsnorm_testkit import diagnose
 from ..rubric import CAUSE_FAMILIES, CAUSE_OWNERS, NEVER_EXCUSED, OWNER_ONLY, PARTS, SHOWN_AS, SUBMISSION_RULES
 
 Finding = diagnose.Finding
+# the outputs whose values each formula's item owns: item 1 y and r, item 2 dx
+OUTPUTS_OF = {CAUSE_OWNERS[cause]: outputs for cause, outputs in OWNER_ONLY.items()}
 
 
 @dataclasses.dataclass
@@ -88,9 +90,11 @@ def owners(ledgers: dict) -> dict:
         owner = CAUSE_OWNERS.get(cause)
         if owner in ledgers and cause in SUBMISSION_RULES:
             return True                                  # charged in its owner wherever it showed
-        if cause in OWNER_ONLY:             # the owner found the same outputs wrong, for a cause of its own
-            return owner in ledgers and any(f.output in OWNER_ONLY[cause] and CAUSE_OWNERS.get(f.cause) == owner
-                                            for f in ledgers[owner].findings)
+        if owner in OUTPUTS_OF and owner in ledgers and any(
+                f.output in OUTPUTS_OF[owner] and CAUSE_OWNERS.get(f.cause) == owner for f in ledgers[owner].findings):
+            return True                     # item 1 (2) found y or r (dx) wrong, for a cause of its own
+        if cause in OWNER_ONLY:
+            return False
         return owner in parts or (owner in ledgers and any(f.cause in CAUSE_FAMILIES.get(cause, ())
                                                            for f in ledgers[owner].findings))
     charged = {cause: CAUSE_OWNERS.get(cause) if found_by_owner(cause, parts) else parts[0]

@@ -320,7 +320,7 @@ def item_7(inputs, outcome) -> Ledger:
                 L.add(task_error(outcome, task))
         for task, phase, where, out in phases:
             if not phase["launches"]:
-                L.add(Finding(out, f"your {where} launched no kernel"))
+                L.add(no_kernel(outcome, task, where, (out,), (M, N)))
                 continue
             unseen = stale_output(outcome, task, phase is outcome.info[task].get("fwd"), where)
             if unseen:
@@ -358,7 +358,9 @@ def item_7(inputs, outcome) -> Ledger:
                                        f"your backward returns (x.grad takes x's dtype), not a tensor your kernels "
                                        f"stored", "output_dtype"))
                     continue
-                cause = (f"{out}_not_from_kernels" if whole else None) if not covered else \
+                host_wrote = (outcome.info[task].get("host_made") or {}).get(out)
+                # nothing stored, and neither a kernel nor the host wrote it: the grid's rows never stored
+                cause = f"{out}_not_from_kernels" if not covered and (whole or host_wrote) else \
                     coverage_cause(outcome, task, out)
                 L.add(Finding(out, f"{out} returned by your {where} was not written by kernel stores ({covered} of "
                                    f"{M * N} elements were)", cause))

@@ -444,6 +444,13 @@ def backward_outputs(ledger_dx, ledger_dg, outcome, task, x, g, dy, eps, story, 
             rewrite = {**rewrite, **{k: f for k in (*causes.CAUSES, None)}}   # rows the backward skipped: dg lacks them
         if no_r and f is not None and f.cause is None:
             ledger.findings[ledger.findings.index(f)] = no_r
+        elif f is not None and f.cause in (None, "formula_bwd", "held_in_16_bits_bwd") and kind_of(task) == "ag" and \
+                "x" in (outcome.info.get(task, {}).get("inputs_modified") or []):
+            # the forward wrote into x, and the backward read the x it saved: that write's mistake (4.6's)
+            ledger.findings[ledger.findings.index(f)] = dataclasses.replace(
+                f, message=f"{f.message}. Your forward wrote into x, and the backward computed {name} from the x it "
+                           f"saved, changed: keep y in a tensor of its own (torch.empty_like(x))",
+                cause="input_modified")
 
 
 GRAD_OF = {"x": "dx", "g": "dg"}      # the gradient an autograd step gives each input that requires grad

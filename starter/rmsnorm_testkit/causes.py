@@ -43,9 +43,9 @@ CAUSES = {c.key: c for c in (
           "make the programs cover every row: each program's rows, and the number of programs times the rows "
           "per program, must reach M"),
     Cause("columns_not_stored", "the columns from {first} on were never written in any row",
-          "a row longer than one block needs a loop over its columns: with SINGLE_PASS=False, loop over each "
-          "row in chunks of BLOCK_N columns (the chunked path), and have the wrapper choose it for N > "
-          "MAX_FUSED_N"),
+          "a row longer than one block needs a loop over all its columns: with SINGLE_PASS=False, loop over each "
+          "row in chunks of BLOCK_N columns up to the row's end (range(0, n_cols, BLOCK_N), the last, partial chunk "
+          "masked: the chunked path), and have the wrapper choose it for N > MAX_FUSED_N"),
     Cause("elements_not_stored_fwd", "some elements were never written by the forward's kernels",
           "check the offsets and masks of your tl.store: every element of every row must be stored once"),
     Cause("elements_not_stored_bwd", "some elements were never written by the backward's kernels",
@@ -130,6 +130,10 @@ CAUSES = {c.key: c for c in (
           "since r depends on every x_j of the row, dx has a second term, −x·r³·sum(dy·g·x)/N: " + DX),
     Cause("second_term_sign", "it matches r·dy·g + x·r³·sum(dy·g·x)/N: the second term has the wrong sign",
           "subtract it: " + DX),
+    Cause("dot_not_summed", "it matches r·dy·g − x·r³·(dy·g·x)/N with each element's own dy·g·x: the sum over the "
+          "row is missing (a tl.sum left out, or taken down the tile's rows, axis=0, instead of along each row)",
+          "sum dy·g·x along each row, tl.sum(dy * g * x, axis=1) of a (BLOCK_M, BLOCK_N) tile (one value per row, "
+          "then [:, None] to scale its row): " + DX),
     Cause("dg_without_r", "it matches sum over rows of dy·x: r is missing", "multiply by r: dg = the sum over rows "
           "of dy·x·r"),
     Cause("dg_with_g", "it matches sum over rows of dy·x·r·g: g should not be in dg",
@@ -335,6 +339,7 @@ def backward_alternatives(x, g, dy, r, eps=DEFAULT_EPS, block_n=None) -> dict:
         "g_missing_first_term": (dx_of(dy64 * r64, x64 * r64 ** 3 * dot / n), dg),
         "second_term_missing": ((dyg * r64).reshape(x.shape), dg),
         "second_term_sign": (dx_of(dyg * r64, -x64 * r64 ** 3 * dot / n), dg),
+        "dot_not_summed": (dx_of(dyg * r64, x64 * r64 ** 3 * dyg * x64 / n), dg),
         "dg_without_r": (dx_of(dyg * r64, x64 * r64 ** 3 * dot / n), (dy64 * x64).sum(0)),
         "dg_with_g": (dx_of(dyg * r64, x64 * r64 ** 3 * dot / n), (dy64 * x64 * r64 * g64).sum(0)),
     }

@@ -270,7 +270,7 @@ def assert_matches(name, got, expected, x, dtype=None, story=None, source=""):
 FILL = 4096.0      # outputs start as this (exact in every dtype), so a lane no program stored shows
 
 
-def assert_untouched(name, now, before, who):
+def assert_untouched(name, now, before, who, output="dx"):
     """``name`` (an input, e.g. dy) came back as it went in; else say which element ``who`` changed and why
     it matters. Checked before the outputs: the reference is computed from that input, so a backward that
     wrote dx into dy's memory would otherwise read as a wrong dx."""
@@ -283,7 +283,7 @@ def assert_untouched(name, now, before, who):
     raise AssertionError(
         f"{who} wrote into {name}: {name}[{idx}] was {before[at].item():.6g} and is now {now[at].item():.6g} "
         f"({len(changed)} of {now.numel()} elements changed). {name} belongs to the caller, who may use it again "
-        f"(autograd hands the same {name} to every function that needs it): store dx in a tensor of its own "
+        f"(autograd hands the same {name} to every function that needs it): store {output} in a tensor of its own "
         f"(torch.empty_like), never in {name}'s memory, and do not write through {'an' if name in 'xr' else 'a'} "
         f"{name} pointer in a kernel")
 

@@ -29,6 +29,7 @@ def forward(impl, x, g, story=None, source=" from rmsnorm_forward"):
     story = story or describe(x)
     ref_y, ref_r, _, _ = reference(x, g)             # before the call: a kernel that writes into x cannot move it
     alts = forward_alternatives(x, g)
+    before = x.detach().clone()
     with KernelLog(impl) as log:
         y, r = _called(lambda: impl.rmsnorm_forward(x, g), x, "rmsnorm_forward")
     if isinstance(r, torch.Tensor) and r.dtype != torch.float32:       # the dtype, before the values it rounded
@@ -43,6 +44,7 @@ def forward(impl, x, g, story=None, source=" from rmsnorm_forward"):
                                                     source=source, nan_cause=nan, fmt=fmt,
                                                     traffic=read[:2] if read else None))
                           for name, got, want, i in (("r", r, ref_r, 1), ("y", y, ref_y, 0))]))
+    assert_untouched("x", x, before, "rmsnorm_forward", output="y")      # right outputs, stored into x's memory
     return y, r
 
 
@@ -64,6 +66,7 @@ def forward_first(impl, x, g, story=None):
     __tracebackhide__ = True
     story = story or describe(x)
     ref_y, alts = reference(x, g)[0], pick(forward_alternatives(x, g), 0)     # before a kernel could write into x
+    before = x.detach().clone()
     with KernelLog(impl) as log:
         y = _called(lambda: impl.rmsnorm(x, g), x, "rmsnorm")
     nan, fmt = log.nan_source()
@@ -72,6 +75,7 @@ def forward_first(impl, x, g, story=None):
     fail_if(diagnose("y", y, ref_y, x, alternatives=alts,
                      stored=log.stored(y), story=story, nan_cause=nan, fmt=fmt, traffic=read[:2] if read else None,
                      source=" from rmsnorm (your forward: fix it first, the gradients depend on it)"))
+    assert_untouched("x", x.detach(), before, "rmsnorm (your TritonRMSNorm.forward)", output="y")
     return y
 
 
@@ -212,13 +216,15 @@ def test_the_eps_the_caller_passes(impl):
     """eps = 0.1 reaches the kernel through rmsnorm_forward, and through rmsnorm and its autograd Function."""
     x, g, dy = random_inputs((6, 64), device=impl.DEVICE)
     story = f"{describe(x)} (eps = 0.1)"
-    with KernelLog(impl) as log:
-        y, r = impl.rmsnorm_forward(x, g, eps=0.1)
     ref_y, ref_r, _, _ = reference(x, g, eps=0.1)
     alts = forward_alternatives(x, g, 0.1)
+    before = x.detach().clone()
+    with KernelLog(impl) as log:
+        y, r = _called(lambda: impl.rmsnorm_forward(x, g, eps=0.1), x, "rmsnorm_forward")
     fail_if(diagnose_all([(name, got, want, x, dict(alternatives=pick(alts, i), stored=log.stored(got), story=story,
                                                     source=" from rmsnorm_forward(x, g, eps=0.1)", fmt={"eps": 0.1}))
                           for name, got, want, i in (("r", r, ref_r, 1), ("y", y, ref_y, 0))]))
+    assert_untouched("x", x, before, "rmsnorm_forward", output="y")
     y = impl.rmsnorm(x, g, 0.1)
     fail_if(diagnose("y", y, ref_y, x, alternatives=pick(alts, 0), story=story, fmt={"eps": 0.1},
                      source=" from rmsnorm(x, g, 0.1) (your TritonRMSNorm.forward)"))

@@ -105,3 +105,13 @@ def test_dg_over_some_rows_is_the_rows_the_backward_never_stored_where_item_2_fi
     verdicts = charge(ledgers(**{"2": ["rows_not_stored_bwd"], "4_6": ["dg_some_rows"]}))
     assert failed(verdicts) == ["2"]
     assert failed(charge(ledgers(**{"3": ["dg_some_rows"]}))) == ["3"]
+
+
+def test_a_charge_rule_added_as_the_readme_shows_moves_the_charge(monkeypatch):
+    """The README's recipe "where a mistake seen in several parts is charged": a rule beside CAUSE_OWNERS, here a
+    SHOWN_AS pair, is what charge() follows, with nothing else to change."""
+    found = {"4_3": ["x_rows_by_n"], "4_6": ["dy_modified"]}
+    assert failed(charge(ledgers(**found))) == ["4.3", "4.6"]
+    monkeypatch.setitem(rubric.SHOWN_AS, "x_rows_by_n", "dy_modified")
+    verdicts = charge(ledgers(**found))
+    assert failed(verdicts) == ["4.6"] and "charged once, in part 4.6" in verdicts["4.3"].notes[0]

@@ -26,6 +26,8 @@ PERFORMED_BY = {
         "tests/test_starter_and_bundle.py::test_every_path_and_make_target_named_in_the_bundle_exists_in_it",
     "a message a student sees":
         "tests/test_recipes.py::test_a_mistake_added_without_its_words_or_its_part_is_caught",
+    "where a mistake seen in several parts is charged":
+        "tests/test_judge_charge.py::test_a_charge_rule_added_as_the_readme_shows_moves_the_charge",
     "a cause the diagnosis names":
         "tests/test_mistakes_graded.py::test_every_cause_the_rubric_owns_is_made_by_a_mistake",
 }

@@ -77,8 +77,9 @@ def _rules_found_elsewhere(ledgers: dict, part: str, here: list) -> list:
 
 
 def owners(ledgers: dict) -> dict:
-    """{cause: the part that charges it}: the part the rubric names, when that part found it; else the
-    first part, in the rubric's order, that did (a dx with NaN charges item 2 when the forward is fine)."""
+    """{cause: the part that charges it}: the part the rubric names, when that part found it (or found it under
+    another name, by the rubric's rules beside CAUSE_OWNERS); else the first part, in the rubric's order, that did
+    (a dx with NaN charges item 2 when the forward is fine)."""
     seen = {}
     for part in (p for p in PARTS if p in ledgers):
         if part in NEVER_EXCUSED:
@@ -97,8 +98,12 @@ def owners(ledgers: dict) -> dict:
             return False
         return owner in parts or (owner in ledgers and any(f.cause in CAUSE_FAMILIES.get(cause, ())
                                                            for f in ledgers[owner].findings))
-    charged = {cause: CAUSE_OWNERS.get(cause) if found_by_owner(cause, parts) else parts[0]
-               for cause, parts in seen.items() if cause not in OWNER_ONLY or found_by_owner(cause, parts)}
+    charged = {}
+    for cause, parts in seen.items():
+        if found_by_owner(cause, parts):
+            charged[cause] = CAUSE_OWNERS.get(cause)
+        elif cause not in OWNER_ONLY:                # an OWNER_ONLY cause its owner missed: each finder's own
+            charged[cause] = parts[0]
     for cause, other in SHOWN_AS.items():         # the other's mistake, where the other's owner found that
         if cause in charged and CAUSE_OWNERS[other] in seen.get(other, ()):
             charged[cause] = CAUSE_OWNERS[other]

@@ -179,7 +179,8 @@ EDITS = {
     "grid_misses_rows": [("rmsnorm_fwd_kernel[(cdiv(m, block_m),)](", "rmsnorm_fwd_kernel[(cdiv(m, 2 * block_m),)](")],
     # the grid counted from x.shape[0], not from the M rows of x viewed as (M, N): right for 2-D x, and for 3-D x
     # whose rows fit one program's tile; a taller 3-D x has rows no program stores
-    "grid_from_x_shape0": [("rmsnorm_fwd_kernel[(cdiv(m, block_m),)](", "rmsnorm_fwd_kernel[(cdiv(x.shape[0], block_m),)](")],
+    "grid_from_x_shape0": [("rmsnorm_fwd_kernel[(cdiv(m, block_m),)](",
+                            "rmsnorm_fwd_kernel[(cdiv(x.shape[0], block_m),)](")],
     # the forward's grid rounded down: no program at all where M < BLOCK_M
     "grid_rounds_down": [("rmsnorm_fwd_kernel[(cdiv(m, block_m),)](", "rmsnorm_fwd_kernel[(m // block_m,)](")],
     # the wrappers take x's shape as (M, N): only 2-D inputs work

@@ -272,8 +272,10 @@ FILL = 4096.0      # outputs start as this (exact in every dtype), so a lane no 
 
 def assert_untouched(name, now, before, who, output="dx"):
     """``name`` (an input, e.g. dy) came back as it went in; else say which element ``who`` changed and why
-    it matters. Checked before the outputs: the reference is computed from that input, so a backward that
-    wrote dx into dy's memory would otherwise read as a wrong dx."""
+    it matters, and that ``output`` belongs in a tensor of its own. The backward's inputs are checked before its
+    outputs (the reference is computed from them, so dx written into dy's memory would read as a wrong dx); x after
+    the forward's outputs, which the reference computed before the call (a right y stored into x's memory shows
+    as the write it is)."""
     __tracebackhide__ = True
     if torch.equal(now, before):
         return

@@ -95,6 +95,7 @@ def _unstored(name, got, want, stored, atol, rtol, phase):
     right = bool((~missing).any()) and _fits(g2[~missing], w2[~missing], atol, rtol)
     rows = missing.all(-1)
     first = int(missing.any(0).nonzero()[0])
+    # dg is one value per column, summed over x's rows: its "rows" are none of x's, so none are named
     words = _row_list(rows.nonzero().reshape(-1).tolist()) if bool(rows.any()) and name != "dg" else ""
     if name == "r" and bool(missing.all()):
         key = "r_not_stored"

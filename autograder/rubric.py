@@ -133,7 +133,10 @@ _UNSTORED_FWD = ("r_not_stored", "rows_not_stored_fwd", "elements_not_stored_fwd
 _UNSTORED_BWD = ("rows_not_stored_bwd", "elements_not_stored_bwd")
 CAUSE_FAMILIES = {"padding_nan": _EPS, **{k: _EPS for k in _EPS},
                   **{k: _UNSTORED_FWD for k in _UNSTORED_FWD}, **{k: _UNSTORED_BWD for k in _UNSTORED_BWD},
-                  "unread_bwd": _UNSTORED_BWD}
+                  "unread_bwd": _UNSTORED_BWD,
+                  # a backward that returned before its launches: item 3 sees dg filled on the host, and no row of
+                  # dx stored (judge/outputs._nothing_launched); a step where only g requires grad sees the dg alone
+                  "dg_not_from_kernels": ("rows_not_stored_bwd",)}
 # Rules of the whole submission rather than of one case's output: charged in their owner wherever they show
 # (a tl.load without other= whose lanes, read as 0.0, give the right output: at most 4.5's 2 points, once).
 SUBMISSION_RULES = frozenset({"lanes_undefined"})

@@ -75,6 +75,12 @@ EDITS = {
     "row_stride_is_n": [(FWD_LOAD, FWD_LOAD.replace("x_row_stride", "n_cols"))],
     # every program of the backward stores its share of dg into row 0 of the partial buffer
     "dg_into_one_row": [(DG_STORE, DG_STORE.replace(" + pid * n_cols", ""))],
+    # the program's dg summed across its columns instead of down its rows: a block of BLOCK_M values stored through
+    # BLOCK_N pointers, which Triton refuses; where a tile has one row (6 x 513) it compiles and stores the wrong sum
+    "dg_summed_across_columns": [(DG_STORE, DG_STORE.replace("tl.sum(dg, axis=0)", "tl.sum(dg, axis=1)"))],
+    # the guard for an empty input inverted: the backward returns its unstored dx and a zero dg before any launch
+    "backward_returns_before_launch": [("    if m == 0:\n        return dx.view(x.shape), torch.zeros_like(g)",
+                                        "    if m != 0:\n        return dx.view(x.shape), torch.zeros_like(g)")],
     # the same, with a mean over the block as well: wrong even where those lanes read 0.0
     "mask_without_other_and_mean_over_block": [(LOAD_TILE, LOAD_TILE.replace(", other=0.0", "")),
                                                (FWD_R, FWD_R.replace("/ n_cols", "/ BLOCK_N"))],

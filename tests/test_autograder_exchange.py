@@ -189,15 +189,72 @@ def bwd(p, n, B: tl.constexpr):
 
 def test_a_crash_is_its_site_in_the_judges_record_whichever_kernel_and_input_met_it():
     """One error at one line, met by two kernels (a helper they share) on other inputs, is one cause; the judge's
-    record names the helper and its line, never what the message says of the program or offsets."""
+    record names the helper, its line and the kernel launched, never what the message says of the program or
+    offsets."""
     import torch
+    from autograder.judge.charge import Finding, Ledger, one_crash
     a, said_a = _launch_error(OOB, "fwd", (1,), torch.zeros(8), 4, 8)
     b, said_b = _launch_error(OOB, "bwd", (1,), torch.zeros(16), 3, 8)
-    assert said_a != said_b and a.site() == b.site() == "error: OutOfBoundsError in helper line 3", (a, b)
+    assert said_a != said_b and a.site() == "error: OutOfBoundsError in helper line 3 in a launch of fwd", a
+    assert b.site() == "error: OutOfBoundsError in helper line 3 in a launch of bwd", b
+    found = one_crash({"1": Ledger([Finding("y", said_a, a.site())]), "2": Ledger([Finding("dx", said_b, b.site())])})
+    assert found["1"].findings[0].cause == found["2"].findings[0].cause == a.site()
     assert a.told(said_a) and a.told(said_a[:60]) and not a.told(said_b) and not a.told("ValueError: not supported")
     quiet = dataclasses.replace(a, message="")            # an error without a message: its type alone, nothing more
     assert quiet.told("OutOfBoundsError:  (rmsnorm.py line 9)") and quiet.told("RuntimeError: ")
     assert not quiet.told("ValueError: ") and not quiet.told("OutOfBoundsError: not supported (rmsnorm.py line 9)")
+
+
+TWO_LINES = '''@triton.jit
+def helper(p, i):
+    return tl.load(p + i)
+
+
+@triton.jit
+def kernel(p, q, n, LONG: tl.constexpr, B: tl.constexpr):
+    i = tl.arange(0, B) - n
+    if LONG:
+        tl.store(p + tl.arange(0, B), tl.load(q + i))
+    else:
+        tl.store(p + tl.arange(0, B), helper(p, i))
+
+
+@triton.jit
+def other(p, n, B: tl.constexpr):
+    tl.store(p + tl.arange(0, B), tl.load(p + tl.arange(0, B) - n))
+'''
+
+
+def test_one_kernels_crash_at_two_lines_is_one_mistake_and_another_kernels_is_another():
+    """A row index one too low faults where the first load meets it: in a helper at one shape, in the kernel's own
+    load on the path long rows take. Both are one crash of one kernel, named where it was met first (in the rubric's
+    order); the same error in another kernel, or another error in the same one, is a crash of its own."""
+    import torch
+    from autograder.judge.charge import Finding, Ledger, one_crash
+    short, _ = _launch_error(TWO_LINES, "kernel", (1,), torch.zeros(8), torch.zeros(8), 1, False, 8)
+    long, _ = _launch_error(TWO_LINES, "kernel", (1,), torch.zeros(8), torch.zeros(8), 1, True, 8)
+    elsewhere, _ = _launch_error(TWO_LINES, "other", (1,), torch.zeros(8), 1, 8)
+    assert short.line != long.line and short.kernel == "helper" and long.kernel == "kernel", (short, long)
+    stray = dataclasses.replace(long, type="ValueError").site()
+    found = one_crash({"2": Ledger([Finding("dx", "s", short.site())]),
+                       "4.4": Ledger([Finding("dx", "l", long.site()), Finding("dx", "v", stray)]),
+                       "6": Ledger([Finding("dx", "o", elsewhere.site())])})
+    assert [f.cause for f in found["4.4"].findings] == [short.site(), stray], found
+    assert found["2"].findings[0].cause == short.site() and found["6"].findings[0].cause == elsewhere.site()
+
+
+def test_a_race_at_a_line_whose_accesses_also_fall_outside_the_tensor_is_that_crash():
+    """A row's address computed wrong makes two programs meet at one shape and the last run past the end at
+    another: the race between the stores of that line is the crash there, one mistake; a race at another line is a
+    race."""
+    import torch
+    from autograder.judge.charge import Finding, Ledger, one_crash
+    crash, said = _launch_error(TWO_LINES, "kernel", (1,), torch.zeros(8), torch.zeros(8), 1, True, 8)
+    race = "data race in kernel: programs 0 and 1 both write p[3, 0] (kernel line {}) without an atomic. Programs"
+    found = one_crash({"2": Ledger([Finding("task", said, crash.site())]),
+                       "8": Ledger([Finding("race", race.format(crash.line), "race"),
+                                    Finding("race", race.format(crash.line + 2), "race")])})
+    assert [f.cause for f in found["8"].findings] == [crash.site(), "race"], found["8"]
 
 
 class _Judged(_Outcome):

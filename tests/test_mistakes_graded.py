@@ -63,6 +63,14 @@ CHARGED = {
                                                "over the block's 128 lanes"),
     "row_stride_is_n": (("x_rows_by_n",), ["4.3"], "it matches x read with its rows N = 80 elements apart"),
     "dg_into_one_row": (("race",), ["8", "9"], "data race in rmsnorm_bwd_kernel: programs 0 and 1 both write"),
+    # a compile rule broken at every tile of many rows; at 6 x 513's tiles of one row it compiles, and its wrong dg
+    # is the rule's values, not a mistake of item 3's or 4.4's own
+    "dg_summed_across_columns": (("compile_rule",), ["2", "3", "9"],
+                                 "tl.store of a value of shape [8] through pointers of shape [128]"),
+    # no launch at all: dx's rows never stored (item 2's) and a dg the host filled are one mistake; item 3 and item 6
+    # have nothing else to check
+    "backward_returns_before_launch": (("rows_not_stored_bwd",), ["2", "3", "6", "9"],
+                                       "rows 0-36 of 37 hold whatever the memory held before"),
     "x_loaded_twice": ((), ["5"], "your forward loaded x 2.0 times per element"),
     "squares_summed_in_16_bits": (("sum_in_16_bits",), ["4.1"], "a sum of squares kept in fp16 rounds at every step"),
     "y_rounded_to_half": (("held_in_16_bits_fwd",), ["1"], "a value was held in a 16-bit dtype such as fp16"),

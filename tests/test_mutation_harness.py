@@ -108,6 +108,13 @@ CRASH = "error: OutOfBoundsError in load_tile line 61"
     (["1", "4.2", "4.5"], {p: ["r_not_stored", "rows_not_stored_fwd"] for p in ("1", "4.2", "4.5")},
      {"1": 2, "4.2": 0, "4.5": 0}, True),                                      # no rows stored: nothing to check
     (["1", "4.2"], {p: ["r_not_stored", "rows_not_stored_fwd"] for p in ("1", "4.2")}, {"1": 0, "4.2": 1}, False),
+    (["1", "5"], {"1": ["r_not_stored", "rows_not_stored_fwd"], "5": ["rows_not_stored_fwd"]}, {"1": 0, "5": 0},
+     True),                                                                    # some of the same symptoms: the same
+    (["1", "5"], {"1": ["rows_not_stored_fwd"], "5": ["r_not_stored", "rows_not_stored_fwd"]}, {"1": 0, "5": 0},
+     False),                                                                   # one more than the charging part saw
+    (["1", "5"], {"1": ["rows_not_stored_fwd"], "5": []}, {"1": 0, "5": 0}, False),   # a cause no formula names
+    (["1", "4.5"], {"1": ["masked_nan"], "4.5": ["formula_fwd", "masked_nan"]}, {"1": 0, "4.5": 0}, True),  # y's values
+    (["2", "4.5"], {"2": ["masked_nan"], "4.5": ["formula_fwd", "masked_nan"]}, {"2": 0, "4.5": 0}, False),  # not dx's
     (["4.2", "4.6"], {"4.2": ["output_type"], "4.6": ["output_type"]}, {"4.2": 0, "4.6": 0}, True),  # y not returned
     (["4.2", "4.6"], {"4.2": ["eps_forgotten"], "4.6": ["output_type"]}, {"4.2": 0, "4.6": 0}, False),
 ])

@@ -63,6 +63,11 @@ EXPECTED = {
                         ["from rmsnorm_fwd_kernel differs", "rows are 160 elements apart", "it matches x read with its "
                          "rows N = 80 elements apart", "Step from row to row by the row stride"]),
     "dg_into_one_row": (B, ["DataRaceError", "both write dg_partial_ptr[0,", "per-program partial buffer"]),
+    "dg_summed_across_columns": (B, ["dg (the sum of the dg_partial rows your rmsnorm_bwd_kernel stored) differs",
+                                     "100 of 100 elements are off"]),
+    "backward_returns_before_launch": ("test_part_c.py::test_backward_dx[(37, 100)]",
+                                       ["dx[0:37, 0:100] (x.grad after rmsnorm(x, g).backward(dy)) was never written",
+                                        "rows 0-36 of 37 hold whatever the memory held before"]),
     "x_loaded_twice": ("test_part_a.py::test_forward_reads_x_once_and_writes_y_once",
                        ["your forward loaded x 2.0 times per element", "a fused kernel reads x once"]),
     "endless_loop": ("test_part_a.py::test_one_row_per_program",

@@ -34,7 +34,7 @@ from rmsnorm_testkit.compare import widened
 
 from ..hidden.cases import input_key, robust_parts, task_name
 from ..job.wire.protocol import FRESH, fresh_key
-from .charge import Finding, charge
+from .charge import Finding, charge, one_crash
 from .correctness import item_1, items_2_3, part_4_6, part_4_7, robust_part
 from .fused import item_5, item_6, item_7, item_8, item_9
 from .outputs import exchanged, traffic
@@ -60,7 +60,7 @@ def ledgers(sim, gpu=None) -> dict:
         for part, L in replayed.items():
             if not parts[part].findings:
                 parts[part].findings += [dataclasses.replace(f, message=AGAIN + f.message) for f in L.findings]
-    return parts
+    return one_crash(parts)
 
 
 def again(inputs, outcome):

@@ -7,6 +7,7 @@ charged.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from rmsnorm_testkit import diagnose
 
@@ -62,6 +63,54 @@ def charge(ledgers: dict) -> dict:
         else:
             verdicts[part] = Verdict(None, [f.message + _charged_in(f, owner) for f in elsewhere])
     return verdicts
+
+
+# A kernel's crash, as the judge's record names it (job/wire/errors.Crash.site): its type, the function and line of
+# rmsnorm.py it was running, and the kernel launched where that function was a helper
+CRASH = re.compile(r"^error: (\w+) in (\w+) line (\d+)(?: in a launch of (\w+))?$")
+
+
+# A race between two programs' stores, as the simulator words it: the line of the store
+STORE_RACE = re.compile(r"both write [^()]+ \((\w+) line (\d+)\)")
+
+
+def one_crash(ledgers: dict) -> dict:
+    """The ledgers with each crash named as one mistake: the same error at one line (a helper several kernels call)
+    or anywhere in one kernel's launch (a row index one too low faults at x's load at one shape, at r's on the path
+    long rows take) is one crash, named by where it was met first, in the rubric's order. A race between the stores
+    of a line whose stores also fall outside their tensor (a row's address computed wrong: two programs meet at
+    one shape, the last runs past the end at another) is that crash too."""
+    parent = {}
+
+    def find(k):
+        while parent.setdefault(k, k) != k:
+            k = parent[k]
+        return k
+    first = {}
+    for part in sorted(ledgers, key=lambda p: list(PARTS).index(p) if p in PARTS else len(PARTS)):
+        for f in ledgers[part].findings:
+            m = CRASH.match(f.cause or "")
+            if m:
+                kind, func, line, launched = m.groups()
+                a, b = find(("line", kind, func, line)), find(("kernel", kind, launched or func))
+                if a != b:
+                    parent[b] = a
+                first.setdefault(("line", kind, func, line), f.cause)
+    if not first:
+        return ledgers
+    name = {}
+    for key, cause in first.items():                  # in the order met: the first of each crash names it
+        name.setdefault(find(key), cause)
+    def renamed(f):
+        m = CRASH.match(f.cause or "")
+        if m:
+            return dataclasses.replace(f, cause=name[find(("line", *m.groups()[:3]))])
+        race = STORE_RACE.search(f.message) if f.cause == "race" else None
+        key = race and ("line", "OutOfBoundsError", *race.groups())
+        return dataclasses.replace(f, cause=name[find(key)]) if key in first else f
+    for L in ledgers.values():
+        L.findings = [renamed(f) for f in L.findings]
+    return ledgers
 
 
 def _rules_found_elsewhere(ledgers: dict, part: str, here: list) -> list:

@@ -60,12 +60,12 @@ REFUSALS = ("CompilationError", "TypeError: object of type 'int' has no len()",
 
 def task_error(outcome, task) -> Finding | None:
     """The exception (or time-out, or crash) that stopped a task. A kernel's crash is one mistake: the same error
-    at the same line in several parts is charged in the first of them, and the others keep their points only if
-    something else of theirs could be checked. An error raised on the host (a ``raise`` or ``assert`` of
-    rmsnorm.py's own, a torch call it makes: it may refuse that input on purpose) is charged in every part whose case
-    it stops. Which of the two it was, the simulator job's judge says from its own record of the launches it served
-    (``crash``: job.wire.errors.Crash); only a GPU job, whose tasks run in the submission's process, is taken at
-    that process's word."""
+    in several parts (at one line, or anywhere in one kernel: judge.charge.one_crash) is charged in the first of
+    them, and the others keep their points only if something else of theirs could be checked. An error raised on
+    the host (a ``raise`` or ``assert`` of rmsnorm.py's own, a torch call it makes: it may refuse that input on
+    purpose) is charged in every part whose case it stops. Which of the two it was, the simulator job's judge says
+    from its own record of the launches it served (``crash``: job.wire.errors.Crash); only a GPU job, whose tasks
+    run in the submission's process, is taken at that process's word."""
     err = outcome.task_error(task)
     if not err:
         return None
@@ -104,6 +104,36 @@ def rule_broken(outcome, task, phase) -> Finding | None:
             return Finding("task", f"{launch['rule']} (Triton refuses this kernel or its launch, so it fails on any "
                                    f"GPU; the grader ran it as written to check the rest)", "compile_rule")
     return None
+
+
+def rule_broken_anywhere(outcome, phase) -> str | None:
+    """The first compile rule the phase's kernels broke in any task, recorded (rule_broken) or raised (a launch
+    Triton refuses): where those kernels also give values no known formula explains, at a shape where they broke no
+    rule (a block of one row, a row of one column), those values are the rule's, one mistake charged once."""
+    for task, info in outcome.info.items():
+        if not isinstance(info, dict):
+            continue
+        launches = (info.get(phase) or {}).get("launches", [])
+        rule = next((L["rule"] for L in launches if isinstance(L, dict) and L.get("rule")), None)
+        err = outcome.task_error(task)
+        failed_in = info.get("failed_in") or ("fwd" if kind_of(task) == "fwd" else "bwd" if kind_of(task) == "bwd"
+                                              else None)
+        if not rule and err and failed_in == phase and error_cause(outcome, task, err) == "compile_rule":
+            rule = err
+        if rule:
+            return str(rule)
+    return None
+
+
+def the_rules_values(outcome, f: Finding | None, phase: str) -> Finding | None:
+    """``f``, a wrong output of the phase that no known formula explains, as the values of a compile rule its kernels
+    broke elsewhere (rule_broken_anywhere), where they did; else ``f`` as it is."""
+    rule = rule_broken_anywhere(outcome, phase) if f is not None and f.cause is None else None
+    if rule is None:
+        return f
+    return dataclasses.replace(f, message=f"{f.message}. The kernels that made it break one of Triton's compile rules "
+                                          f"where other inputs reach them ({rule[:200]}): on a GPU they do not "
+                                          f"compile, and run as written they give these values", cause="compile_rule")
 
 
 def exchanged(outcome, task, phase) -> Finding | None:
@@ -176,6 +206,11 @@ def not_made(outcome, task, name, story) -> Finding | None:
     mask = got(outcome, task, name, "stored")
     if mask is not None and (bool(mask.any()) or not (info.get("host_made") or {}).get(name)):
         return None                # partly stored, or never written at all: the diagnosis says which elements
+    unlaunched = _nothing_launched(outcome, task, name)
+    if unlaunched:                                   # a backward that returned before its launches: its grid's
+        return Finding(name, f"your {MADE_BY[name]} returned {name} without launching any kernel, for {story}: "
+                             f"no row of dx was stored either, so the launch never happened (a return, or a grid of no "
+                             f"programs, before it)", unlaunched)
     how = (" (stored by a kernel, or summed on the host from a partial buffer your kernels stored)"
            if name == "dg" else "")
     norms = info.get(MADE_IN[name], {}).get("norms", [])
@@ -188,6 +223,16 @@ def not_made(outcome, task, name, story) -> Finding | None:
     return Finding(name, f"your {MADE_BY[name]} returned {name} without any kernel storing it{how}, for {story}"
                          f"{called}: points for correct values go only to values your Triton kernels compute",
                    f"{name}_not_from_kernels")
+
+
+def _nothing_launched(outcome, task, name) -> str | None:
+    """The cause of a dg the host filled where the backward launched no kernel at all and left dx unstored: the
+    rows its grid never stored (dx's cause, item 2's), one mistake in both outputs; None otherwise (a backward
+    done in torch, say, whose dx the host made too)."""
+    info = outcome.info.get(task, {})
+    if name != "dg" or (info.get(MADE_IN[name]) or {}).get("launches") or (info.get("host_made") or {}).get("dx"):
+        return None
+    return coverage_cause(outcome, task, "dx")
 
 
 def _nan_from_lanes(outcome, task, name) -> bool:
@@ -335,6 +380,7 @@ def output(ledger: Ledger, outcome, task, name, x, want, story, alternatives=(),
     for also in (rule_broken(outcome, task, MADE_IN[name]), exchanged(outcome, task, MADE_IN[name])):
         if also is not None:
             ledger.add(also)
+    f = the_rules_values(outcome, f, MADE_IN[name])
     if f is not None and f.cause is None and name in FORMULA and returned.numel() == want.numel():
         f = dataclasses.replace(f, cause=FORMULA[name])     # a wrong value no known formula explains: the formula's
     if f is not None and name == "r" and returned.dtype != torch.float32:
@@ -490,6 +536,7 @@ def _wrong_saved_r(outcome, task, x, g, eps, r_ref, story, fmt) -> Finding | Non
         return None
     f = diagnose.saved_r_finding(saved, r_ref, x, g, eps, story=story, stored=got(outcome, task, "r_saved", "stored"),
                                  traffic=traffic(outcome, task, "fwd", x), fmt=fmt)
+    f = the_rules_values(outcome, f, "fwd")
     if f is not None and f.cause is None:
         f = dataclasses.replace(f, cause=FORMULA["r"])     # the forward's formula, as output() names a wrong r
     return f

@@ -30,36 +30,42 @@ class Crash:
     """A launch that raised, as the judge saw it: the error's type and message, the kernel, and the line of rmsnorm.py
     it was running (None: it raised before any line ran, binding its arguments, say). The grader charges a task's
     error once, wherever else it shows, only where it is such a launch's (judge.outputs.task_error): the judge's own
-    record, never what the submission's process says of its error."""
+    record, never what the submission's process says of its error. ``launched``: the kernel the launch ran (the
+    @jit function its grid was given to), where ``kernel`` may be a helper it called."""
     type: str
     message: str
     kernel: str
     line: int | None
+    launched: str | None = None
 
     @classmethod
     def read(cls, d) -> "Crash | None":
         """The record as the grader reads it from a job's results (a dict), or None where it is not one."""
         if not isinstance(d, dict) or not all(isinstance(d.get(k), str) for k in ("type", "message", "kernel")):
             return None
-        line = d.get("line")
-        return cls(d["type"], d["message"], d["kernel"], line if isinstance(line, int) else None)
+        line, launched = d.get("line"), d.get("launched")
+        return cls(d["type"], d["message"], d["kernel"], line if isinstance(line, int) else None,
+                   launched if isinstance(launched, str) else None)
 
     @classmethod
     def of(cls, e: BaseException, request: dict, path: str) -> "Crash":
         """The record of ``e``, raised by the launch ``request`` asked for, in the kernels compiled from ``path``."""
         frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == path]
-        if frames:                                   # the kernel, or the @jit helper it called, that was running
-            return cls(type(e).__name__, str(e), frames[-1].name, frames[-1].lineno)
         ident = request.get("kernel")
         name = ident.get("name") if isinstance(ident, dict) else None
-        return cls(type(e).__name__, str(e), str(name or "a kernel"), None)
+        launched = name if isinstance(name, str) else None
+        if frames:                                   # the kernel, or the @jit helper it called, that was running
+            return cls(type(e).__name__, str(e), frames[-1].name, frames[-1].lineno, launched)
+        return cls(type(e).__name__, str(e), str(name or "a kernel"), None, launched)
 
     def site(self) -> str:
         """What stays the same from input to input, so that one crash met by several launches and parts is one
-        mistake: the error's type and the line of rmsnorm.py (whichever kernel called the helper there); or, before
-        any line ran, the kernel and what the message says before its details."""
+        mistake: the error's type, the line of rmsnorm.py and the kernel launched (judge.charge.one_crash takes the
+        same error at one line, whichever kernel called the helper there, and the same error anywhere in one kernel,
+        as one); or, before any line ran, the kernel and what the message says before its details."""
         if self.line is not None:
-            return f"error: {self.type} in {self.kernel} line {self.line}"
+            launch = f" in a launch of {self.launched}" if self.launched and self.launched != self.kernel else ""
+            return f"error: {self.type} in {self.kernel} line {self.line}{launch}"
         return f"error: {self.type} in {self.kernel}: {self.message.split(':', 1)[0][:80]}"
 
     def told(self, reported: str) -> bool:

@@ -100,7 +100,7 @@ CAUSE_OWNERS = {
                     "2"),
     # item 3, dg
     **dict.fromkeys(("dg_without_r", "dg_with_g", "dg_some_rows", "dg_not_from_kernels", "old_memory_nan",
-                     "no_dg_backward"), "3"),
+                     "no_dg_backward", "dg_not_stored"), "3"),
     "sum_in_16_bits": "4.1",                        # 16-bit inputs: a sum of squares kept in 16 bits
     **dict.fromkeys(("x_rows_by_n", "dy_rows_by_n", "x_cols_adjacent", "dy_cols_adjacent"), "4.3"),          # strides
     # rows longer than one block

@@ -78,6 +78,10 @@ EDITS = {
     # the program's dg summed across its columns instead of down its rows: a block of BLOCK_M values stored through
     # BLOCK_N pointers, which Triton refuses; where a tile has one row (6 x 513) it compiles and stores the wrong sum
     "dg_summed_across_columns": [(DG_STORE, DG_STORE.replace("tl.sum(dg, axis=0)", "tl.sum(dg, axis=1)"))],
+    # dg's sum launched as one program ("dg is one vector"): only its first BLOCK_N columns are stored
+    "dg_sum_one_program": [("    dg_sum_kernel[grid](dg_partial, dg, programs, n, BLOCK_P=block_p, BLOCK_N=sum_n, "
+                            "num_warps=4)", "    dg_sum_kernel[(1,)](dg_partial, dg, programs, n, BLOCK_P=block_p, "
+                            "BLOCK_N=sum_n, num_warps=4)")],
     # the guard for an empty input inverted: the backward returns its unstored dx and a zero dg before any launch
     "backward_returns_before_launch": [("    if m == 0:\n        return dx.view(x.shape), torch.zeros_like(g)",
                                         "    if m != 0:\n        return dx.view(x.shape), torch.zeros_like(g)")],

@@ -434,8 +434,13 @@ def host_work_elsewhere(outcome) -> Ledger:
             name = "forward" if work["phase"] == "fwd" else "backward"
             where = f"{name}{' through rmsnorm' if kind == 'ag' else ''} ({text.dtype_name(c.dtype)} x of {M} rows " \
                     f"of {N})"
-            L.add(Finding("y" if work["phase"] == "fwd" else "dx",
-                          dataflow.problem((work["op"], work["reached"]), M, N, where)))
+            out = "y" if work["phase"] == "fwd" else "dx"
+            reached = work["reached"] if work["reached"] in ("y", "r", "dx", "dg") else None
+            # its result is an output no kernel stored there: the output made on the host, charged where that
+            # output's cause is (the case's own part finds it too), not a second mistake
+            host = reached if reached and not made(outcome, task_name(kind, k), reached) else None
+            L.add(Finding(reached or out, dataflow.problem((work["op"], work["reached"]), M, N, where),
+                          f"{host}_not_from_kernels" if host else None))
             return L
     return L
 

@@ -46,6 +46,9 @@ CAUSES = {c.key: c for c in (
           "a row longer than one block needs a loop over all its columns: with SINGLE_PASS=False, loop over each "
           "row in chunks of BLOCK_N columns up to the row's end (range(0, n_cols, BLOCK_N), the last, partial chunk "
           "masked: the chunked path), and have the wrapper choose it for N > MAX_FUSED_N"),
+    Cause("dg_not_stored", "some of dg's N columns were never written by the kernel that sums the partial rows",
+          "give that kernel a grid that covers all N columns of dg (each program BLOCK_N of them: cdiv(N, "
+          "BLOCK_N) programs, as _dg_sum_config returns), or sum the partial buffer on the host"),
     Cause("elements_not_stored_fwd", "some elements were never written by the forward's kernels",
           "check the offsets and masks of your tl.store: every element of every row must be stored once"),
     Cause("elements_not_stored_bwd", "some elements were never written by the backward's kernels",

@@ -99,6 +99,8 @@ def _unstored(name, got, want, stored, atol, rtol, phase):
     words = _row_list(rows.nonzero().reshape(-1).tolist()) if bool(rows.any()) and name != "dg" else ""
     if name == "r" and bool(missing.all()):
         key = "r_not_stored"
+    elif name == "dg":                             # one value per column, summed over the rows: item 3's
+        key = "dg_not_stored"
     elif bool((missing.any(-1) == rows).all()):
         key = f"rows_not_stored_{phase}"
     elif bool(missing[:, first:].all()) and not bool(missing[:, :first].any()) and first >= 16 and \

@@ -268,7 +268,9 @@ class Task:
                                                                   dtype=torch.uint8)).all()):
                     self.per_row_host.append(k)      # the host's values one per row, as many as
                     # the output's at N = 1: item 7 owns that host work when the replay finds it (verify)
-            if not made and k in ("y", "r", "r_saved", "dx"):
+            # dg only where a kernel stored some of it: a dg the host summed or cast (or filled) is no column "never
+            # written", and the checks of what the host made name it
+            if not made and (k in ("y", "r", "r_saved", "dx") or (k == "dg" and bool(stored.any()))):
                 self.tensors[output_key(k, "stored")] = stored.reshape(value.shape).contiguous()
 
     def copies_seen(self, phase: str) -> list:

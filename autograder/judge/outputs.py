@@ -132,7 +132,7 @@ def the_rules_values(outcome, f: Finding | None, phase: str) -> Finding | None:
     if rule is None:
         return f
     return dataclasses.replace(f, message=f"{f.message}. The kernels that made it break one of Triton's compile rules "
-                                          f"where other inputs reach them ({rule[:200]}): on a GPU they do not "
+                                          f"at some input ({rule[:text.ERROR_LINE_CHARS]}): on a GPU they do not "
                                           f"compile, and run as written they give these values", cause="compile_rule")
 
 
